@@ -1,0 +1,72 @@
+"""What every benchmark module provides, so that ``toolmend score`` and ``toolmend bench`` can drive
+any of them by name.
+
+A benchmark turns its data files into :class:`~toolmend.Sample` objects, builds the prompt a model
+sees, scores one raw model output against one sample (a pure function), and aggregates the
+per-sample scores into the benchmark's published metrics (kept apart, because official scorers
+differ in their denominators).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolmend.registry import Registry
+from toolmend.schema import Message, Sample
+
+__all__ = ["BENCHMARKS", "Benchmark", "Mode", "Prediction", "SampleScore"]
+
+Mode = Literal["compat", "improved"]
+"""``compat`` reproduces the official scorer's numbers exactly, quirks included; ``improved``
+fixes the documented flaws (each benchmark's docstring says what it changes)."""
+
+Prediction = str | list[str]
+"""A model's raw output for a sample; a list for multi-generation samples (CriticTool external
+errors, Repair@N)."""
+
+
+class SampleScore(BaseModel):
+    """The scores of one sample.
+
+    ``values`` maps a metric name to its value in [0, 1], or to ``None`` where the metric does not
+    apply to this sample (it then stays out of that metric's denominator). ``details`` keeps what
+    explains the score (parsed calls, findings, the error type) for reports.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    values: dict[str, float | None] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Benchmark(ABC):
+    """Base class of the benchmarks registered in :data:`BENCHMARKS`."""
+
+    name: str = ""
+    default_data: str = ""
+    """Path of the default data relative to the shared folder (``data/nestools``)."""
+
+    @abstractmethod
+    def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
+        """Read the benchmark's data files; a :class:`~toolmend.DatasetError` names what is wrong."""
+
+    @abstractmethod
+    def prompt(self, sample: Sample) -> list[Message]:
+        """The messages a model is sent for ``sample``."""
+
+    @abstractmethod
+    def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
+        """Score one raw model output; never raises on malformed output."""
+
+    @abstractmethod
+    def aggregate(self, scores: Sequence[SampleScore], mode: Mode = "compat") -> dict[str, float]:
+        """The benchmark's headline metrics over ``scores``, as the official scorer aggregates them."""
+
+
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark")

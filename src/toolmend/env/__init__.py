@@ -1,0 +1,1 @@
+"""toolmend.env"""

@@ -1,0 +1,89 @@
+"""The one exception tree of toolmend.
+
+Exceptions describe misuse or infrastructure (a bad file, an unreachable server, a missing
+extra). A *model's* mistake is never an exception: it is data — a :class:`toolmend.Finding`
+or a failed parse — so that a run keeps going and the mistake gets scored.
+
+Catch everything toolmend raises with ``except ToolmendError``::
+
+    try:
+        tools = toolmend.load_tools("tools.json")
+    except toolmend.DatasetError as exc:
+        print(exc)  # tools.json, line 3, field 'parameters': expected an object
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "ConfigError",
+    "DatasetError",
+    "MissingExtraError",
+    "ModelError",
+    "SpecError",
+    "ToolmendError",
+]
+
+
+class ToolmendError(Exception):
+    """Root of every exception toolmend raises on purpose."""
+
+
+class ConfigError(ToolmendError):
+    """An option, flag or argument combination that cannot work."""
+
+
+class SpecError(ToolmendError):
+    """A tool specification that cannot be turned into a :class:`toolmend.Tool`."""
+
+
+class DatasetError(ToolmendError):
+    """An input file that cannot be read as what it claims to be.
+
+    The message names the file, and where known the line (1-based) and the field, followed by
+    what was expected — so a user can open the file at the right place.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.field = field
+        self.reason = message
+        where = [p for p in (self.path, f"line {line}" if line is not None else None) if p]
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class ModelError(ToolmendError):
+    """A backend failed to produce a completion (transport, server or protocol failure).
+
+    ``retryable`` tells the harness whether trying again may help (429, 5xx, timeouts,
+    dropped connections) or not (401, 404, a malformed request).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class MissingExtraError(ToolmendError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it."""
+
+    def __init__(self, package: str, extra: str, purpose: str = "") -> None:
+        what = f" for {purpose}" if purpose else ""
+        super().__init__(
+            f"{package} is needed{what} but is not installed; install it with "
+            f"`pip install 'toolmend[{extra}]'`"
+        )
+        self.package = package
+        self.extra = extra

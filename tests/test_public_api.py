@@ -1,0 +1,11 @@
+import toolmend
+
+
+def test_all_names_resolve() -> None:
+    for name in toolmend.__all__:
+        assert getattr(toolmend, name) is not None, name
+
+
+def test_all_is_sorted_and_unique() -> None:
+    names = [n for n in toolmend.__all__ if n != "__version__"]
+    assert len(set(names)) == len(names)
