@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from toolmend import __version__
+from toolmend.cli import score
 
 app = typer.Typer(
     name="toolmend",
@@ -28,6 +29,10 @@ def _root(
     ),
 ) -> None:
     """Measure, catch, recover from and train away LLM tool-call errors."""
+
+
+for _command in (score,):
+    _command.register(app)
 
 
 def main() -> None:

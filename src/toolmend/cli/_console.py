@@ -1,0 +1,31 @@
+"""Console helpers shared by the commands: rich on a terminal, plain text under CI or in a pipe."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+__all__ = ["console", "fail", "plain_output"]
+
+
+def plain_output() -> bool:
+    """Whether to avoid live displays and colour (not a TTY, or running under CI)."""
+    return bool(os.environ.get("CI")) or not sys.stdout.isatty()
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console; without colour or cursor tricks when :func:`plain_output`."""
+    plain = plain_output()
+    return Console(
+        stderr=stderr, no_color=plain, highlight=not plain, soft_wrap=plain, width=120 if plain else None
+    )
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on stderr and exit with ``code`` (2: bad usage or unreadable input)."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)

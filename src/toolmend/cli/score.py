@@ -1,0 +1,104 @@
+"""``toolmend score``: score saved model outputs against a benchmark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from toolmend._shared import shared_dir
+from toolmend.benchmarks import BENCHMARKS, Mode, load_builtin_benchmarks
+from toolmend.benchmarks.predictions import read_predictions
+from toolmend.benchmarks.scoring import ScoreReport, score_predictions
+from toolmend.cli._console import console, fail
+from toolmend.errors import ToolmendError
+
+__all__ = ["register"]
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"--option expects KEY=VALUE, got {pair!r}")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw
+    return options
+
+
+def _print_report(report: ScoreReport) -> None:
+    out = console()
+    table = Table(title=f"{report.benchmark} ({report.mode})", show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in report.metrics.items():
+        table.add_row(name, f"{value:.2f}" if isinstance(value, float) else str(value))
+    out.print(table)
+    out.print(f"scored {report.scored} of {report.total} samples")
+    if report.missing:
+        head = ", ".join(report.missing[:5]) + (" …" if len(report.missing) > 5 else "")
+        out.print(f"{len(report.missing)} samples have no prediction and are not counted: {head}")
+    for sid, line in list(report.unknown.items())[:20]:
+        out.print(f"line {line}: unknown id {sid!r} (not in the data)")
+    for problem in report.problems[:20]:
+        out.print(problem)
+    hidden = max(0, len(report.unknown) - 20) + max(0, len(report.problems) - 20)
+    if hidden:
+        out.print(f"… and {hidden} more problems (see --json)")
+
+
+def score_command(
+    benchmark: Annotated[
+        str, typer.Argument(help="Benchmark name, e.g. nestools, critictool, bfcl, reflection-bench.")
+    ],
+    predictions: Annotated[
+        Path, typer.Option("--predictions", "-p", help='JSONL of {"id", "output"} (or "outputs": [...]).')
+    ],
+    data: Annotated[
+        Path | None, typer.Option("--data", help="Benchmark data (file or folder); default: the shared data.")
+    ] = None,
+    mode: Annotated[str, typer.Option("--mode", help="compat (official numbers) or improved.")] = "compat",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as a JSON object.")] = False,
+    missing_as_empty: Annotated[
+        bool, typer.Option("--missing-as-empty", help="Score samples without a prediction as empty outputs.")
+    ] = False,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="Loader option KEY=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """Score saved model outputs (one JSON line per sample) against BENCHMARK."""
+    if mode not in ("compat", "improved"):
+        fail(f"--mode must be compat or improved, got {mode!r}")
+    load_builtin_benchmarks()
+    try:
+        bench = BENCHMARKS.get(benchmark)()
+        path = data if data is not None else shared_dir() / bench.default_data
+        samples = bench.load(path, **_parse_options(option or []))
+        preds = read_predictions(predictions)
+        report = score_predictions(
+            bench, samples, preds, mode=mode_of(mode), missing_as_empty=missing_as_empty
+        )
+    except ToolmendError as exc:
+        fail(str(exc))
+    if as_json:
+        payload = report.model_dump(exclude={"scores"})
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        _print_report(report)
+    if report.scored == 0:
+        raise typer.Exit(1)
+
+
+def mode_of(value: str) -> Mode:
+    return "improved" if value == "improved" else "compat"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``score`` to ``app``."""
+    app.command("score")(score_command)
