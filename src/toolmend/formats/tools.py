@@ -108,6 +108,20 @@ def _normalise_schema(schema: Any) -> dict[str, Any]:
             out["x-optional"] = value
         else:
             out[key] = value
+    items = out.get("items")
+    enum = out.get("enum")
+    if (
+        out.get("type") == "array"
+        and isinstance(enum, list)
+        and isinstance(items, dict)
+        and "enum" not in items
+        and not any(isinstance(e, list) for e in enum)
+    ):
+        # Some specs (BFCL live ones among them) put the allowed *element* values on the array
+        # itself, which JSON Schema would read as "the whole array must equal one of these".
+        out["items"] = {**items, "enum": enum}
+        del out["enum"]
+        out["x-enum-on-array"] = True
     return out
 
 
