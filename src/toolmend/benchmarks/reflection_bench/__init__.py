@@ -1,0 +1,50 @@
+"""Tool-Reflection-Bench: loader, official correctness / Repair@N, and the structured-reflection reward.
+
+>>> from toolmend.benchmarks.reflection_bench import reflection_reward, reward_fn
+>>> gold = '<reflect>fix</reflect><tool_call>{"name": "f", "arguments": {}}</tool_call>'
+>>> reward_fn([gold], ground_truth=[gold])
+[1.0]
+"""
+
+from toolmend.benchmarks.reflection_bench.benchmark import ReflectionBench
+from toolmend.benchmarks.reflection_bench.loader import (
+    load_reflection_bench,
+    parse_record,
+    tools_from_system_prompt,
+)
+from toolmend.benchmarks.reflection_bench.reward import (
+    RewardBreakdown,
+    RewardConfig,
+    Similarity,
+    equal_calls,
+    lexical_similarity,
+    make_reward_fn,
+    reflection_reward,
+    reward_breakdown,
+    reward_fn,
+)
+from toolmend.benchmarks.reflection_bench.scoring import AttemptScore, canonical, repair_at_n, score_attempt
+from toolmend.benchmarks.reflection_bench.tags import ReplyParts, official_calls, split_reply
+
+__all__ = [
+    "AttemptScore",
+    "ReflectionBench",
+    "ReplyParts",
+    "RewardBreakdown",
+    "RewardConfig",
+    "Similarity",
+    "canonical",
+    "equal_calls",
+    "lexical_similarity",
+    "load_reflection_bench",
+    "make_reward_fn",
+    "official_calls",
+    "parse_record",
+    "reflection_reward",
+    "repair_at_n",
+    "reward_breakdown",
+    "reward_fn",
+    "score_attempt",
+    "split_reply",
+    "tools_from_system_prompt",
+]

@@ -1,0 +1,294 @@
+"""The structured-reflection reward of Tool-Reflection-Bench (paper eq. 11–25), usable as a GRPO reward.
+
+A completion and its ground truth are both split into reflection, calls and final answer
+(eq. 11). The component scores (eq. 12) are a similarity for the two texts and an indicator of
+bag equality for the calls; they are averaged with weights renormalised over the parts the
+ground truth actually has (presence masks, eq. 14–16). A format factor (eq. 17–23) penalises
+missing parts, extra parts and a wrong number of calls, softened by ``r_reduce`` when the calls
+are exactly right. ``R_core = S · F`` (eq. 24); below ``epsilon`` the reward backs off to a
+weighted similarity of the linearised texts (eq. 25).
+
+The paper gives the equations but no numbers; the defaults of :class:`RewardConfig` are the
+values of the authors' released reward (weights 0.1 / 0.7 / 0.2, β_extra 0.8, γ_count 0.6,
+λ_m 0.8, r_reduce 0.3, w_b 0.15, ε 1e-6). That code also returns 0 outright when the gold
+has calls and the reply's calls differ; ``strict_call_gate=True`` reproduces this.
+
+The reward is total: any input gives a float in [0, 1], nothing raises.
+
+>>> gold = '<reflect>id was wrong</reflect><tool_call>{"name": "f", "arguments": {"id": 7}}</tool_call>'
+>>> reflection_reward(gold, gold)
+1.0
+>>> reflection_reward("no idea", gold) < 0.15
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolmend.benchmarks.reflection_bench.scoring import canonical
+from toolmend.benchmarks.reflection_bench.tags import ReplyParts, split_reply
+from toolmend.errors import ConfigError
+
+__all__ = [
+    "RewardBreakdown",
+    "RewardConfig",
+    "Similarity",
+    "equal_calls",
+    "lexical_similarity",
+    "make_reward_fn",
+    "reflection_reward",
+    "reward_breakdown",
+    "reward_fn",
+]
+
+Similarity = Callable[[str, str], float]
+"""``sim(a, b) -> [0, 1]``; the reward clamps whatever it returns and treats errors as 0."""
+
+
+class RewardConfig(BaseModel):
+    """Every weight of eq. 11–25; defaults are those of the authors' released reward."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    w_reflect: float = Field(0.1, ge=0)
+    """w_r: weight of the reflection similarity in S (eq. 15–16)."""
+    w_calls: float = Field(0.7, ge=0)
+    """w_c: weight of the call indicator in S."""
+    w_final: float = Field(0.2, ge=0)
+    """w_f: weight of the final-answer similarity in S."""
+    p_reflect: float = Field(0.1, ge=0)
+    """w_ref: weight of a missing/extra reflection in the penalties (eq. 18–19)."""
+    p_calls: float = Field(0.7, ge=0)
+    """w_calls: weight of missing/extra calls and of the count mismatch (eq. 18–20)."""
+    p_final: float = Field(0.2, ge=0)
+    """w_final: weight of a missing/extra final answer."""
+    beta_extra: float = Field(0.8, ge=0)
+    """β_extra: strength of the extra-part penalty (eq. 22)."""
+    gamma_count: float = Field(0.6, ge=0)
+    """γ_count: strength of the call-count mismatch penalty (eq. 22)."""
+    lambda_m: float = Field(0.8, ge=0)
+    """λ_m: overall penalty scale in the format factor (eq. 23)."""
+    r_reduce: float = Field(0.3, gt=0, le=1)
+    """Penalty reduction when the calls are exactly right (eq. 21)."""
+    backoff_weight: float = Field(0.15, gt=0, le=1)
+    """w_b: weight of the similarity backoff (eq. 25)."""
+    epsilon: float = Field(1e-6, ge=0)
+    """ε: below this core reward the backoff is used (eq. 25)."""
+    normalize_penalty_weights: bool = True
+    """Rescale (p_reflect, p_calls, p_final) to sum to 1, as the released code does."""
+    strict_call_gate: bool = False
+    """Return 0 when the gold has calls and the reply's differ (released code; not in the paper)."""
+
+
+class RewardBreakdown(BaseModel):
+    """Every intermediate quantity of the reward, for logging and tests."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    s_reflect: float = 0.0
+    s_calls: float = 0.0
+    s_final: float = 0.0
+    structure: float = 0.0
+    """S (eq. 16)."""
+    p_miss: float = 0.0
+    p_extra: float = 0.0
+    p_count: float = 0.0
+    format_factor: float = 1.0
+    """F (eq. 23)."""
+    core: float = 0.0
+    """R_core = S · F (eq. 24)."""
+    backoff: bool = False
+    reward: float = 0.0
+    """R_total in [0, 1] (eq. 25)."""
+
+
+_WS = re.compile(r"\s+")
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Cheap text similarity in [0, 1]: 0.6·unigram Jaccard + 0.3·bigram Jaccard + 0.1·length ratio.
+
+    Lower-cased, whitespace-normalised; identical texts give 1 and an empty side gives 0 (the
+    fallback similarity of the authors' reward, used when no embedding model is plugged in).
+
+    >>> lexical_similarity("the id was wrong", "the id was wrong")
+    1.0
+    >>> lexical_similarity("", "x")
+    0.0
+    """
+    if not a or not b:
+        return 0.0
+    a_clean = _WS.sub(" ", a.strip().lower())
+    b_clean = _WS.sub(" ", b.strip().lower())
+    if a_clean == b_clean:
+        return 1.0
+    ta, tb = a_clean.split(" "), b_clean.split(" ")
+    j1 = _jaccard(_ngrams(ta, 1), _ngrams(tb, 1))
+    j2 = _jaccard(_ngrams(ta, 2), _ngrams(tb, 2))
+    len_ratio = min(len(a_clean), len(b_clean)) / max(len(a_clean), len(b_clean), 1)
+    return _clip(0.6 * j1 + 0.3 * j2 + 0.1 * len_ratio)
+
+
+def _ngrams(tokens: list[str], n: int) -> set[str]:
+    if len(tokens) < n:
+        return {" ".join(tokens)}
+    return {" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def _clip(x: float) -> float:
+    if not isinstance(x, int | float) or math.isnan(x):
+        return 0.0
+    return float(max(0.0, min(1.0, x)))
+
+
+def _safe_sim(sim: Similarity, a: str, b: str) -> float:
+    try:
+        return _clip(float(sim(a, b)))
+    except Exception:  # a user's similarity must not take the training loop down
+        return 0.0
+
+
+def _call_bag(calls: Sequence[dict[str, Any]]) -> Counter[str]:
+    return Counter(canonical([c["name"], c["arguments"]]) for c in calls)
+
+
+def equal_calls(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> bool:
+    """EqualCalls: a one-to-one matching with identical names and arguments (bag equality)."""
+    return len(a) == len(b) and _call_bag(a) == _call_bag(b)
+
+
+def _linearise(parts: ReplyParts) -> str:
+    return " ".join([parts.reflect, json.dumps(parts.calls, ensure_ascii=False, default=str), parts.final])
+
+
+@lru_cache(maxsize=8192)
+def _gold_parts(ground_truth: str) -> ReplyParts:
+    # GRPO scores G completions per prompt against the same gold: parse it once.
+    return split_reply(ground_truth)
+
+
+def reward_breakdown(
+    completion: Any,
+    ground_truth: Any,
+    config: RewardConfig | None = None,
+    sim: Similarity | None = None,
+) -> RewardBreakdown:
+    """The reward of ``completion`` against ``ground_truth`` with every intermediate value."""
+    cfg = config or _DEFAULT
+    similarity = sim or lexical_similarity
+    c = split_reply(completion)
+    g = _gold_parts(ground_truth) if isinstance(ground_truth, str) else ReplyParts()
+    out = RewardBreakdown()
+    n, m = len(g.calls), len(c.calls)
+    calls_equal = equal_calls(c.calls, g.calls)
+
+    if cfg.strict_call_gate and n > 0 and not calls_equal:
+        return out
+
+    i_r, i_c, i_f = bool(g.reflect), n > 0, bool(g.final)
+    out.s_reflect = _safe_sim(similarity, c.reflect, g.reflect) if i_r else 0.0
+    out.s_calls = 1.0 if calls_equal else 0.0
+    out.s_final = _safe_sim(similarity, c.final, g.final) if i_f else 0.0
+    w_act = cfg.w_reflect * i_r + cfg.w_calls * i_c + cfg.w_final * i_f
+    if w_act > 0:
+        weighted = cfg.w_reflect * i_r * out.s_reflect + cfg.w_calls * i_c * out.s_calls
+        weighted += cfg.w_final * i_f * out.s_final
+        out.structure = weighted / w_act
+    else:  # nothing to aim at: an empty target is met by anything the penalties allow
+        out.structure = 1.0
+
+    pr, pc, pf = cfg.p_reflect, cfg.p_calls, cfg.p_final
+    total_w = pr + pc + pf
+    if cfg.normalize_penalty_weights and total_w > 0:
+        pr, pc, pf = pr / total_w, pc / total_w, pf / total_w
+    out.p_miss = pr * (i_r and not c.reflect) + pf * (i_f and not c.final) + pc * (n > 0 and m == 0)
+    out.p_extra = (
+        pr * (bool(c.reflect) and not i_r) + pf * (bool(c.final) and not i_f) + pc * (m > 0 and n == 0)
+    )
+    out.p_count = pc * (abs(n - m) / max(n, m)) if (n > 0 and m > 0 and n != m) else 0.0
+    if out.p_miss == 0 and out.p_extra == 0 and out.p_count == 0:
+        out.format_factor = 1.0
+    else:
+        p_total = out.p_miss + cfg.beta_extra * out.p_extra + cfg.gamma_count * out.p_count
+        r = cfg.r_reduce if (calls_equal and n > 0) else 1.0
+        out.format_factor = _clip(1.0 - cfg.lambda_m * p_total * r)
+
+    out.core = out.structure * out.format_factor
+    if out.core >= cfg.epsilon:
+        out.reward = _clip(out.core)
+    else:
+        out.backoff = True
+        out.reward = _clip(cfg.backoff_weight * _safe_sim(similarity, _linearise(c), _linearise(g)))
+    return out
+
+
+def reflection_reward(
+    completion: Any,
+    ground_truth: Any,
+    config: RewardConfig | None = None,
+    sim: Similarity | None = None,
+) -> float:
+    """R_total of eq. 25 for one completion: a float in [0, 1]; never raises."""
+    try:
+        return reward_breakdown(completion, ground_truth, config, sim).reward
+    except Exception:  # totality: a reward function that raises kills a training run
+        return 0.0
+
+
+_DEFAULT = RewardConfig()
+_GOLD_COLUMNS = ("ground_truth", "solution", "answer", "gold")
+
+
+def _completion_text(completion: Any) -> Any:
+    # TRL gives conversational completions as [{"role": "assistant", "content": ...}, ...].
+    if isinstance(completion, list):
+        texts = [m.get("content", "") for m in completion if isinstance(m, dict)]
+        return "".join(t for t in texts if isinstance(t, str))
+    return completion
+
+
+def make_reward_fn(
+    config: RewardConfig | None = None,
+    sim: Similarity | None = None,
+    column: str | None = None,
+) -> Callable[..., list[float]]:
+    """A TRL-compatible reward function ``f(completions, **kwargs) -> list[float]``.
+
+    The gold replies come from the dataset column ``column`` (by default the first of
+    ``ground_truth``, ``solution``, ``answer``, ``gold`` present in ``kwargs``)::
+
+        trainer = GRPOTrainer(..., reward_funcs=[make_reward_fn()], train_dataset=ds)
+    """
+
+    def reflection_reward_fn(completions: list[Any], **kwargs: Any) -> list[float]:
+        name = column or next((c for c in _GOLD_COLUMNS if c in kwargs), None)
+        if name is None or name not in kwargs:
+            wanted = column or " / ".join(_GOLD_COLUMNS)
+            raise ConfigError(f"the reward needs a gold column ({wanted}); got columns {sorted(kwargs)}")
+        golds = kwargs[name]
+        if len(golds) != len(completions):
+            raise ConfigError(f"{len(completions)} completions but {len(golds)} gold values in {name!r}")
+        return [
+            reflection_reward(_completion_text(c), g, config, sim)
+            for c, g in zip(completions, golds, strict=True)
+        ]
+
+    return reflection_reward_fn
+
+
+reward_fn = make_reward_fn()
+"""The reward with the default config, ready for ``GRPOTrainer(reward_funcs=[reward_fn])``."""
