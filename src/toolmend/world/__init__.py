@@ -1,1 +1,15 @@
-"""toolmend.world"""
+"""The built-in executable tool world: 50 tools over 10 domains, a seeded state, and tasks with
+gold trajectories (nested chains and parallel calls).
+
+>>> from toolmend.world import World, generate_tasks
+>>> world = World.create(seed=0)
+>>> tasks = generate_tasks(seed=0)
+>>> len(tasks) >= 150
+True
+"""
+
+from toolmend.world.domains import DOMAINS, WORLD_TOOLS, domain_of
+from toolmend.world.state import WorldState
+from toolmend.world.world import World
+
+__all__ = ["DOMAINS", "WORLD_TOOLS", "World", "WorldState", "domain_of"]
