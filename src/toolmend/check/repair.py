@@ -109,8 +109,11 @@ def _schema_at(tool: Tool, loc: Sequence[Any]) -> tuple[Mapping[str, Any], bool]
 
 
 class _Repairer:
-    def __init__(self, checker: Checker, calls: list[ToolCall], threshold: float) -> None:
+    def __init__(
+        self, checker: Checker, calls: list[ToolCall], threshold: float, expected_count: int | None
+    ) -> None:
         self.checker = checker
+        self.expected_count = expected_count
         self.calls = calls
         self.origin = list(range(len(calls)))
         self.threshold = threshold
@@ -205,16 +208,24 @@ class _Repairer:
         return done
 
     def repeats(self, findings: list[Finding]) -> bool:
-        dupes = sorted(
-            (f for f in findings if f.code == "duplicate_call" and f.call is not None),
-            key=lambda f: -(f.call or 0),
-        )
-        for f in dupes:
-            assert f.call is not None
-            self._record(f, "drop_call", f.call, self.calls[f.call].name, None)
-            del self.calls[f.call]
-            del self.origin[f.call]
-        return bool(dupes)
+        groups: dict[int, list[int]] = {}
+        by_index: dict[int, Finding] = {}
+        for f in findings:
+            if f.code == "duplicate_call" and f.call is not None:
+                groups.setdefault(int(f.data.get("first", f.call)), []).append(f.call)
+                by_index[f.call] = f
+        drop: list[int] = []
+        excess = len(by_index) if self.expected_count is None else len(self.calls) - self.expected_count
+        # Only the excess goes (some repeats may be meant: two samples of the same draw), taken
+        # from the most repeated call first, latest copy first.
+        while len(drop) < excess and any(groups.values()):
+            biggest = max(groups, key=lambda k: (len(groups[k]), k))
+            drop.append(groups[biggest].pop())
+        for index in sorted(drop, reverse=True):
+            self._record(by_index[index], "drop_call", index, self.calls[index].name, None)
+            del self.calls[index]
+            del self.origin[index]
+        return bool(drop)
 
 
 def repair(
@@ -231,7 +242,7 @@ def repair(
     """
     checker = tools if isinstance(tools, Checker) else Checker(tools)
     work = [c.model_copy(deep=True) if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in calls]
-    fixer = _Repairer(checker, work, name_threshold)
+    fixer = _Repairer(checker, work, name_threshold, expected_count)
     stages = (fixer.names, fixer.keys, fixer.values, fixer.repeats)
     findings = checker.check(work, expected_count)
     for _ in range(_MAX_ROUNDS):
