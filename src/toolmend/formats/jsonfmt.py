@@ -35,7 +35,10 @@ __all__ = [
     "ARGUMENT_KEYS",
     "FINISH_ACTION",
     "action_to_result",
+    "call_to_action",
     "decode_arguments",
+    "looks_like_actions",
+    "mentions_call",
     "openai_item_to_result",
     "scan_json_values",
     "parse_json_calls",
@@ -210,7 +213,7 @@ def parse_json_calls(text: str) -> ParseResult:
     when no call was found).
     """
     result = ParseResult(format="none")
-    scan = scan_json_values(text, looks_like_actions, _mentions_call)
+    scan = scan_json_values(text, looks_like_actions, mentions_call)
     for value, how, chunk in scan.values:
         first = len(result.calls)
         action_to_result(value, result)
@@ -238,7 +241,7 @@ _HOW = {
 }
 
 
-def _mentions_call(chunk: str) -> bool:
+def mentions_call(chunk: str) -> bool:
     return any(f'"{k}"' in chunk or f"'{k}'" in chunk for k in (*NAME_KEYS, "api_name", "function"))
 
 
