@@ -1,0 +1,127 @@
+"""The CriticTool benchmark behind the common :class:`~toolmend.benchmarks.Benchmark` interface.
+
+>>> bench = BENCHMARKS.get("critictool")()                            # doctest: +SKIP
+>>> samples = bench.load("CriticTool-Dataset", variant="base")       # doctest: +SKIP
+>>> outputs = [await bench.run(s, generate) for s in samples]        # doctest: +SKIP
+>>> bench.aggregate([bench.score(s, o) for s, o in zip(samples, outputs)])["overall"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from toolmend._shared import shared_dir
+from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend.benchmarks.critictool.overall import aggregate_scores
+from toolmend.benchmarks.critictool.prompts import Instructions, build_prompt
+from toolmend.benchmarks.critictool.records import (
+    ExternalMode,
+    Part,
+    load_critictool,
+    load_critictool_file,
+)
+from toolmend.benchmarks.critictool.runner import Generate, run_sample
+from toolmend.benchmarks.critictool.scoring import (
+    CachedSimilarity,
+    SimilarityFn,
+    gold_prediction,
+    score_sample,
+)
+from toolmend.errors import ConfigError
+from toolmend.schema import Message, Sample
+
+__all__ = ["CriticToolBenchmark"]
+
+_SPLITS: dict[str, tuple[Part, ...]] = {
+    "all": ("internal", "external"),
+    "internal": ("internal",),
+    "external": ("external",),
+}
+
+
+@BENCHMARKS.register("critictool")
+class CriticToolBenchmark(Benchmark):
+    """CriticTool (Huang et al., EMNLP 2025): self-critique after internal and external tool errors.
+
+    ``similarity`` scores argument values and thoughts (default: toolmend's sentence embedder; the
+    official model is ``all-mpnet-base-v2``). ``instructions`` replaces the mode instructions;
+    ``tool_role`` says how tool results are sent (``"user"``, as the official runner means to);
+    ``retry_limit`` bounds the external retry loop (``retry_limit + 1`` generations).
+
+    Mode ``compat`` reproduces the official scorer; ``improved`` is its strict variant that also
+    gives 0 argument credit to calls with keys the gold call lacks.
+    """
+
+    name = "critictool"
+    default_data = "data/critictool"
+
+    def __init__(
+        self,
+        *,
+        similarity: SimilarityFn | None = None,
+        instructions: Instructions | None = None,
+        tool_role: Literal["tool", "user"] = "user",
+        retry_limit: int = 3,
+    ) -> None:
+        self._sim = CachedSimilarity(similarity)
+        self.instructions = instructions or Instructions()
+        self.tool_role: Literal["tool", "user"] = tool_role
+        self.retry_limit = retry_limit
+
+    def load(
+        self,
+        path: str | Path | None = None,
+        *,
+        variant: str | Iterable[str] = "base",
+        cot: bool = False,
+        split: str = "all",
+        external_modes: Iterable[ExternalMode] = ("skip", "finish"),
+        **options: Any,
+    ) -> list[Sample]:
+        """Load the official layout under ``path`` (default: the shared data folder), or one file.
+
+        ``variant``: ``"base"``, ``"evol"``, ``"all"`` or a list; ``split``: ``"all"``,
+        ``"internal"`` or ``"external"``; ``cot`` picks the ``*_w_cot`` files; each external record
+        yields one sample per entry of ``external_modes``.
+        """
+        if options:
+            raise ConfigError(f"unknown CriticTool load option(s): {', '.join(sorted(options))}")
+        if split not in _SPLITS:
+            raise ConfigError(f"split must be one of {', '.join(_SPLITS)}; got {split!r}")
+        root = Path(path) if path is not None else shared_dir() / self.default_data
+        if root.is_file():
+            return load_critictool_file(root, external_modes=external_modes)
+        variants = (
+            ["base", "evol"] if variant == "all" else [variant] if isinstance(variant, str) else list(variant)
+        )
+        return load_critictool(
+            root, variants=variants, cot=cot, parts=_SPLITS[split], external_modes=external_modes
+        )
+
+    def prompt(self, sample: Sample) -> list[Message]:
+        """The sample's conversation with the mode instruction inserted into the system prompt."""
+        return build_prompt(sample, self.instructions, tool_role=self.tool_role)
+
+    async def run(self, sample: Sample, generate: Generate) -> Prediction:
+        """One reply (internal) or the retry loop's replies (external) from ``generate``."""
+        return await run_sample(
+            sample,
+            generate,
+            instructions=self.instructions,
+            tool_role=self.tool_role,
+            retry_limit=self.retry_limit,
+        )
+
+    def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
+        """Per-sample metrics; ``None`` marks a metric outside this sample's denominator."""
+        return score_sample(sample, prediction, mode=mode, similarity=self._sim)
+
+    def aggregate(self, scores: Sequence[SampleScore], mode: Mode = "compat") -> dict[str, float]:
+        """Detect, Category, Tool, Args, Retry, Break, skip/finish Tool and Args, Overall (percent)."""
+        return aggregate_scores(scores)
+
+    def gold(self, sample: Sample) -> Prediction:
+        """What a perfect model would reply (useful to check a pipeline end to end)."""
+        return gold_prediction(sample)
