@@ -1,1 +1,54 @@
-"""toolmend.models"""
+"""Model backends behind one async interface, with a response cache, bounded concurrency and
+transport retries.
+
+>>> from toolmend.models import get_model
+>>> model = get_model("scripted", script=lambda messages: "ok")
+>>> model.name
+'scripted'
+
+See :mod:`toolmend.models.base` for the interface, :mod:`toolmend.models.providers` for the model
+strings, :mod:`toolmend.models.cache` for the cache and :mod:`toolmend.models.retry` for retries.
+"""
+
+from toolmend.models.base import (
+    Completion,
+    GenerateConfig,
+    GenerateRequest,
+    Model,
+    RawToolCall,
+    ToolChoice,
+    ToolMode,
+    Usage,
+)
+from toolmend.models.cache import CacheStats, ResponseCache, cache_key, default_cache_dir
+from toolmend.models.fakes import ReplayModel, ScriptedModel
+from toolmend.models.openai import OpenAIModel
+from toolmend.models.openai_wire import DEFAULT_TOOL_PROMPT
+from toolmend.models.providers import MODELS, get_model, resolve_cache
+from toolmend.models.retry import HTTPStatusError, RetryPolicy
+from toolmend.models.tool_names import ToolNameMap
+
+__all__ = [
+    "DEFAULT_TOOL_PROMPT",
+    "MODELS",
+    "CacheStats",
+    "Completion",
+    "GenerateConfig",
+    "GenerateRequest",
+    "HTTPStatusError",
+    "Model",
+    "OpenAIModel",
+    "RawToolCall",
+    "ReplayModel",
+    "ResponseCache",
+    "RetryPolicy",
+    "ScriptedModel",
+    "ToolChoice",
+    "ToolMode",
+    "ToolNameMap",
+    "Usage",
+    "cache_key",
+    "default_cache_dir",
+    "get_model",
+    "resolve_cache",
+]

@@ -1,0 +1,261 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
+
+It is asyncio-based (HTTP/1.1 with keep-alive, written on ``asyncio.start_server``) so it
+sustains many concurrent slow requests. Answers come from a handler — a function of the decoded
+request body returning a :class:`Reply` — and can be told to misbehave: be slow, return 429 with
+``Retry-After``, 500, hang past the client's timeout, drop the connection or send broken JSON.
+
+In a test (a thread)::
+
+    server = FakeOpenAIServer(handler=lambda body: Reply(text="hi")).start()
+    server.base_url   # http://127.0.0.1:<port>/v1
+    server.fail_next("sample-3", Reply(status=429, headers={"Retry-After": "0"}))
+    server.stop()
+
+As a process (for the throughput benchmark)::
+
+    python tests/helpers/fake_openai_server.py --latency 0.1   # prints "PORT <n>", serves until killed
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["FakeOpenAIServer", "Reply", "echo_handler", "last_user_text"]
+
+
+@dataclass
+class Reply:
+    """What the server does for one request."""
+
+    text: str | None = "ok"
+    tool_calls: list[dict[str, Any]] | None = None
+    """``[{"name": ..., "arguments": <str or dict>, "id": optional}]``; strings are sent as they are."""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    """A raw body to send instead of the generated JSON (e.g. broken JSON)."""
+    delay: float = 0.0
+    drop: bool = False
+    """Close the connection without answering (after ``delay``)."""
+    usage: tuple[int, int] | None = None
+    """(prompt_tokens, completion_tokens); default: word counts of the request and the text."""
+    finish_reason: str = "stop"
+
+
+Handler = Callable[[dict[str, Any]], Reply]
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The content of the last user message of a request body."""
+    for m in reversed(body.get("messages") or []):
+        if m.get("role") == "user" and isinstance(m.get("content"), str):
+            return str(m["content"])
+    return ""
+
+
+def echo_handler(body: dict[str, Any]) -> Reply:
+    """Answers ``"<model>: <last user text>"``."""
+    return Reply(text=f"{body.get('model')}: {last_user_text(body)}")
+
+
+def _words(body: dict[str, Any]) -> int:
+    return sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
+
+
+class FakeOpenAIServer:
+    """See the module docstring. ``latency`` is added to every reply's own ``delay``."""
+
+    def __init__(
+        self, handler: Handler = echo_handler, *, latency: float = 0.0, keep_bodies: bool = True
+    ) -> None:
+        self.handler = handler
+        self.latency = latency
+        self.keep_bodies = keep_bodies
+        self.bodies: list[dict[str, Any]] = []
+        self.requests = 0
+        self.by_model: Counter[str] = Counter()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._faults: list[tuple[str, list[Reply]]] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def fail_next(self, match: str, *replies: Reply) -> None:
+        """Requests whose last user message contains ``match`` get ``replies`` first, in order."""
+        with self._lock:
+            self._faults.append((match, list(replies)))
+
+    def _reply_for(self, body: dict[str, Any]) -> Reply:
+        text = last_user_text(body)
+        with self._lock:
+            for match, queue in self._faults:
+                if queue and match in text:
+                    return queue.pop(0)
+        return self.handler(body)
+
+    # --- HTTP ---------------------------------------------------------------------------------
+    async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {
+                    k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
+                }
+                raw = await reader.readexactly(int(headers.get("content-length", "0")))
+                if not await self._answer(method, path, raw, writer):
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(self, method: str, path: str, raw: bytes, writer: asyncio.StreamWriter) -> bool:
+        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+            self._write(writer, 404, b'{"error": "not found"}', {})
+            return True
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._write(writer, 400, b'{"error": "bad json"}', {})
+            return True
+        self.requests += 1
+        self.by_model[str(body.get("model"))] += 1
+        if self.keep_bodies:
+            self.bodies.append(body)
+        reply = self._reply_for(body)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if self.latency + reply.delay:
+                await asyncio.sleep(self.latency + reply.delay)
+        finally:
+            self.in_flight -= 1
+        if reply.drop:
+            writer.transport.abort()
+            return False
+        payload = reply.body if reply.body is not None else self._payload(body, reply)
+        self._write(writer, reply.status, payload, reply.headers)
+        await writer.drain()
+        return True
+
+    @staticmethod
+    def _payload(body: dict[str, Any], reply: Reply) -> bytes:
+        if reply.status >= 400:
+            return json.dumps({"error": {"message": f"status {reply.status}"}}).encode()
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.get("id", f"call_{i}"),
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": c["arguments"]
+                        if isinstance(c["arguments"], str)
+                        else json.dumps(c["arguments"]),
+                    },
+                }
+                for i, c in enumerate(reply.tool_calls)
+            ]
+        prompt, completion = reply.usage or (_words(body), len((reply.text or "").split()))
+        return json.dumps(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            }
+        ).encode()
+
+    @staticmethod
+    def _write(writer: asyncio.StreamWriter, status: int, payload: bytes, headers: dict[str, str]) -> None:
+        head = [f"HTTP/1.1 {status} X", "Content-Type: application/json", f"Content-Length: {len(payload)}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    async def serve(self, ready: Callable[[int], None] | None = None) -> None:
+        """Serve until :meth:`stop` (or forever when run as a process)."""
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._serve_conn, "127.0.0.1", 0, backlog=1024)
+        self.port = server.sockets[0].getsockname()[1]
+        if ready is not None:
+            ready(self.port)
+        async with server:
+            await self._stop.wait()
+            server.close()
+
+    def start(self) -> FakeOpenAIServer:
+        """Serve from a background thread; returns once the port is bound."""
+        started = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.serve(lambda _port: started.set()))
+                loop.run_until_complete(_cancel_rest())
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-openai-server", daemon=True)
+        self._thread.start()
+        if not started.wait(10):
+            raise RuntimeError("fake OpenAI server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+async def _cancel_rest() -> None:
+    # Connections still open (keep-alive, a reply still sleeping) end with the server.
+    rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for t in rest:
+        t.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every reply")
+    args = parser.parse_args()
+    server = FakeOpenAIServer(latency=args.latency, keep_bodies=False)
+
+    def ready(port: int) -> None:
+        print(f"PORT {port}", flush=True)
+
+    try:
+        asyncio.run(server.serve(ready))
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
