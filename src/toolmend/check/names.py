@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 __all__ = ["NAME_THRESHOLD", "best_match", "closest", "fold", "key_alias"]
 
@@ -68,7 +68,7 @@ def key_alias(key: str, choices: Iterable[str]) -> str | None:
     """The parameter ``key`` most likely meant, when it is an unambiguous near-miss.
 
     Accepted: the same name up to case and separators, or a small edit distance on the folded
-    names (1 edit for names up to 6 characters, 2 beyond). Ambiguity returns ``None``.
+    names (1 edit — a transposition counts as one — for names up to 6 characters, 2 beyond). Ambiguity returns ``None``.
 
     >>> key_alias("userId", ["user_id", "user_name"])
     'user_id'
@@ -87,7 +87,7 @@ def key_alias(key: str, choices: Iterable[str]) -> str | None:
     limit = 1 if len(folded) <= 6 else 2
     best: list[tuple[int, str]] = []
     for c in pool:
-        d = Levenshtein.distance(folded, fold(c), score_cutoff=limit)
+        d = OSA.distance(folded, fold(c), score_cutoff=limit)
         if d <= limit:
             best.append((d, c))
     if not best:

@@ -296,6 +296,11 @@ def _parse_json_or_jsonl(text: str, path: Path) -> Any:
             try:
                 items.append(json.loads(line))
             except json.JSONDecodeError as exc:
+                if not items:
+                    # Not even the first line stands alone: the file is one broken JSON document.
+                    raise DatasetError(
+                        f"not valid JSON: {first.msg} (column {first.colno})", path=path, line=first.lineno
+                    ) from first
                 raise DatasetError(
                     f"neither JSON nor JSON Lines: {exc.msg} (column {exc.colno})", path=path, line=n
                 ) from exc
