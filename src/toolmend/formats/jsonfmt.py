@@ -172,6 +172,7 @@ def scan_json_values(text: str, accept: Callable[[Any], bool], hint: Callable[[s
     for src in [*(body for lang, body in fences if lang in _JSON_LANGS), outside]:
         spans = find_spans(src)
         pos = 0
+        in_cut_list = False
 
         def load(span: Span, src: str = src) -> tuple[Any, LoadMethod] | None:
             key = (span.start, span.end)
@@ -195,14 +196,31 @@ def scan_json_values(text: str, accept: Callable[[Any], bool], hint: Callable[[s
                 else:
                     continue
             else:
-                later = [s for s in spans[k + 1 :] if s.closed]
-                if any((got := load(s)) is not None and accept(got[0]) for s in later) or not hint(chunk):
+                if not hint(chunk):
+                    continue
+                if in_cut_list:
+                    # The cut-off tail of a list already flagged: consumed, not prose.
+                    prose.append(src[pos : span.start])
+                    pos = span.end
+                    continue
+                taken = [
+                    s for s in spans[k + 1 :] if s.closed and (got := load(s)) is not None and accept(got[0])
+                ]
+                if taken:
+                    # Complete values inside a cut-off list are kept (and the cut flagged); an
+                    # opener followed by prose before the value is a stray bracket.
+                    if not src[span.start + 1 : taken[0].start].strip(" \t\r\n,"):
+                        scan.broken.append(
+                            (chunk, "the output is cut off (unclosed list); complete calls kept")
+                        )
+                        in_cut_list = True
                     continue
                 scan.broken.append((chunk, "the output is cut off inside a call (unclosed bracket)"))
             prose.append(src[pos : span.start])
             pos = span.end
         prose.append(src[pos:])
-    scan.prose = "\n".join(p.strip() for p in prose if p.strip())
+    # Separators left between the items of a cut-off list are not prose.
+    scan.prose = "\n".join(p.strip() for p in prose if p.strip(" \t\r\n,[]"))
     return scan
 
 
