@@ -10,6 +10,7 @@ True
 
 from toolmend.world.domains import DOMAINS, WORLD_TOOLS, domain_of
 from toolmend.world.state import WorldState
+from toolmend.world.tasks import Chain, Task, generate_tasks
 from toolmend.world.world import World
 
-__all__ = ["DOMAINS", "WORLD_TOOLS", "World", "WorldState", "domain_of"]
+__all__ = ["DOMAINS", "WORLD_TOOLS", "Chain", "Task", "World", "WorldState", "domain_of", "generate_tasks"]
