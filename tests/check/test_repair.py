@@ -148,3 +148,9 @@ def test_input_calls_are_not_modified_and_refs_are_left_alone() -> None:
     repair([call], TOOLS)
     assert call.arguments["nights"] == "2"
     assert isinstance(call.arguments["note"], Ref)
+
+
+def test_text_for_a_declared_float_becomes_a_float() -> None:
+    result = _one({"city": "Rome", "nights": 1, "price": "99"})
+    value = result.calls[0].arguments["price"]
+    assert value == 99.0 and type(value) is float

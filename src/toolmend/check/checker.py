@@ -276,7 +276,8 @@ def _check_value(node: _Node, value: Any, loc: Loc, ctx: _Ctx) -> None:
         )
         _fail(ctx, "invalid_type", loc,
               f"'{format_path(loc)}' should be {_a(node.describe())}, got {json_type(value)} {_short(value)}",
-              hint, expected=list(node.types), got=json_type(value), nested=len(loc) > 1)  # fmt: skip
+              hint, expected=list(node.types), got=json_type(value), nested=len(loc) > 1,
+            original_type=node.schema.get("x-original-type"))  # fmt: skip
         return
     if vtype is str and not value and not node.allows_empty:
         _fail(ctx, "empty_value", loc, f"'{format_path(loc)}' is an empty string",

@@ -186,6 +186,8 @@ class _Repairer:
                 continue
             if f.code == "invalid_type":
                 fixed = coerce(value, tuple(f.data.get("expected") or ()))
+                if type(fixed) is int and f.data.get("original_type") in ("float", "double"):
+                    fixed = float(fixed)  # the spec says float: "5" becomes 5.0, as it means
                 if fixed is not NO_COERCION:
                     holder[key] = fixed
                     self._record(f, "coerce", f.call, value, fixed)
