@@ -44,3 +44,6 @@ def openai_server() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+resume_worker = _load("resume_worker")

@@ -1,0 +1,92 @@
+"""``manifest.json``: what a run was, written before its first sample.
+
+It freezes what is needed to reproduce or resume the run — the command line, the config, the
+toolmend version, the git revision of the working tree (if any) and a content hash of the
+dataset, so that resuming against changed data is refused instead of mixing two datasets.
+
+>>> Manifest(benchmark="nestools", model="openai/gpt-4o-mini").benchmark
+'nestools'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DatasetInfo", "Manifest", "dataset_fingerprint", "git_revision"]
+
+
+def dataset_fingerprint(path: str | Path) -> str:
+    """SHA-256 over a file's bytes, or over every file of a folder (relative names and bytes, sorted)."""
+    root = Path(path)
+    h = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    for p in files:
+        if root.is_dir():
+            h.update(p.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        with p.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def git_revision(cwd: str | Path | None = None) -> str | None:
+    """The current commit (suffixed ``-dirty`` with uncommitted changes), or ``None`` outside git."""
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{rev}-dirty" if dirty else rev
+
+
+class DatasetInfo(BaseModel):
+    """Where the samples came from and a hash of their content."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    sha256: str
+
+    @classmethod
+    def of(cls, path: str | Path) -> DatasetInfo:
+        return cls(path=str(path), sha256=dataset_fingerprint(path))
+
+
+def _version() -> str:
+    from toolmend import __version__
+
+    return __version__
+
+
+class Manifest(BaseModel):
+    """The contents of ``manifest.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark: str
+    model: str
+    created: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    command: list[str] = Field(default_factory=lambda: list(sys.argv))
+    config: dict[str, Any] = Field(default_factory=dict)
+    toolmend_version: str = Field(default_factory=_version)
+    python: str = Field(default_factory=lambda: sys.version.split()[0])
+    git_revision: str | None = Field(default_factory=lambda: git_revision(Path(__file__).resolve().parent))
+    """The revision of the toolmend checkout that ran (``None`` for an installed wheel)."""
+    dataset: DatasetInfo | None = None
