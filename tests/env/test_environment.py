@@ -214,7 +214,7 @@ def test_outputs_without_fields_bind_in_returns_order() -> None:
 def _fault_trace(seed: int) -> list[str | None]:
     plan = FaultPlan(seed=seed, rules=[FaultRule(kind="rate_limit", probability=0.3)])
     env = World.create(0).environment(faults=plan)
-    call = ToolCall(name="weather_current", arguments={"city": "Oslo" if False else "Paris"})
+    call = ToolCall(name="weather_current", arguments={"city": "Paris"})
     return [env.execute(call).error for _ in range(40)]
 
 
