@@ -349,3 +349,29 @@ def test_scoring_never_raises_on_arbitrary_text(
         sc = score_sample(sample, prediction, mode=mode, similarity=FakeSim())  # type: ignore[arg-type]
         assert all(v is None or 0.0 <= v <= 1.0 for v in sc.values.values())
         json.dumps(sc.details)
+
+
+def test_hand_built_samples_score_from_their_target() -> None:
+    from toolmend.schema import ToolCall
+
+    internal = Sample(
+        id="mine",
+        tools=TOOLS,
+        target=[ToolCall(name="W.forecast", arguments={"city": "Oslo", "days": 2})],
+        metadata={"error_type": "parameters_value_error"},
+    )
+    v = score_sample(
+        internal, _reply("W.forecast", {"city": "Oslo", "days": 2}, error="parameters_value_error")
+    ).values
+    assert v == {"parse_rate": 1.0, "detect": 1.0, "category": 1.0, "tool": 1.0, "args": 1.0}
+    external = Sample(
+        id="mine-ext",
+        tools=TOOLS,
+        target=[
+            ToolCall(name="W.forecast", arguments={"city": "Oslo", "days": 2}),
+            ToolCall(name="FinishAction", arguments={"answer": "No forecast today."}),
+        ],
+        metadata={"part": "external", "external_mode": "skip"},
+    )
+    bench = CriticToolBenchmark(similarity=FakeSim(default=0.0))
+    assert set(bench.score(external, bench.gold(external)).values.values()) == {1.0}

@@ -29,6 +29,7 @@ from toolmend.benchmarks.critictool.scoring import (
     SimilarityFn,
     arg_score,
     finish_reference,
+    gold_actions,
     gold_prediction,
     score_sample,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "build_prompt",
     "data_file",
     "finish_reference",
+    "gold_actions",
     "gold_prediction",
     "insert_instruction",
     "load_critictool",

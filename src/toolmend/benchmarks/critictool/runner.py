@@ -19,6 +19,7 @@ from typing import Any, Literal
 from toolmend.benchmarks.base import Prediction
 from toolmend.benchmarks.critictool.parse import parse_action
 from toolmend.benchmarks.critictool.prompts import Instructions, build_prompt
+from toolmend.benchmarks.critictool.scoring import gold_actions
 from toolmend.schema import Message, Sample
 
 __all__ = ["Generate", "run_external", "run_sample"]
@@ -71,5 +72,5 @@ async def run_sample(
     :meth:`CriticToolBenchmark.score` takes."""
     messages = build_prompt(sample, instructions, tool_role=tool_role)
     if sample.metadata.get("part") == "external":
-        return await run_external(messages, sample.metadata["gold"][0], generate, retry_limit=retry_limit)
+        return await run_external(messages, gold_actions(sample)[0], generate, retry_limit=retry_limit)
     return await generate(messages)

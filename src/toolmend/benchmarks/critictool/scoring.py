@@ -37,6 +37,7 @@ __all__ = [
     "SimilarityFn",
     "arg_score",
     "finish_reference",
+    "gold_actions",
     "gold_prediction",
     "score_sample",
 ]
@@ -157,6 +158,24 @@ def finish_reference(failed_tool: str) -> str:
     )
 
 
+def gold_actions(sample: Sample) -> list[dict[str, Any]]:
+    """The gold actions as the official records hold them (``name``, ``args``, ``thought``?).
+
+    Loaded samples carry them in ``metadata["gold"]``; for a Sample built by hand they are derived
+    from ``target`` (a ``FinishAction`` target's ``answer`` argument becomes its string args).
+    """
+    gold = sample.metadata.get("gold")
+    if isinstance(gold, list) and all(isinstance(a, dict) for a in gold):
+        return gold
+    out: list[dict[str, Any]] = []
+    for call in sample.target:
+        args: Any = call.arguments
+        if call.name == FINISH and set(args) == {"answer"}:
+            args = args["answer"]
+        out.append({"name": call.name, "args": args})
+    return out
+
+
 def _has_args(p: ParsedAction) -> bool:
     return isinstance(p.args, dict) or bool(p.args)
 
@@ -169,7 +188,7 @@ def _internal(
     sample: Sample, text: str, sim: CachedSimilarity, strict: bool
 ) -> tuple[dict[str, float | None], list[ParsedAction]]:
     meta = sample.metadata
-    gold = meta["gold"][0]
+    gold = (gold_actions(sample) or [{}])[0]
     cot = bool(meta.get("cot"))
     etype = meta.get("error_type")
     p = parse_action(text)
@@ -194,7 +213,7 @@ def _external(
     sample: Sample, outputs: list[str], sim: CachedSimilarity, strict: bool
 ) -> tuple[dict[str, float | None], list[ParsedAction]]:
     meta = sample.metadata
-    failed, nxt = meta["gold"][0], meta["gold"][1]
+    failed, nxt = ([*gold_actions(sample), {}, {}])[:2]
     mode = meta.get("external_mode") or "skip"
     cot = bool(meta.get("cot"))
     parsed = [parse_action(o) for o in outputs]
@@ -282,7 +301,7 @@ def gold_prediction(sample: Sample) -> Prediction:
     >>> # internal: '{"error": "<type>", "name": ..., "args": ...}'; external: [failed call, next step]
     """
     meta = sample.metadata
-    gold = meta["gold"]
+    gold = gold_actions(sample)
     cot = bool(meta.get("cot"))
 
     def dump(action: dict[str, Any], **extra: Any) -> str:
