@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolmend.compare.align import Alignment, align, greedy_align
-from toolmend.compare.rouge import rouge_l_f, rouge_l_scores
+from toolmend.compare.rouge import rouge_l_defined, rouge_l_f, rouge_l_scores
 from toolmend.compare.values import CompareMode, normalize_bfcl_string, values_equal
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ __all__ = [
     "align",
     "greedy_align",
     "normalize_bfcl_string",
+    "rouge_l_defined",
     "rouge_l_f",
     "rouge_l_scores",
     "values_equal",

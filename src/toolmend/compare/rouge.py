@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["rouge_l_f", "rouge_l_scores"]
+__all__ = ["rouge_l_defined", "rouge_l_f", "rouge_l_scores"]
 
 
 def _sentences(text: str) -> list[list[str]]:
@@ -63,6 +63,17 @@ def _lcs_tokens(x: list[str], y: list[str]) -> set[str]:
         else:
             j -= 1
     return out
+
+
+def rouge_l_defined(candidate: str, reference: str) -> bool:
+    """Whether ``rouge==1.0.1`` scores this pair at all (it raises ``ValueError`` when either text
+    has no sentence: empty, or nothing but periods). Scorers that, like NesTools', turn that
+    error into a zero for a whole value need to know.
+
+    >>> rouge_l_defined("a", "..."), rouge_l_defined("a", "b")
+    (False, True)
+    """
+    return bool(_sentences(candidate)) and bool(_sentences(reference))
 
 
 @lru_cache(maxsize=65536)

@@ -1,0 +1,48 @@
+"""NesTools: nested tool-call chains (loader, prompt with candidate tools, official scorer).
+
+>>> from toolmend.benchmarks.nestools import NesTools
+>>> NesTools.name
+'nestools'
+"""
+
+from toolmend.benchmarks.nestools.benchmark import NesTools, micro_metrics
+from toolmend.benchmarks.nestools.data import gold_chain, load_nestools, official_depth, to_official_output
+from toolmend.benchmarks.nestools.metric import (
+    COUNT_KEYS,
+    count_compat,
+    count_improved,
+    official_format_ok,
+    parse_output,
+)
+from toolmend.benchmarks.nestools.prompt import (
+    DEFAULT_TEMPLATE,
+    TextEncoder,
+    build_candidates,
+    load_template,
+    render_prompt,
+    render_tool,
+)
+from toolmend.benchmarks.nestools.values import check_score, normalize_date, safe_check_score
+
+__all__ = [
+    "COUNT_KEYS",
+    "DEFAULT_TEMPLATE",
+    "NesTools",
+    "TextEncoder",
+    "build_candidates",
+    "check_score",
+    "count_compat",
+    "count_improved",
+    "gold_chain",
+    "load_nestools",
+    "load_template",
+    "micro_metrics",
+    "normalize_date",
+    "official_depth",
+    "official_format_ok",
+    "parse_output",
+    "render_prompt",
+    "render_tool",
+    "safe_check_score",
+    "to_official_output",
+]

@@ -1,0 +1,202 @@
+"""NesTools as a :class:`~toolmend.benchmarks.Benchmark`, registered as ``"nestools"``.
+
+>>> bench = NesTools(distractors=0)
+>>> samples = bench.load()  # doctest: +SKIP
+>>> scores = [bench.score(s, model_output[s.id]) for s in samples]  # doctest: +SKIP
+>>> bench.aggregate(scores)["avg_f1"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+from toolmend._shared import shared_dir
+from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend.benchmarks.nestools.data import gold_chain, load_nestools
+from toolmend.benchmarks.nestools.metric import COUNT_KEYS, count_compat, count_improved
+from toolmend.benchmarks.nestools.prompt import TextEncoder, build_candidates, load_template, render_prompt
+from toolmend.errors import ConfigError
+from toolmend.schema import Message, Sample
+
+__all__ = ["NesTools", "micro_metrics"]
+
+
+def _prf(correct: float, pred: float, gold: float) -> tuple[float, float, float]:
+    # Official guards: P is 0 with nothing predicted; F1 is 0 when P + R is 0. R divides by the
+    # gold count unguarded there (it is never 0 on the real data); here an empty gold gives 0.
+    p = 1.0 * correct / pred if pred != 0 else 0.0
+    r = 1.0 * correct / gold if gold != 0 else 0.0
+    f = 2 * p * r / (p + r) if (p + r) != 0 else 0.0
+    return p, r, f
+
+
+def micro_metrics(counts: Sequence[dict[str, float]], *, nested: bool = True) -> dict[str, float]:
+    """NesTools' headline numbers (fractions in [0, 1]) from per-sample counts, summed in order.
+
+    Keys: ``n``, ``format``, ``{api,order,param,nest}_{p,r,f1}``, ``avg_f1`` (the mean of the
+    four F1s, as the official table's "Average") and ``tree_pass``, plus the summed error
+    counts ``para_error_*`` and ``nest_error_*``. ``nested=False`` drops the nest columns and
+    the average, as the official script does when only depth 1 is evaluated.
+    """
+    total = dict.fromkeys(COUNT_KEYS, 0.0)
+    for c in counts:
+        for k in COUNT_KEYS:
+            total[k] += c[k]
+    n = len(counts)
+    out: dict[str, float] = {"n": float(n), "format": total["format"] / n if n else 0.0}
+    f1s: dict[str, float] = {}
+    for part in ("api", "order", "param", "nest"):
+        if part == "nest" and not nested:
+            continue
+        p, r, f = _prf(total[f"{part}_correct"], total[f"{part}_pred"], total[f"{part}_gold"])
+        out[f"{part}_p"], out[f"{part}_r"], out[f"{part}_f1"] = p, r, f
+        f1s[part] = f
+    if nested:
+        # summed in the official order (nest, param, order, api) so the float is bit-identical
+        out["avg_f1"] = (f1s["nest"] + f1s["param"] + f1s["order"] + f1s["api"]) / 4
+    out["tree_pass"] = total["tree"] / n if n else 0.0
+    for k in COUNT_KEYS:
+        if "error" in k:
+            out[k] = total[k]
+    return out
+
+
+@BENCHMARKS.register("nestools")
+class NesTools(Benchmark):
+    """NesTools (Han et al., COLING 2025): nested tool-call chains scored by micro P/R/F1 of
+    Selection, Order, Parameter and Nested parameter, their average, format accuracy and tree
+    pass rate.
+
+    Data: ``test_data.jsonl`` + ``test_api_ids.jsonl`` (``default_data``). The prompt asks for
+    the paper's output format (a list of ``api_name`` / ``api_id`` / ``parameters`` /
+    ``responses`` objects with ``API_call_n`` placeholders, ``"UNK"`` for missing required
+    values); ``prompt_template`` replaces it (markers ``{apis}``, ``{task}``; see
+    :mod:`toolmend.benchmarks.nestools.prompt`). The candidate list is our own (the official
+    one is not public): gold tools plus ``distractors`` embedding-nearest tools per gold tool
+    from the other samples, Levenshtein-filtered, shuffled with ``seed``. ``encoder`` embeds
+    tools (default: :class:`toolmend.compare.Embedder`, the bundled MiniLM).
+
+    ``compat`` reproduces the official ``evaluation/`` code, counts and quirks included:
+    greedy alignment in prediction order keyed on ``api_id`` by ``==`` (a string id never
+    matches), ROUGE-L (``rouge==1.0.1`` semantics) with date normalisation for strings, nested
+    credit only through a ``responses`` *dict* whose producer was already matched, an empty
+    string anywhere in a list value zeroing the whole value, and the parse-from-first-``[``-
+    to-last-``]`` procedure. One deviation: where the official code crashes (an unhashable
+    ``api_id`` in a multi-call answer) the call simply matches nothing.
+
+    ``improved`` keeps every definition and denominator but removes order and format
+    accidents:
+
+    1. **Optimal alignment** (Hungarian, :func:`toolmend.compare.align`) of predicted with gold
+       calls of the same tool, maximising 1 + parameter score per pair, instead of
+       first-come greedy — so Selection and Parameter no longer depend on the order the calls
+       are written in (Order still measures that).
+    2. **Nested credit without order**: a predicted placeholder earns credit when another
+       predicted call *of the producer's tool* binds it at the gold return position; the
+       official rule also needs that producer to have been aligned earlier in the answer.
+    3. **api_id leniency**: ``"9031"`` and ``9031.0`` count as 9031; a call without a usable id
+       is keyed by its ``api_name`` through the offered tools. A format error is then only a
+       missing ``parameters`` object or a call with neither id nor name.
+    4. ``responses`` may also be a list (the gold files' own shape), read positionally.
+    5. An undefined ROUGE element (empty string) scores 0 alone instead of zeroing its list.
+
+    ``score`` puts the per-sample counts in ``details["counts"]``; ``aggregate`` sums them
+    (micro averaging — not the mean of per-sample F1s) and applies the depth filter
+    (``depths``, the official ``--target_depths``). A prediction that is an empty list stands
+    for an API failure (the official ``-1``): it is left out of every denominator.
+    """
+
+    name = "nestools"
+    default_data = "data/nestools"
+
+    def __init__(
+        self,
+        *,
+        prompt_template: str | Path | None = None,
+        distractors: int = 5,
+        seed: int = 0,
+        encoder: TextEncoder | None = None,
+        depths: Collection[int] | None = None,
+    ) -> None:
+        self.template = load_template(prompt_template)
+        if distractors < 0:
+            raise ConfigError(f"distractors must be >= 0, got {distractors}")
+        self.distractors = distractors
+        self.seed = seed
+        self.encoder = encoder
+        self.depths = set(depths) if depths is not None else None
+
+    def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
+        """Samples from ``path`` (default: the shared ``data/nestools``), with candidate tools.
+
+        Options: ``limit`` (first n samples; the distractor pool is then those samples' tools),
+        ``distractors``, ``seed`` (override the constructor's).
+        """
+        unknown = set(options) - {"limit", "distractors", "seed"}
+        if unknown:
+            raise ConfigError(f"unknown NesTools load option(s): {sorted(unknown)}")
+        folder = Path(path) if path is not None else shared_dir() / self.default_data
+        samples = load_nestools(folder, limit=options.get("limit"))
+        k = int(options.get("distractors", self.distractors))
+        if k == 0:
+            return samples
+        encoder = self.encoder
+        if encoder is None:
+            from toolmend.compare.embed import Embedder
+
+            encoder = self.encoder = Embedder()
+        return build_candidates(samples, encoder, per_tool=k, seed=int(options.get("seed", self.seed)))
+
+    def prompt(self, sample: Sample) -> list[Message]:
+        """One user message, as in the official protocol (no system prompt)."""
+        return [Message(role="user", content=render_prompt(sample, self.template))]
+
+    def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
+        """Per-sample counts (``details["counts"]``) and this sample's own ratios (``values``;
+        ``None`` where a denominator is 0). Never raises on malformed output."""
+        if isinstance(prediction, list):
+            if not prediction:
+                return SampleScore(
+                    id=sample.id, values={}, details={"skipped": True, "depth": self._depth(sample)}
+                )
+            prediction = prediction[0]
+        gold = gold_chain(sample)
+        task = str(sample.metadata.get("task", ""))
+        if mode == "compat":
+            counts = count_compat(gold, task, prediction)
+        elif mode == "improved":
+            name_to_id = {t.name: t.metadata["api_id"] for t in sample.tools if "api_id" in t.metadata}
+            name_to_id.update(zip(sample.metadata["api_names"], sample.metadata["api_ids"], strict=True))
+            counts = count_improved(gold, task, prediction, name_to_id)
+        else:
+            raise ConfigError(f"unknown mode {mode!r}; expected 'compat' or 'improved'")
+        values: dict[str, float | None] = {"format": counts["format"], "tree_pass": counts["tree"]}
+        for part in ("api", "order", "param", "nest"):
+            c, p, g = counts[f"{part}_correct"], counts[f"{part}_pred"], counts[f"{part}_gold"]
+            values[f"{part}_p"] = c / p if p else None
+            values[f"{part}_r"] = c / g if g else None
+        return SampleScore(
+            id=sample.id,
+            values=values,
+            details={"counts": counts, "depth": self._depth(sample), "mode": mode},
+        )
+
+    @staticmethod
+    def _depth(sample: Sample) -> int:
+        return int(sample.metadata.get("depth", 0))
+
+    def aggregate(
+        self, scores: Sequence[SampleScore], mode: Mode = "compat", *, depths: Collection[int] | None = None
+    ) -> dict[str, float]:
+        """Micro P/R/F1 per part, ``avg_f1``, ``format``, ``tree_pass`` and error counts over the
+        scored samples whose gold depth is in ``depths`` (default: the constructor's, else all).
+        With ``depths == {1}`` the nest columns and the average are dropped, as officially."""
+        wanted = set(depths) if depths is not None else self.depths
+        kept = [
+            s.details["counts"]
+            for s in scores
+            if not s.details.get("skipped") and (wanted is None or int(s.details.get("depth", 0)) in wanted)
+        ]
+        return micro_metrics(kept, nested=wanted != {1})
