@@ -124,6 +124,9 @@ class FakeOpenAIServer:
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
+        except asyncio.CancelledError:
+            # Shutdown: asyncio's stream callback would log a cancelled handler as an error.
+            pass
         finally:
             writer.close()
 

@@ -43,7 +43,8 @@ class LoadedRun:
     """A run read back from disk."""
 
     path: Path
-    manifest: Manifest
+    manifest: Manifest | None
+    """``None`` for a directory written by :func:`run_samples` without a manifest."""
     records: list[SampleRecord]
     results: dict[str, Any] | None
     """``results.json``, ``None`` for a run that did not finish."""
@@ -54,8 +55,8 @@ class LoadedRun:
         for r in self.records:
             row: dict[str, Any] = {
                 "run": self.path.name,
-                "benchmark": self.manifest.benchmark,
-                "model": self.manifest.model,
+                "benchmark": self.manifest.benchmark if self.manifest else None,
+                "model": self.manifest.model if self.manifest else None,
                 "id": r.id,
                 "ok": r.ok,
                 "error": r.error.message if r.error else None,
@@ -82,9 +83,8 @@ class LoadedRun:
 def load_run(path: str | Path) -> LoadedRun:
     """Read a run directory (finished or not)."""
     run = RunDir.open(path)
-    return LoadedRun(
-        path=run.path, manifest=run.manifest(), records=run.read_records(), results=run.results()
-    )
+    manifest = run.manifest() if (run.path / "manifest.json").exists() else None
+    return LoadedRun(path=run.path, manifest=manifest, records=run.read_records(), results=run.results())
 
 
 def runs_dataframe(paths: Iterable[str | Path]) -> pd.DataFrame:

@@ -1,0 +1,90 @@
+"""The hf backend on a tiny Llama and BPE tokenizer built here, offline."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from toolmend.models import Completion, GenerateConfig, get_model
+from toolmend.schema import Message, Tool, ToolCall
+
+pytest.importorskip("transformers", reason="the hf extra (transformers) is not installed")
+
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
+    "{% if m.get('tool_calls') %}{% for c in m['tool_calls'] %}<call>{{ c['function']['name'] }} "
+    "{{ c['function']['arguments'] | tojson }}</call>{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if tools %}<|im_start|>tools\n{% for t in tools %}{{ t['function']['name'] }} {% endfor %}<|im_end|>\n{% endif %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    path = tmp_path_factory.mktemp("tiny-llama")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = [
+        f"user asks for the weather in city {i}; assistant calls get_weather(city={i})" for i in range(200)
+    ]
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    fast.chat_template = CHATML
+    fast.save_pretrained(path)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(path)
+    return path
+
+
+async def test_batched_greedy_generation_with_tools(tiny_model: Path) -> None:
+    model = get_model(f"hf/{tiny_model}", batch_size=4, max_new_tokens=6, cache=False)
+    tools = [
+        Tool(name="get_weather", parameters={"type": "object", "properties": {"city": {"type": "string"}}})
+    ]
+    history = [
+        Message(role="user", content="weather in city 3"),
+        Message(role="assistant", tool_calls=[ToolCall(name="get_weather", arguments={"city": "3"})]),
+        Message(role="tool", content="sunny", name="get_weather"),
+    ]
+    prompts = [[Message(role="user", content=f"weather in city {i}")] for i in range(5)] + [history]
+    outs = await asyncio.gather(*(model.generate(p, tools=tools) for p in prompts))
+    assert all(isinstance(o, Completion) for o in outs)
+    assert all(1 <= o.usage.output_tokens <= 6 and o.usage.input_tokens > 5 for o in outs)
+    assert all(o.finish_reason in ("stop", "length") for o in outs)
+    assert model.batcher.batches == 2  # type: ignore[attr-defined]  # 6 requests, batches of 4
+    again = await model.generate(prompts[0], tools=tools)
+    assert again.text == outs[0].text  # greedy: deterministic
+    await model.aclose()
+
+
+async def test_sampling_settings_and_cache(tiny_model: Path, tmp_path: Path) -> None:
+    model = get_model(f"hf/{tiny_model}", max_new_tokens=4, cache=tmp_path)
+    cfg = GenerateConfig(temperature=1.0, seed=7, max_tokens=3)
+    first = await model.generate([Message(role="user", content="weather")], config=cfg)
+    assert first.usage.output_tokens <= 3
+    hit = await model.generate([Message(role="user", content="weather")], config=cfg)
+    assert hit.cached == (not first.empty) and hit.text == first.text  # empty answers are never cached
+    await model.aclose()
