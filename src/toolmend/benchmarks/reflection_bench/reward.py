@@ -29,6 +29,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -127,24 +128,39 @@ def lexical_similarity(a: str, b: str) -> float:
     """
     if not a or not b:
         return 0.0
-    a_clean = _WS.sub(" ", a.strip().lower())
-    b_clean = _WS.sub(" ", b.strip().lower())
-    if a_clean == b_clean:
+    return _sig_similarity(_signature(a), _signature(b))
+
+
+_Signature = tuple[str, frozenset[Any], frozenset[Any]]
+
+
+def _signature(text: str) -> _Signature:
+    clean = _WS.sub(" ", text.strip().lower())
+    tokens = clean.split(" ")
+    return clean, _unigrams(tokens), _bigrams(tokens)
+
+
+def _sig_similarity(a: _Signature, b: _Signature) -> float:
+    if a[0] == b[0]:
         return 1.0
-    ta, tb = a_clean.split(" "), b_clean.split(" ")
-    j1 = _jaccard(_ngrams(ta, 1), _ngrams(tb, 1))
-    j2 = _jaccard(_ngrams(ta, 2), _ngrams(tb, 2))
-    len_ratio = min(len(a_clean), len(b_clean)) / max(len(a_clean), len(b_clean), 1)
+    j1 = _jaccard(a[1], b[1])
+    j2 = _jaccard(a[2], b[2])
+    len_ratio = min(len(a[0]), len(b[0])) / max(len(a[0]), len(b[0]), 1)
     return _clip(0.6 * j1 + 0.3 * j2 + 0.1 * len_ratio)
 
 
-def _ngrams(tokens: list[str], n: int) -> set[str]:
-    if len(tokens) < n:
-        return {" ".join(tokens)}
-    return {" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+def _unigrams(tokens: list[str]) -> frozenset[Any]:
+    return frozenset(tokens)
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
+def _bigrams(tokens: list[str]) -> frozenset[Any]:
+    # Pairs instead of joined strings: tokens hold no spaces, so the sets compare the same way.
+    if len(tokens) < 2:
+        return frozenset({(" ".join(tokens),)})
+    return frozenset(zip(tokens, tokens[1:], strict=False))
+
+
+def _jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
     union = len(a | b)
     return len(a & b) / union if union else 0.0
 
@@ -175,10 +191,42 @@ def _linearise(parts: ReplyParts) -> str:
     return " ".join([parts.reflect, json.dumps(parts.calls, ensure_ascii=False, default=str), parts.final])
 
 
+@dataclass(frozen=True)
+class _Gold:
+    """Everything about a gold reply that does not depend on the completion."""
+
+    parts: ReplyParts
+    bag: Counter[str]
+    reflect: _Signature | None
+    final: _Signature | None
+    linear: str
+    linear_sig: _Signature
+
+
 @lru_cache(maxsize=8192)
-def _gold_parts(ground_truth: str) -> ReplyParts:
-    # GRPO scores G completions per prompt against the same gold: parse it once.
-    return split_reply(ground_truth)
+def _gold(ground_truth: str) -> _Gold:
+    # GRPO scores G completions per prompt against the same gold: prepare it once.
+    parts = split_reply(ground_truth)
+    linear = _linearise(parts)
+    return _Gold(
+        parts=parts,
+        bag=_call_bag(parts.calls),
+        reflect=_signature(parts.reflect) if parts.reflect else None,
+        final=_signature(parts.final) if parts.final else None,
+        linear=linear,
+        linear_sig=_signature(linear),
+    )
+
+
+_EMPTY_GOLD = _gold("")
+
+
+def _sim(sim: Similarity | None, text: str, gold_text: str, gold_sig: _Signature | None) -> float:
+    if sim is not None:
+        return _safe_sim(sim, text, gold_text)
+    if not text or gold_sig is None:
+        return 0.0
+    return _sig_similarity(_signature(text), gold_sig)
 
 
 def reward_breakdown(
@@ -188,52 +236,68 @@ def reward_breakdown(
     sim: Similarity | None = None,
 ) -> RewardBreakdown:
     """The reward of ``completion`` against ``ground_truth`` with every intermediate value."""
+    return RewardBreakdown.model_construct(**_compute(completion, ground_truth, config, sim))
+
+
+def _compute(
+    completion: Any, ground_truth: Any, config: RewardConfig | None, sim: Similarity | None
+) -> dict[str, Any]:
     cfg = config or _DEFAULT
-    similarity = sim or lexical_similarity
     c = split_reply(completion)
-    g = _gold_parts(ground_truth) if isinstance(ground_truth, str) else ReplyParts()
-    out = RewardBreakdown()
+    gold = _gold(ground_truth) if isinstance(ground_truth, str) else _EMPTY_GOLD
+    g = gold.parts
     n, m = len(g.calls), len(c.calls)
-    calls_equal = equal_calls(c.calls, g.calls)
+    calls_equal = n == m and (n == 0 or _call_bag(c.calls) == gold.bag)
 
     if cfg.strict_call_gate and n > 0 and not calls_equal:
-        return out
+        return RewardBreakdown(format_factor=0.0).model_dump()
 
     i_r, i_c, i_f = bool(g.reflect), n > 0, bool(g.final)
-    out.s_reflect = _safe_sim(similarity, c.reflect, g.reflect) if i_r else 0.0
-    out.s_calls = 1.0 if calls_equal else 0.0
-    out.s_final = _safe_sim(similarity, c.final, g.final) if i_f else 0.0
+    s_reflect = _sim(sim, c.reflect, g.reflect, gold.reflect) if i_r else 0.0
+    s_calls = 1.0 if calls_equal else 0.0
+    s_final = _sim(sim, c.final, g.final, gold.final) if i_f else 0.0
     w_act = cfg.w_reflect * i_r + cfg.w_calls * i_c + cfg.w_final * i_f
     if w_act > 0:
-        weighted = cfg.w_reflect * i_r * out.s_reflect + cfg.w_calls * i_c * out.s_calls
-        weighted += cfg.w_final * i_f * out.s_final
-        out.structure = weighted / w_act
+        weighted = cfg.w_reflect * i_r * s_reflect + cfg.w_calls * i_c * s_calls
+        weighted += cfg.w_final * i_f * s_final
+        structure = weighted / w_act
     else:  # nothing to aim at: an empty target is met by anything the penalties allow
-        out.structure = 1.0
+        structure = 1.0
 
     pr, pc, pf = cfg.p_reflect, cfg.p_calls, cfg.p_final
     total_w = pr + pc + pf
     if cfg.normalize_penalty_weights and total_w > 0:
         pr, pc, pf = pr / total_w, pc / total_w, pf / total_w
-    out.p_miss = pr * (i_r and not c.reflect) + pf * (i_f and not c.final) + pc * (n > 0 and m == 0)
-    out.p_extra = (
-        pr * (bool(c.reflect) and not i_r) + pf * (bool(c.final) and not i_f) + pc * (m > 0 and n == 0)
-    )
-    out.p_count = pc * (abs(n - m) / max(n, m)) if (n > 0 and m > 0 and n != m) else 0.0
-    if out.p_miss == 0 and out.p_extra == 0 and out.p_count == 0:
-        out.format_factor = 1.0
+    p_miss = pr * (i_r and not c.reflect) + pf * (i_f and not c.final) + pc * (n > 0 and m == 0)
+    p_extra = pr * (bool(c.reflect) and not i_r) + pf * (bool(c.final) and not i_f) + pc * (m > 0 and n == 0)
+    p_count = pc * (abs(n - m) / max(n, m)) if (n > 0 and m > 0 and n != m) else 0.0
+    if p_miss == 0 and p_extra == 0 and p_count == 0:
+        format_factor = 1.0
     else:
-        p_total = out.p_miss + cfg.beta_extra * out.p_extra + cfg.gamma_count * out.p_count
+        p_total = p_miss + cfg.beta_extra * p_extra + cfg.gamma_count * p_count
         r = cfg.r_reduce if (calls_equal and n > 0) else 1.0
-        out.format_factor = _clip(1.0 - cfg.lambda_m * p_total * r)
+        format_factor = _clip(1.0 - cfg.lambda_m * p_total * r)
 
-    out.core = out.structure * out.format_factor
-    if out.core >= cfg.epsilon:
-        out.reward = _clip(out.core)
+    core = structure * format_factor
+    backoff = core < cfg.epsilon
+    if backoff:
+        linear = _linearise(c)
+        reward = _clip(cfg.backoff_weight * _sim(sim, linear, gold.linear, gold.linear_sig))
     else:
-        out.backoff = True
-        out.reward = _clip(cfg.backoff_weight * _safe_sim(similarity, _linearise(c), _linearise(g)))
-    return out
+        reward = _clip(core)
+    return dict(
+        s_reflect=s_reflect,
+        s_calls=s_calls,
+        s_final=s_final,
+        structure=structure,
+        p_miss=float(p_miss),
+        p_extra=float(p_extra),
+        p_count=float(p_count),
+        format_factor=format_factor,
+        core=core,
+        backoff=backoff,
+        reward=reward,
+    )
 
 
 def reflection_reward(
@@ -244,7 +308,7 @@ def reflection_reward(
 ) -> float:
     """R_total of eq. 25 for one completion: a float in [0, 1]; never raises."""
     try:
-        return reward_breakdown(completion, ground_truth, config, sim).reward
+        return float(_compute(completion, ground_truth, config, sim)["reward"])
     except Exception:  # totality: a reward function that raises kills a training run
         return 0.0
 
