@@ -1,6 +1,6 @@
 """NesTools' value scoring: ROUGE-L with date normalisation, recursive over lists and dicts.
 
->>> check_score("May 1st, 2024", "2024-05-01")
+>>> round(check_score("May 1st, 2024", "2024-05-01"), 6)
 1.0
 >>> check_score(70, 70.0), check_score("70", 70)
 (1.0, 0.0)
