@@ -1,0 +1,35 @@
+"""Critique suites in CriticTool's format, built from gold trajectories (world, NesTools, BFCL).
+
+>>> from toolmend.benchmarks.critic import build_suite
+>>> info = build_suite("world", seed=0, out=tmp_path, limit=8)     # doctest: +SKIP
+>>> sorted(info.internal)                                          # doctest: +SKIP
+['error_free', 'parameters_key_error', ...]
+
+The files load with :func:`toolmend.benchmarks.critictool.load_critictool` and score with the
+CriticTool scorer unchanged; :func:`run_critic_main` builds, runs a model and scores in one go.
+"""
+
+from toolmend.benchmarks.critic.build import INTERNAL_OPERATORS, SuiteInfo, build_suite, finish_message
+from toolmend.benchmarks.critic.record import (
+    SYSTEM_TEMPLATE,
+    action_args,
+    action_text,
+    system_prompt,
+    tool_entry,
+)
+from toolmend.benchmarks.critic.traces import Source, Trace, load_traces
+
+__all__ = [
+    "INTERNAL_OPERATORS",
+    "SYSTEM_TEMPLATE",
+    "Source",
+    "SuiteInfo",
+    "Trace",
+    "action_args",
+    "action_text",
+    "build_suite",
+    "finish_message",
+    "load_traces",
+    "system_prompt",
+    "tool_entry",
+]
