@@ -20,6 +20,7 @@ def samples(data_dir: Path) -> list[Sample]:
 
 def test_one_sample_per_api_line(samples: list[Sample]) -> None:
     assert len(samples) == 389
+    assert len({s.id for s in samples}) == len(samples)
     assert len({c.name for s in samples for c in s.target}) == 49
     levels = {s.metadata["level"] for s in samples}
     assert levels == {1, 2}

@@ -31,6 +31,7 @@ def samples(data_dir: Path) -> list[Sample]:
 
 def test_loads_every_record_with_its_tools(samples: list[Sample]) -> None:
     assert len(samples) == 700 + 654
+    assert len({s.id for s in samples}) == len(samples)  # `toolmend score` keys predictions by id
     first = samples[0]
     assert first.id == "test_in_domain-easy-0" and first.messages[0].content.startswith("Retrieve")
     assert [t.name for t in first.tools] == ["getPostmodernTheory"]

@@ -29,6 +29,7 @@ def _reply(s: Sample) -> str:
 
 def test_counts_and_default_split(samples: list[Sample], data_dir: Path) -> None:
     assert len(samples) == 214
+    assert len({s.id for s in samples}) == len(samples)
     assert len(ToolAlpaca().load(data_dir / "toolalpaca")) == 114  # HiTEC's Tool-Alpaca
     assert max(len(s.target) for s in samples) == 5
 
