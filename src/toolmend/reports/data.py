@@ -1,0 +1,142 @@
+"""What a report shows, computed from run directories: metrics, breakdowns, worst samples.
+
+>>> view = RunView.load("runs/20250101T000000Z-bfcl-scripted")   # doctest: +SKIP
+>>> view.primary, [g.group for g in view.breakdowns()["category"]]  # doctest: +SKIP
+('accuracy', ['irrelevance', 'simple_python'])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolmend.runs import SampleRecord, load_run
+
+__all__ = ["BREAKDOWN_KEYS", "GroupRow", "RunView", "load_views"]
+
+BREAKDOWN_KEYS: tuple[str, ...] = (
+    "category",
+    "error_type",
+    "depth",
+    "part",
+    "external_mode",
+    "variant",
+    "outcome",
+)
+"""``SampleScore.details`` keys a report breaks results down by, when a run has them (BFCL
+category and error type, NesTools depth, CriticTool part / error type / external mode …)."""
+
+# The per-sample score that ranks samples and fills breakdowns, by preference.
+_PRIMARY = ("accuracy", "correct", "tree_pass", "overall", "tool", "detect", "reward")
+_MAX_GROUPS = 40
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One group of a breakdown: how many samples, and their mean primary score."""
+
+    group: str
+    n: int
+    mean: float | None
+
+
+@dataclass
+class RunView:
+    """One run as a report sees it."""
+
+    name: str
+    path: Path
+    benchmark: str
+    model: str
+    mode: str
+    metrics: dict[str, float]
+    records: list[SampleRecord]
+    completed: bool
+    label: str = ""
+    """How the run is named in comparisons: its model (with the run name when models repeat)."""
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunView:
+        """Read a run directory (a finished or an interrupted run)."""
+        run = load_run(path)
+        config: dict[str, Any] = run.manifest.config if run.manifest else {}
+        bench_cfg = config.get("bench") if isinstance(config.get("bench"), dict) else {}
+        metrics = dict((run.results or {}).get("metrics") or {})
+        return cls(
+            name=run.path.name,
+            path=run.path,
+            benchmark=run.manifest.benchmark if run.manifest else "?",
+            model=run.manifest.model if run.manifest else "?",
+            mode=str((bench_cfg or {}).get("mode", "compat")),
+            metrics={k: float(v) for k, v in metrics.items() if isinstance(v, int | float)},
+            records=run.records,
+            completed=run.results is not None,
+            label=run.manifest.model if run.manifest else run.path.name,
+        )
+
+    @property
+    def scored(self) -> list[SampleRecord]:
+        return [r for r in self.records if r.error is None]
+
+    @property
+    def failed(self) -> list[SampleRecord]:
+        """Samples that ended with an infrastructure error."""
+        return [r for r in self.records if r.error is not None]
+
+    @property
+    def primary(self) -> str | None:
+        """The per-sample score used to rank samples and fill breakdowns."""
+        keys: list[str] = []
+        for r in self.scored:
+            keys.extend(k for k in r.scores if k not in keys)
+        for k in _PRIMARY:
+            if k in keys:
+                return k
+        return keys[0] if keys else None
+
+    def score_of(self, record: SampleRecord) -> float | None:
+        key = self.primary
+        value = record.scores.get(key) if key else None
+        return None if value is None or math.isnan(value) else float(value)
+
+    def breakdowns(self) -> dict[str, list[GroupRow]]:
+        """``detail key → rows`` for each of :data:`BREAKDOWN_KEYS` that splits this run into 2 to
+        40 groups (an empty ``error_type`` is the group ``none``: the sample passed)."""
+        out: dict[str, list[GroupRow]] = {}
+        for key in BREAKDOWN_KEYS:
+            groups: dict[str, list[float | None]] = {}
+            for r in self.scored:
+                if key not in r.details:
+                    continue
+                raw = r.details[key]
+                if isinstance(raw, dict | list):
+                    continue
+                label = "none" if raw in ("", None) else str(raw)
+                groups.setdefault(label, []).append(self.score_of(r))
+            if not 2 <= len(groups) <= _MAX_GROUPS:
+                continue
+            rows = []
+            for label, values in groups.items():
+                known = [v for v in values if v is not None]
+                rows.append(GroupRow(label, len(values), sum(known) / len(known) if known else None))
+            rows.sort(key=lambda g: (-g.n, g.group) if key == "error_type" else (g.group,))
+            out[key] = rows
+        return out
+
+    def worst(self, k: int = 10) -> list[SampleRecord]:
+        """The ``k`` lowest-scored samples (ties keep the run's order)."""
+        ranked = [r for r in self.scored if self.score_of(r) is not None]
+        ranked.sort(key=lambda r: self.score_of(r) or 0.0)
+        return ranked[:k]
+
+
+def load_views(paths: list[str | Path]) -> list[RunView]:
+    """Read several runs; models that repeat are labelled with their run names."""
+    views = [RunView.load(p) for p in paths]
+    models = [v.model for v in views]
+    for v in views:
+        if models.count(v.model) > 1:
+            v.label = f"{v.model} ({v.name})"
+    return views

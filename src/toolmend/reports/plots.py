@@ -1,0 +1,87 @@
+"""Report figures as inline PNG data (matplotlib, Agg backend; the ``viz`` extra).
+
+Every function returns a ``data:image/png;base64,…`` URI, so the HTML report needs no other file.
+
+>>> uri = bar_chart(["accuracy"], {"model-a": [0.8], "model-b": [0.6]}, title="metrics")  # doctest: +SKIP
+>>> uri.startswith("data:image/png;base64,")                                              # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolmend.errors import MissingExtraError
+
+__all__ = ["bar_chart"]
+
+_COLOURS = ("#3b6ea5", "#e07b39", "#4f9d69", "#b65f9a", "#8c7a3f", "#5b5b5b")
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise MissingExtraError("matplotlib", "viz", "report plots") from exc
+    # Agg: no display, no GUI toolkit; set before pyplot is imported anywhere.
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def bar_chart(
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    *,
+    title: str = "",
+    xlabel: str = "",
+    xmax: float | None = None,
+) -> str:
+    """Horizontal grouped bars: one group per label, one bar per series (run); ``None`` bars are
+    left out. Values are written at the bar ends."""
+    plt = _pyplot()
+    n_series = max(1, len(series))
+    height = max(1.6, 0.32 * len(labels) * n_series + 0.9)
+    fig, ax = plt.subplots(figsize=(8.0, min(height, 30.0)), dpi=100)
+    try:
+        bar_h = 0.8 / n_series
+        for i, (name, values) in enumerate(series.items()):
+            ys = [j + (n_series - 1 - i) * bar_h - 0.4 + bar_h / 2 for j in range(len(labels))]
+            vals = [v if v is not None else 0.0 for v in values]
+            bars = ax.barh(ys, vals, height=bar_h * 0.92, label=name, color=_COLOURS[i % len(_COLOURS)])
+            for bar, v in zip(bars, values, strict=True):
+                if v is not None:
+                    ax.text(
+                        bar.get_width(),
+                        bar.get_y() + bar.get_height() / 2,
+                        f" {v:.3g}",
+                        va="center",
+                        fontsize=8,
+                    )
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels([_short(label) for label in labels], fontsize=9)
+        ax.invert_yaxis()
+        top = xmax if xmax is not None else max([v or 0.0 for vs in series.values() for v in vs] + [1e-9])
+        ax.set_xlim(0, top * 1.12)
+        if title:
+            ax.set_title(title, fontsize=11, loc="left")
+        if xlabel:
+            ax.set_xlabel(xlabel, fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+        ax.spines[["top", "right"]].set_visible(False)
+        if n_series > 1:
+            ax.legend(fontsize=8, loc="lower right")
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+    finally:
+        plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _short(label: str, width: int = 38) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
