@@ -91,13 +91,20 @@ def _unrequested_optional(site: Site) -> Injection | None:
     tool = site.tools.get(site.call.name)
     if not isinstance(tool, Tool):
         return None
-    free = [k for k in tool.properties if k not in tool.required and k not in site.call.arguments]
-    if not free:
+    pool = context_values(site.calls, None, [])
+    options = []
+    for key in tool.properties:
+        if key in tool.required or key in site.call.arguments:
+            continue
+        probe = site.call.model_copy(deep=True)
+        probe.arguments[key] = sample_value(tool.properties[key], site.rng, pool)
+        # HiTEC's redundant parameter is declared and well-formed; only the request rules it out.
+        if not site.checker.check_call(probe):
+            options.append((key, probe))
+    if not options:
         return None
-    key = site.pick(free)
-    value = sample_value(tool.properties[key], site.rng, context_values(site.calls, None, []))
-    wrong = site.call.model_copy(deep=True)
-    wrong.arguments[key] = value
+    key, wrong = site.pick(options)
+    value = wrong.arguments[key]
     return site.make("redundant.unrequested_optional", [wrong], _replace(site, wrong),
                      f"filled the optional parameter {key!r} = {value!r}, which the request does not ask for",
                      expected_codes=["redundant_parameter"], detectable=False)  # fmt: skip

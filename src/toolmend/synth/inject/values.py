@@ -204,7 +204,7 @@ def sample_value(schema: Any, rng: random.Random, pool: list[Any] | None = None)
         return schema["const"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return rng.choice(schema["enum"])
-    if "default" in schema:
+    if schema.get("default") not in (None, "", [], {}):
         return schema["default"]
     types = schema_types(schema) or ["string"]
     kind = types[0]
