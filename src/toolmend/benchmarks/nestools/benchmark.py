@@ -15,7 +15,13 @@ from typing import Any
 from toolmend._shared import shared_dir
 from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
 from toolmend.benchmarks.nestools.data import gold_chain, load_nestools
-from toolmend.benchmarks.nestools.metric import COUNT_KEYS, count_compat, count_improved
+from toolmend.benchmarks.nestools.metric import (
+    COUNT_KEYS,
+    GoldPrep,
+    count_compat,
+    count_improved,
+    prepare_gold,
+)
 from toolmend.benchmarks.nestools.prompt import TextEncoder, build_candidates, load_template, render_prompt
 from toolmend.errors import ConfigError
 from toolmend.schema import Message, Sample
@@ -127,6 +133,10 @@ class NesTools(Benchmark):
         self.seed = seed
         self.encoder = encoder
         self.depths = set(depths) if depths is not None else None
+        # Gold-side work per sample object, reused when one sample is scored many times
+        # (several models, Repair@N, perturbation studies). The sample is kept alive with it
+        # so that its id() cannot be reused by another object.
+        self._gold: dict[int, tuple[Sample, list[dict[str, Any]], GoldPrep, dict[str, int]]] = {}
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Samples from ``path`` (default: the shared ``data/nestools``), with candidate tools.
@@ -162,14 +172,12 @@ class NesTools(Benchmark):
                     id=sample.id, values={}, details={"skipped": True, "depth": self._depth(sample)}
                 )
             prediction = prediction[0]
-        gold = gold_chain(sample)
+        _, gold, prepared, name_to_id = self._prepare(sample)
         task = str(sample.metadata.get("task", ""))
         if mode == "compat":
-            counts = count_compat(gold, task, prediction)
+            counts = count_compat(gold, task, prediction, prepared=prepared)
         elif mode == "improved":
-            name_to_id = {t.name: t.metadata["api_id"] for t in sample.tools if "api_id" in t.metadata}
-            name_to_id.update(zip(sample.metadata["api_names"], sample.metadata["api_ids"], strict=True))
-            counts = count_improved(gold, task, prediction, name_to_id)
+            counts = count_improved(gold, task, prediction, name_to_id, prepared=prepared)
         else:
             raise ConfigError(f"unknown mode {mode!r}; expected 'compat' or 'improved'")
         values: dict[str, float | None] = {"format": counts["format"], "tree_pass": counts["tree"]}
@@ -182,6 +190,17 @@ class NesTools(Benchmark):
             values=values,
             details={"counts": counts, "depth": self._depth(sample), "mode": mode},
         )
+
+    def _prepare(self, sample: Sample) -> tuple[Sample, list[dict[str, Any]], GoldPrep, dict[str, int]]:
+        hit = self._gold.get(id(sample))
+        if hit is not None and hit[0] is sample:
+            return hit
+        gold = gold_chain(sample)
+        name_to_id = {t.name: t.metadata["api_id"] for t in sample.tools if "api_id" in t.metadata}
+        name_to_id.update(zip(sample.metadata["api_names"], sample.metadata["api_ids"], strict=True))
+        entry = (sample, gold, prepare_gold(gold), name_to_id)
+        self._gold[id(sample)] = entry
+        return entry
 
     @staticmethod
     def _depth(sample: Sample) -> int:

@@ -1,7 +1,7 @@
 """Reading NesTools' ``test_data.jsonl`` + ``test_api_ids.jsonl`` into :class:`~toolmend.Sample`.
 
 >>> samples = load_nestools("../shared/data/nestools")  # doctest: +SKIP
->>> s = samples[0]
+>>> s = samples[0]  # doctest: +SKIP
 >>> s.metadata["depth"], [c.name for c in s.target]  # doctest: +SKIP
 (3, ['scan_isbn', 'locate_book', 'engage_ar_experience'])
 

@@ -34,6 +34,7 @@ __all__ = [
     "count_improved",
     "official_format_ok",
     "parse_output",
+    "prepare_gold",
 ]
 
 COUNT_KEYS = (
@@ -248,7 +249,17 @@ def _breakdown(
                     counts["para_error_transformation"] += 1
 
 
-def count_compat(gold: list[dict[str, Any]], task: str, output: str) -> Counts:
+GoldPrep = tuple[Counts, dict[str, Any]]
+
+
+def prepare_gold(gold: list[dict[str, Any]]) -> GoldPrep:
+    """The gold-side counts and nested-value map of a chain, to reuse across many outputs."""
+    return _gold_counts(gold)
+
+
+def count_compat(
+    gold: list[dict[str, Any]], task: str, output: str, *, prepared: GoldPrep | None = None
+) -> Counts:
     """Counts exactly as NesTools' official evaluator computes them for one sample.
 
     Alignment is greedy in prediction order: each predicted call takes, among the still-unmatched
@@ -256,9 +267,10 @@ def count_compat(gold: list[dict[str, Any]], task: str, output: str) -> Counts:
     does not), the one with the highest parameter score (the first on ties or when all score 0).
     A nested parameter scores only if the predicted placeholder sits, in an earlier-or-same
     predicted call's ``responses`` **dict**, at the gold position, and that producer was already
-    matched to the gold producer.
+    matched to the gold producer. ``prepared`` (from :func:`prepare_gold`) skips the gold pass.
     """
-    counts, nest_map = _gold_counts(gold)
+    base, nest_map = prepared if prepared is not None else _gold_counts(gold)
+    counts = dict(base)
     ok, data = parse_output(output)
     if not ok or not official_format_ok(data):
         counts["tree"] = _tree(counts)
@@ -346,11 +358,17 @@ def _improved_format_ok(data: Any) -> bool:
 
 
 def count_improved(
-    gold: list[dict[str, Any]], task: str, output: str, name_to_id: Mapping[str, int]
+    gold: list[dict[str, Any]],
+    task: str,
+    output: str,
+    name_to_id: Mapping[str, int],
+    *,
+    prepared: GoldPrep | None = None,
 ) -> Counts:
     """Counts with the official definitions but without the order dependence and format
     accidents of the official alignment (see the benchmark's docstring for the list)."""
-    counts, nest_map = _gold_counts(gold)
+    base, nest_map = prepared if prepared is not None else _gold_counts(gold)
+    counts = dict(base)
     ok, data = parse_output(output)
     if not ok or not _improved_format_ok(data):
         counts["tree"] = _tree(counts)
