@@ -124,9 +124,9 @@ def gold_output(bench: Benchmark, sample: Sample) -> Prediction:
 
         return render_python(sample.target)
     if bench.name == "nestools":
-        from toolmend.benchmarks.nestools.data import gold_chain
+        from toolmend.benchmarks.nestools.data import to_official_output
 
-        return json.dumps(gold_chain(sample), ensure_ascii=False)
+        return to_official_output(sample)
     truth = sample.metadata.get("ground_truth")
     if isinstance(truth, str):
         return truth
@@ -157,9 +157,14 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False, default=repr))
 
 
-def _reply_text(completion: Completion, native_format: str | None) -> str:
+def _reply_text(completion: Completion, native_format: str | None, sample: Sample) -> str:
     if native_format is None or not completion.tool_calls:
         return completion.text
+    if native_format == "nestools":
+        # NesTools answers carry api ids and named responses that only the sample knows.
+        from toolmend.benchmarks.nestools.data import to_official_output
+
+        return to_official_output(sample, completion.tool_calls)
     calls = write_calls(completion.tool_calls, native_format)  # type: ignore[arg-type]
     if native_format == "tags" and completion.text.strip():
         return f"{completion.text.rstrip()}\n{calls}"
@@ -359,7 +364,7 @@ def _make_solve(
                 epoch, turn = turn, turn + 1
             out = await model.generate(messages, tools=tools, config=config, epoch=epoch, sample_id=sample.id)
             record.add_completion(out)
-            return _reply_text(out, native_format)
+            return _reply_text(out, native_format, sample)
 
         prediction: Prediction
         if interactive and n == 1:
