@@ -10,6 +10,7 @@ CriticTool scorer unchanged; :func:`run_critic_main` builds, runs a model and sc
 """
 
 from toolmend.benchmarks.critic.build import INTERNAL_OPERATORS, SuiteInfo, build_suite, finish_message
+from toolmend.benchmarks.critic.main import CriticResult, run_critic, run_critic_main
 from toolmend.benchmarks.critic.record import (
     SYSTEM_TEMPLATE,
     action_args,
@@ -20,6 +21,7 @@ from toolmend.benchmarks.critic.record import (
 from toolmend.benchmarks.critic.traces import Source, Trace, load_traces
 
 __all__ = [
+    "CriticResult",
     "INTERNAL_OPERATORS",
     "SYSTEM_TEMPLATE",
     "Source",
@@ -30,6 +32,8 @@ __all__ = [
     "build_suite",
     "finish_message",
     "load_traces",
+    "run_critic",
+    "run_critic_main",
     "system_prompt",
     "tool_entry",
 ]

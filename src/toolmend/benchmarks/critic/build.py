@@ -326,7 +326,9 @@ def build_suite(
 
         # External sample: a fault at step k.
         if external_every and index % external_every == 0:
-            k = rng.randrange(n)
+            # Prefer a step that leaves an independent subtask to skip to, when the trajectory has one.
+            skippable = [s for s in range(n) if any(s not in replay.deps[j] for j in range(s + 1, n))]
+            k = rng.choice(skippable) if skippable else rng.randrange(n)
             kind = FAULT_KINDS[n_external % len(FAULT_KINDS)]
             n_external += 1
             failed = replay.calls[k]
@@ -341,7 +343,7 @@ def build_suite(
             later = [j for j in range(k + 1, n) if k not in replay.deps[j]]
             if later:
                 nxt = replay.calls[later[0]]
-                second = (nxt.name, nxt.arguments, _thought(nxt, tools))
+                second: tuple[str, Any, str] = (nxt.name, nxt.arguments, _thought(nxt, tools))
             else:
                 message = finish_message(failed, response)
                 second = (FINISH, message, message)
