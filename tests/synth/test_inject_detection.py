@@ -11,7 +11,7 @@ import pytest
 from toolmend.check import critictool_category
 from toolmend.formats import parse_calls
 from toolmend.schema import Tool
-from toolmend.synth.inject import OPERATORS, inject, operator_names
+from toolmend.synth.inject import OPERATORS, inject
 
 Gold = Any  # tests/synth/conftest.py: id, calls, checker
 
