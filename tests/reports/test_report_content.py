@@ -104,3 +104,10 @@ def test_unfinished_run_reports_without_metrics(tmp_path: Path) -> None:
     md = render_markdown(build_report(load_views([run.path])))
     assert "unfinished" in md and "No metrics yet" in md
     assert "## By depth" not in md  # one group is not a breakdown
+
+
+def test_a_run_with_one_group_still_gets_its_column_in_a_comparison(tmp_path: Path, runs: list[Path]) -> None:
+    perfect = _run(tmp_path, "model-c", [1.0, 1.0, 1.0, 1.0], {"accuracy": 1.0})
+    md = render_markdown(build_report(load_views([runs[0], perfect])))
+    assert "| none | 2 | 1 | 4 | 1 |" in md
+    assert "| type_0 | 1 | 0 | 0 | – |" in md

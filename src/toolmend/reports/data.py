@@ -101,9 +101,10 @@ class RunView:
         value = record.scores.get(key) if key else None
         return None if value is None or math.isnan(value) else float(value)
 
-    def breakdowns(self) -> dict[str, list[GroupRow]]:
-        """``detail key → rows`` for each of :data:`BREAKDOWN_KEYS` that splits this run into 2 to
-        40 groups (an empty ``error_type`` is the group ``none``: the sample passed)."""
+    def breakdowns(self, min_groups: int = 2) -> dict[str, list[GroupRow]]:
+        """``detail key → rows`` for each of :data:`BREAKDOWN_KEYS` that splits this run into
+        ``min_groups`` to 40 groups (an empty ``error_type`` is the group ``none``: the sample
+        passed)."""
         out: dict[str, list[GroupRow]] = {}
         for key in BREAKDOWN_KEYS:
             groups: dict[str, list[float | None]] = {}
@@ -115,7 +116,7 @@ class RunView:
                     continue
                 label = "none" if raw in ("", None) else str(raw)
                 groups.setdefault(label, []).append(self.score_of(r))
-            if not 2 <= len(groups) <= _MAX_GROUPS:
+            if not max(1, min_groups) <= len(groups) <= _MAX_GROUPS:
                 continue
             rows = []
             for label, values in groups.items():
@@ -126,8 +127,8 @@ class RunView:
         return out
 
     def worst(self, k: int = 10) -> list[SampleRecord]:
-        """The ``k`` lowest-scored samples (ties keep the run's order)."""
-        ranked = [r for r in self.scored if self.score_of(r) is not None]
+        """The ``k`` lowest-scored samples below a perfect 1 (ties keep the run's order)."""
+        ranked = [r for r in self.scored if (s := self.score_of(r)) is not None and s < 1.0]
         ranked.sort(key=lambda r: self.score_of(r) or 0.0)
         return ranked[:k]
 

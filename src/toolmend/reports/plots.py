@@ -58,7 +58,7 @@ def bar_chart(
                     ax.text(
                         bar.get_width(),
                         bar.get_y() + bar.get_height() / 2,
-                        f" {v:.3g}",
+                        f" {int(v)}" if float(v).is_integer() else f" {v:.3g}",
                         va="center",
                         fontsize=8,
                     )
@@ -74,14 +74,14 @@ def bar_chart(
         ax.grid(axis="x", alpha=0.3)
         ax.spines[["top", "right"]].set_visible(False)
         if n_series > 1:
-            ax.legend(fontsize=8, loc="lower right")
-        fig.tight_layout()
+            # Outside the axes, so that it never hides a bar.
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png")
+        fig.savefig(buf, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _short(label: str, width: int = 38) -> str:
+def _short(label: str, width: int = 48) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"

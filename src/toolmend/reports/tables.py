@@ -82,7 +82,8 @@ def build_report(views: list[RunView], *, worst: int = 10) -> Report:
             percent.append(m)
     breakdowns: dict[str, Breakdown] = {}
     for i, v in enumerate(views):
-        for key, rows in v.breakdowns().items():
+        # One group in one run is still worth a column when another run splits further.
+        for key, rows in v.breakdowns(min_groups=1).items():
             b = breakdowns.setdefault(key, Breakdown(key=key, score=v.primary or "score", groups=[]))
             for row in rows:
                 if row.group not in b.groups:
@@ -91,6 +92,7 @@ def build_report(views: list[RunView], *, worst: int = 10) -> Report:
                     b.mean[row.group] = [None] * len(views)
                 b.n[row.group][i] = row.n
                 b.mean[row.group][i] = row.mean
+    kept = [b for b in breakdowns.values() if len(b.groups) >= 2]
     worst_rows: list[WorstSample] = []
     for v in views:
         for r in v.worst(worst):
@@ -118,6 +120,6 @@ def build_report(views: list[RunView], *, worst: int = 10) -> Report:
         metrics=metrics,
         fraction_metrics=fraction,
         percent_metrics=percent,
-        breakdowns=list(breakdowns.values()),
+        breakdowns=kept,
         worst=worst_rows,
     )
