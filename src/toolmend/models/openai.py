@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import ssl
 from typing import Any
 
+import certifi
 import httpx
 
 from toolmend.errors import ConfigError, ModelError
@@ -31,6 +33,7 @@ from toolmend.models.tool_names import ToolNameMap
 __all__ = ["OpenAIModel"]
 
 _OPENAI_URL = "https://api.openai.com/v1"
+_CONNECTIONS_PER_SHARD = 8
 
 
 class OpenAIModel(Model):
@@ -66,7 +69,8 @@ class OpenAIModel(Model):
         self.timeout = timeout
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._headers.update(headers or {})
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._busy: list[int] = []
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def cache_identity(self) -> dict[str, Any]:
@@ -82,17 +86,35 @@ class OpenAIModel(Model):
 
     def _http(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            # The pool never makes a request wait: the semaphore in Model already bounds attempts.
-            self._client = httpx.AsyncClient(
-                headers=self._headers,
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0), pool=None),
-                limits=httpx.Limits(
-                    max_connections=self.max_connections, max_keepalive_connections=self.max_connections
-                ),
-            )
+        if not self._clients or self._client_loop is not loop:
+            # httpcore scans every pooled connection on each request (with a readability poll per idle
+            # one), so one pool of 64 costs far more CPU per request than 8 pools of 8: measured in
+            # docs/benchmarks/harness.md. The shards share one TLS context; the semaphore in Model
+            # bounds attempts, so no request ever waits on a pool (pool timeout off).
+            per = min(self.max_connections, _CONNECTIONS_PER_SHARD)
+            shards = -(-self.max_connections // per)
+            tls = ssl.create_default_context(cafile=certifi.where())
+            self._clients = [
+                httpx.AsyncClient(
+                    headers=self._headers,
+                    verify=tls,
+                    timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0), pool=None),
+                    limits=httpx.Limits(max_connections=per, max_keepalive_connections=per),
+                )
+                for _ in range(shards)
+            ]
+            self._busy = [0] * shards
             self._client_loop = loop
-        return self._client
+        return self._clients[self._busy.index(min(self._busy))]
+
+    async def _post(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        client = self._http()
+        shard = self._clients.index(client)
+        self._busy[shard] += 1
+        try:
+            return await client.post(url, json=body)
+        finally:
+            self._busy[shard] -= 1
 
     async def _generate(self, request: GenerateRequest) -> Completion:
         names = ToolNameMap(t.name for t in request.tools)
@@ -101,7 +123,7 @@ class OpenAIModel(Model):
         )
         url = f"{self.base_url}/chat/completions"
         try:
-            response = await self._http().post(url, json=body)
+            response = await self._post(url, body)
         except httpx.TimeoutException as exc:
             raise ModelError(
                 f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__})", retryable=True
@@ -125,6 +147,7 @@ class OpenAIModel(Model):
         return parse_chat_response(payload, names=names)
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.aclose()
+        clients, self._clients = self._clients, []
+        if self._client_loop is asyncio.get_running_loop():
+            for client in clients:
+                await client.aclose()

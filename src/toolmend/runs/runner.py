@@ -78,7 +78,7 @@ def summarize(run: RunDir, aggregate: Aggregate | None = None) -> RunSummary:
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     kept: list[SampleRecord] = []
-    for rec in run.read_records():
+    for rec in run.iter_records():
         n += 1
         requests += rec.requests
         retries += rec.retries

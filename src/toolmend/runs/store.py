@@ -155,6 +155,19 @@ class RunDir:
                 f"not a sample record: {err['msg']}", path=self.samples_path, line=n, field=field
             ) from exc
 
+    def iter_records(self) -> Iterator[SampleRecord]:
+        """The records one per id (the last one wins), streamed: only the ids are held in memory."""
+        last: dict[str, int] = {}
+        for n, text in self.iter_lines():
+            try:
+                last[str(json.loads(text)["id"])] = n
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DatasetError("not a sample record", path=self.samples_path, line=n) from exc
+        keep = set(last.values())
+        for n, text in self.iter_lines():
+            if n in keep:
+                yield self._parse(n, text)
+
     def compact(self) -> int:
         """Rewrite ``samples.jsonl`` with only the last line of each id; returns the lines dropped.
 
