@@ -36,7 +36,8 @@ LoadMethod = Literal["json", "python", "repaired"]
 _MAX_RESTARTS = 32
 _OPEN = {"{": "}", "[": "]"}
 _CLOSE = {"}", "]"}
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+# An opening fence starts a line (so "```" inside a JSON string on one line is not a fence).
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL | re.MULTILINE)
 _WORDS = {"True": "true", "False": "false", "None": "null"}
 
 
@@ -213,7 +214,8 @@ def _opens_single_quote(text: str, i: int) -> bool:
 def split_fences(text: str) -> tuple[list[tuple[str, str]], str]:
     """Markdown code fences in ``text``: ``([(language, body), ...], text outside the fences)``.
 
-    An unclosed fence runs to the end of the text (models are often cut off inside one).
+    An opening fence must start a line; an unclosed fence runs to the end of the text (models
+    are often cut off inside one).
 
     >>> split_fences('Here:\\n```json\\n{"a": 1}\\n```\\nbye')
     ([('json', '{"a": 1}\\n')], 'Here:\\n\\nbye')

@@ -1,7 +1,7 @@
 """NesTools call chains: ``[{"api_name", "api_id", "parameters", "responses"}, ...]``.
 
 A later call uses an earlier call's output by writing its placeholder (``"API_call_2"``) as a
-parameter value — also inside lists. Those values become :class:`~toolmend.schema.Ref`, never
+parameter value — also inside lists (and dicts). Exactly-matching values become :class:`~toolmend.schema.Ref`, never
 strings. ``responses`` names the placeholders a call binds: a dict ``{return_name:
 placeholder}`` in model predictions (→ ``ToolCall.outputs`` and ``output_fields``), a list of
 placeholders in the gold data (→ ``outputs`` only). ``api_id`` and any other extra key go to
@@ -57,6 +57,8 @@ def _refs(value: Any) -> Any:
         return Ref(target=value)
     if isinstance(value, list):
         return [_refs(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _refs(v) for k, v in value.items()}
     return value
 
 

@@ -49,7 +49,9 @@ from toolmend.schema import ErrorCode, Finding, Ref, ToolCall
 __all__ = ["parse_python_calls", "write_python_calls", "format_python_value"]
 
 _PY_LANGS = {"", "python", "py", "python3", "tool_code", "tool_call"}
-_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(|[A-Za-z_][\w.]*\s*\(")
+# Bounded repetitions: an unbounded ``[\w.]*`` makes the scan quadratic on long words.
+_START = re.compile(r"\[\s{0,20}[A-Za-z_][\w.]{0,200}\s{0,20}\(|[A-Za-z_][\w.]{0,200}\s{0,20}\(")
+_MAX_UNCLOSED = 32
 _ARG_START = re.compile(r"\s*(\)|[A-Za-z_]\w*\s*=[^=])")
 _NAMED_LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "none": None}
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -339,6 +341,7 @@ def _scan(src: str, result: ParseResult) -> str:
             return ""
     prose: list[str] = []
     pos = 0
+    unclosed = 0
     for m in _START.finditer(src):
         start = m.start()
         if start < pos or (start > 0 and (src[start - 1].isalnum() or src[start - 1] in "_.")):
@@ -352,6 +355,9 @@ def _scan(src: str, result: ParseResult) -> str:
                 result.flag("invalid_format", "the output is cut off inside a call", source=src[start:])
                 prose.append(src[pos:start])
                 pos = len(src)
+                break
+            unclosed += 1
+            if unclosed > _MAX_UNCLOSED:  # each one scanned to the end: stop before it gets quadratic
                 break
             continue
         if not (listed or _fills_line(src, start, end)):

@@ -50,6 +50,10 @@ _THINK_OPEN = re.compile(r"<\s*think\s*>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"<\s*/\s*think\s*>", re.IGNORECASE)
 
 
+def _closer(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<\s*/\s*{re.escape(tag)}\s*>", re.IGNORECASE)
+
+
 def has_tags(text: str) -> bool:
     """True when ``text`` contains any call/reflect/final tag (opening or closing)."""
     return _ANY.search(text) is not None
@@ -135,6 +139,7 @@ def parse_tagged_calls(text: str) -> ParseResult:
     prose: list[str] = []
     reflects: list[str] = []
     finals: list[str] = []
+    never_closed: set[str] = set()
     pos = 0
     while True:
         m = _OPEN.search(rest, pos)
@@ -146,7 +151,11 @@ def parse_tagged_calls(text: str) -> ParseResult:
             break
         tag = m.group(1)
         lower = tag.lower()
-        close = re.compile(rf"<\s*/\s*{re.escape(tag)}\s*>", re.IGNORECASE).search(rest, m.end())
+        # Once a closer is missing after some point it is missing after every later one: remember
+        # that, so a run of unclosed tags is not scanned to the end again and again.
+        close = None if lower in never_closed else _closer(tag).search(rest, m.end())
+        if close is None:
+            never_closed.add(lower)
         # A call tag also ends where the next tag opens (its closer was forgotten); reflect and
         # final are opaque and run to their own closer.
         nxt = _OPEN.search(rest, m.end())
