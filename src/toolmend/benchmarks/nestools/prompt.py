@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_TEMPLATE",
     "TextEncoder",
     "build_candidates",
+    "candidate_tools",
     "load_template",
     "render_prompt",
     "render_tool",
@@ -120,9 +121,11 @@ def render_tool(tool: Tool) -> dict[str, Any]:
     }
 
 
-def render_prompt(sample: Sample, template: str) -> str:
-    """Fill ``template`` for ``sample``: ``{apis}`` with its tools, ``{task}`` with its task."""
-    apis = "\n".join(json.dumps(render_tool(t), ensure_ascii=False) for t in sample.tools)
+def render_prompt(sample: Sample, template: str, tools: Sequence[Tool] | None = None) -> str:
+    """Fill ``template`` for ``sample``: ``{apis}`` with ``tools`` (default: the sample's own),
+    ``{task}`` with its task."""
+    listed = sample.tools if tools is None else tools
+    apis = "\n".join(json.dumps(render_tool(t), ensure_ascii=False) for t in listed)
     task = str(sample.metadata.get("task") or (sample.messages[-1].content if sample.messages else ""))
     return template.replace("{apis}", apis).replace("{task}", task)
 
@@ -131,22 +134,23 @@ def _tool_text(tool: Tool) -> str:
     return f"{tool.name}: {tool.description}"
 
 
-def build_candidates(
+def candidate_tools(
     samples: Sequence[Sample],
     encoder: TextEncoder,
     *,
     per_tool: int = 5,
     seed: int = 0,
     max_name_distance: float = 0.2,
-) -> list[Sample]:
-    """Copies of ``samples`` whose ``tools`` are the gold tools plus up to ``per_tool``
-    distractors per gold tool, shuffled deterministically from ``seed`` and the sample id.
+) -> list[list[Tool]]:
+    """Each sample's candidate list (parallel to ``samples``): its gold tools plus up to
+    ``per_tool`` distractors per gold tool, shuffled deterministically from ``seed`` and the
+    sample id.
 
     The pool is every distinct tool (by ``api_id``) of ``samples``. For each gold tool, pool tools
     are taken by decreasing cosine similarity of ``"name: description"`` embeddings, skipping the
     sample's own tools, tools already taken and tools whose name is within normalised
-    Levenshtein distance ``< max_name_distance`` of any gold name. The gold tools stay listed in
-    ``metadata["api_names"]`` / ``["api_ids"]``.
+    Levenshtein distance ``< max_name_distance`` of any gold name. The pool is embedded in one
+    ``encoder.encode`` call.
     """
     if per_tool < 0:
         raise ConfigError(f"per_tool must be >= 0, got {per_tool}")
@@ -158,7 +162,7 @@ def build_candidates(
     pool_tools = [pool[k] for k in pool_keys]
     vectors = encoder.encode([_tool_text(t) for t in pool_tools]) if per_tool and pool_tools else None
     row = {k: i for i, k in enumerate(pool_keys)}
-    out: list[Sample] = []
+    out: list[list[Tool]] = []
     for s in samples:
         gold_keys = [t.metadata.get("api_id", t.name) for t in s.tools]
         gold_names = [t.name for t in s.tools]
@@ -184,7 +188,28 @@ def build_candidates(
                         break
         tools = list(s.tools) + chosen
         random.Random(f"{seed}:{s.id}").shuffle(tools)
-        out.append(
-            s.model_copy(update={"tools": tools, "metadata": {**s.metadata, "distractors": len(chosen)}})
-        )
+        out.append(tools)
     return out
+
+
+def build_candidates(
+    samples: Sequence[Sample],
+    encoder: TextEncoder,
+    *,
+    per_tool: int = 5,
+    seed: int = 0,
+    max_name_distance: float = 0.2,
+) -> list[Sample]:
+    """Copies of ``samples`` whose ``tools`` are their :func:`candidate_tools` lists, with
+    ``metadata["distractors"]`` the number added. The gold tools stay listed in
+    ``metadata["api_names"]`` / ``["api_ids"]``.
+    """
+    lists = candidate_tools(
+        samples, encoder, per_tool=per_tool, seed=seed, max_name_distance=max_name_distance
+    )
+    return [
+        s.model_copy(
+            update={"tools": tools, "metadata": {**s.metadata, "distractors": len(tools) - len(s.tools)}}
+        )
+        for s, tools in zip(samples, lists, strict=True)
+    ]
