@@ -11,11 +11,30 @@ from toolmend.schema import ERROR_CODES, ToolCall
 
 FORMATS = ["auto", "openai", "json", "python", "tags", "nestools"]
 SETTINGS = settings(max_examples=80, deadline=None)
-NEAR = st.text(alphabet='{}[]()"\':,=<>/\\ \n`abcnmeAPI_l0123456789.-tTfF', max_size=60)
+NEAR = st.text(alphabet="{}[]()\"':,=<>/\\ \n`abcnmeAPI_l0123456789.-tTfF", max_size=60)
 TAGGY = st.lists(
-    st.sampled_from(["<tool_call>", "</tool_call>", "<think>", "</think>", "<reflect>", "</reflect>", "<final>",
-                     "</final>", "<call>", "</call>", '{"name": "f", "arguments": {', "}", "[f(a=1", ")]", "```json\n",
-                     "```", "\n", "text "]),
+    st.sampled_from(
+        [
+            "<tool_call>",
+            "</tool_call>",
+            "<think>",
+            "</think>",
+            "<reflect>",
+            "</reflect>",
+            "<final>",
+            "</final>",
+            "<call>",
+            "</call>",
+            '{"name": "f", "arguments": {',
+            "}",
+            "[f(a=1",
+            ")]",
+            "```json\n",
+            "```",
+            "\n",
+            "text ",
+        ]
+    ),
     max_size=12,
 ).map("".join)
 
@@ -63,14 +82,18 @@ def test_truncated_outputs_are_never_clean(cs: list[ToolCall], fmt: str, data: s
         _sane(r)
         if full[cut:].strip():
             # Losing real characters must show: no clean parse that looks like the whole output.
-            assert not (r.ok and [(c.name, c.arguments) for c in r.calls] == [(c.name, c.arguments) for c in cs])
+            assert not (
+                r.ok and [(c.name, c.arguments) for c in r.calls] == [(c.name, c.arguments) for c in cs]
+            )
 
 
 @SETTINGS
 @given(
     st.recursive(
         st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
-        lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+        ),
         max_leaves=10,
     )
 )
@@ -80,8 +103,17 @@ def test_openai_message_of_any_shape(message: object) -> None:
 
 
 def test_pathological_inputs() -> None:
-    for text in ["[" * 5000, "{" * 5000 + "}" * 5000, "(" * 3000, "f(" * 2000, "'" * 999, "<think>" * 500,
-                 "[f(a=" + "[" * 1000 + "])]", '{"name": "f", "arguments": ' + "[" * 3000 + "]" * 3000 + "}",
-                 "x" * 100_000, "\x00\ud7ff\ufffe"]:
+    for text in [
+        "[" * 5000,
+        "{" * 5000 + "}" * 5000,
+        "(" * 3000,
+        "f(" * 2000,
+        "'" * 999,
+        "<think>" * 500,
+        "[f(a=" + "[" * 1000 + "])]",
+        '{"name": "f", "arguments": ' + "[" * 3000 + "]" * 3000 + "}",
+        "x" * 100_000,
+        "\x00\ud7ff\ufffe",
+    ]:
         for fmt in FORMATS:
             _sane(parse_calls(text, fmt))  # type: ignore[arg-type]
