@@ -402,3 +402,15 @@ def run_bench(benchmark: str, model: str | Model | None = None, **options: Any) 
     1.0
     """
     return asyncio.run(arun_bench(benchmark, model, **options))
+
+
+def _build_critic_suite(seed: int, out: Path) -> Path:
+    # Imported on use: building the world suite pulls in the world, the environment and the
+    # injection operators, which plain `toolmend bench bfcl` does not need.
+    import toolmend.models.checklist  # noqa: F401  (registers the "checklist" model)
+    from toolmend.benchmarks.critic import build_suite
+
+    return build_suite(source="world", seed=seed, out=out).root
+
+
+SUITES.add("critic", Suite(benchmark="critictool", build=_build_critic_suite, default_model="checklist"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from toolmend import __version__
-from toolmend.cli import build, check, score
+from toolmend.cli import bench, build, cache, check, report, score
 
 app = typer.Typer(
     name="toolmend",
@@ -31,7 +31,7 @@ def _root(
     """Measure, catch, recover from and train away LLM tool-call errors."""
 
 
-for _command in (build, check, score):
+for _command in (bench, build, cache, check, report, score):
     _command.register(app)
 
 
