@@ -10,6 +10,10 @@ call (or a final answer):
 4. **nestools** — a list of ``{"api_name", ...}`` call dicts (JSON or Python literal);
 5. **python** — a Python call list ``[f(a=1)]`` or calls filling their own lines.
 
+(Readers that cannot match are skipped: without a ``{`` only Python calls are tried, and when
+``api_name`` occurs NesTools goes before JSON — its items never look like JSON actions, so the
+outcome is the same and the text is scanned once.)
+
 When nothing matches, ``format`` is ``"none"``, ``text`` is the output, and the near misses
 the parsers saw (a cut-off call, an unparsable call-like block) are ``invalid_format``
 findings; a plain prose answer has no finding at all. So "abstained", "answered in prose" and
@@ -26,7 +30,7 @@ findings; a plain prose answer has no finding at all. So "abstained", "answered 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from toolmend.errors import ConfigError
@@ -90,12 +94,10 @@ def _dispatch(text: str, format: str) -> ParseResult:
         return parse_nestools_calls(text)
     if format == "openai":
         return _parse_openai_text(text)
-    attempts = [parse_json_calls(text)]
-    if attempts[0].calls or attempts[0].final is not None:
-        return attempts[0]
-    for parser in (parse_nestools_calls, parse_python_calls):
+    attempts: list[ParseResult] = []
+    for parser in _auto_order(text):
         attempt = parser(text)
-        if attempt.calls:
+        if attempt.calls or attempt.final is not None:
             return attempt
         attempts.append(attempt)
     result = ParseResult(format="none", text=text.strip())
@@ -107,6 +109,17 @@ def _dispatch(text: str, format: str) -> ParseResult:
                 seen.add(key)
                 result.findings.append(f)
     return result
+
+
+def _auto_order(text: str) -> list[Callable[[str], ParseResult]]:
+    # Every JSON action and NesTools item is an object, so text without "{" skips both readers.
+    # A NesTools item (``api_name``) never looks like a JSON action (``name``), so trying it
+    # first when ``api_name`` occurs changes no outcome; it only saves a second scan.
+    if "{" not in text:
+        return [parse_python_calls]
+    if "api_name" in text:
+        return [parse_nestools_calls, parse_json_calls, parse_python_calls]
+    return [parse_json_calls, parse_python_calls]
 
 
 def _parse_openai_text(text: str) -> ParseResult:
