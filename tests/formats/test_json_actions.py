@@ -107,3 +107,10 @@ def test_writer_defaults_and_critictool_options() -> None:
     assert write_json_calls([], final="bye", key="args") == '{"name": "FinishAction", "args": "bye"}'
     fenced = write_json_calls(calls[:1], fence=True)
     assert fenced.startswith("```json\n") and parse_json_calls(fenced).calls == calls[:1]
+
+
+def test_call_object_with_a_non_string_name_is_flagged() -> None:
+    r = parse_json_calls('{"name": 42, "arguments": {"a": 1}}')
+    assert r.calls == [] and codes(r) == ["invalid_format"] and "name" in r.findings[0].message
+    # A JSON record that merely has a "name" field is prose, not a broken call.
+    assert parse_json_calls('{"name": 42, "age": 3}').findings == []

@@ -39,6 +39,7 @@ __all__ = [
     "decode_arguments",
     "looks_like_actions",
     "mentions_call",
+    "near_action",
     "openai_item_to_result",
     "scan_json_values",
     "parse_json_calls",
@@ -57,6 +58,21 @@ def _is_action(obj: Any) -> bool:
     if isinstance(obj.get("function"), dict) or isinstance(obj.get("tool_calls"), list):
         return True
     return any(isinstance(obj.get(k), str) for k in NAME_KEYS)
+
+
+def near_action(value: Any) -> str | None:
+    """Why ``value`` is almost a call object (a name key and an arguments key, but a non-string
+    name), or None."""
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if (
+            isinstance(item, dict)
+            and not _is_action(item)
+            and any(k in item for k in NAME_KEYS)
+            and any(k in item for k in ARGUMENT_KEYS)
+        ):
+            return "a call object whose name is not a string"
+    return None
 
 
 def looks_like_actions(value: Any) -> bool:
@@ -158,12 +174,19 @@ class Scan:
     prose: str = ""
 
 
-def scan_json_values(text: str, accept: Callable[[Any], bool], hint: Callable[[str], bool]) -> Scan:
+def scan_json_values(
+    text: str,
+    accept: Callable[[Any], bool],
+    hint: Callable[[str], bool],
+    near: Callable[[Any], str | None] | None = None,
+) -> Scan:
     """Find the JSON-ish values in ``text`` (bare or fenced) that ``accept`` takes.
 
     A bracketed chunk that does not parse, or that is cut off, is reported as broken when
     ``hint(chunk)`` says it was meant as a call; otherwise it stays in the prose. An unclosed
-    opener followed by a complete accepted value is taken as a stray bracket in prose.
+    opener followed by a complete accepted value is taken as a stray bracket in prose. ``near``
+    may name what is wrong with a value that parsed but was not accepted (a call object with a
+    non-string name); such values are reported as broken instead of staying in the prose.
     """
     scan = Scan()
     fences, outside = split_fences(text)
@@ -193,6 +216,8 @@ def scan_json_values(text: str, accept: Callable[[Any], bool], hint: Callable[[s
                     scan.values.append((loaded[0], loaded[1], chunk))
                 elif loaded is None and hint(chunk):
                     scan.broken.append((chunk, "a call-like JSON block could not be parsed"))
+                elif loaded is not None and near is not None and (why := near(loaded[0])):
+                    scan.broken.append((chunk, why))
                 else:
                     continue
             else:
@@ -231,7 +256,7 @@ def parse_json_calls(text: str) -> ParseResult:
     when no call was found).
     """
     result = ParseResult(format="none")
-    scan = scan_json_values(text, looks_like_actions, mentions_call)
+    scan = scan_json_values(text, looks_like_actions, mentions_call, near_action)
     for value, how, chunk in scan.values:
         first = len(result.calls)
         action_to_result(value, result)
