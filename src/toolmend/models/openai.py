@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import ssl
+from collections.abc import Mapping
 from typing import Any
 
+import aiohttp
 import certifi
-import httpx
 
 from toolmend.errors import ConfigError, ModelError
 from toolmend.models.base import Completion, GenerateRequest, Model, ToolMode
@@ -33,7 +35,7 @@ from toolmend.models.tool_names import ToolNameMap
 __all__ = ["OpenAIModel"]
 
 _OPENAI_URL = "https://api.openai.com/v1"
-_CONNECTIONS_PER_SHARD = 8
+_JSON = {"Content-Type": "application/json"}
 
 
 class OpenAIModel(Model):
@@ -69,9 +71,8 @@ class OpenAIModel(Model):
         self.timeout = timeout
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._headers.update(headers or {})
-        self._clients: list[httpx.AsyncClient] = []
-        self._busy: list[int] = []
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self._http_loop: asyncio.AbstractEventLoop | None = None
 
     def cache_identity(self) -> dict[str, Any]:
         identity = {
@@ -84,37 +85,47 @@ class OpenAIModel(Model):
             identity["tool_prompt"] = hashlib.sha256(self.tool_prompt.encode()).hexdigest()
         return identity
 
-    def _http(self) -> httpx.AsyncClient:
+    async def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        if not self._clients or self._client_loop is not loop:
-            # httpcore scans every pooled connection on each request (with a readability poll per idle
-            # one), so one pool of 64 costs far more CPU per request than 8 pools of 8: measured in
-            # docs/benchmarks/harness.md. The shards share one TLS context; the semaphore in Model
-            # bounds attempts, so no request ever waits on a pool (pool timeout off).
-            per = min(self.max_connections, _CONNECTIONS_PER_SHARD)
-            shards = -(-self.max_connections // per)
-            tls = ssl.create_default_context(cafile=certifi.where())
-            self._clients = [
-                httpx.AsyncClient(
-                    headers=self._headers,
-                    verify=tls,
-                    timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0), pool=None),
-                    limits=httpx.Limits(max_connections=per, max_keepalive_connections=per),
-                )
-                for _ in range(shards)
-            ]
-            self._busy = [0] * shards
-            self._client_loop = loop
-        return self._clients[self._busy.index(min(self._busy))]
+        if self._http is None or self._http_loop is not loop:
+            stale, stale_loop = self._http, self._http_loop
+            if stale is not None and stale_loop is not None and stale_loop.is_closed():
+                # A session left behind by an earlier asyncio.run(): its sockets died with that loop;
+                # closing it here only marks it closed, so that it does not warn when collected.
+                await stale.close()
+            # One pool of max_connections (aiohttp's pool is O(1) per request, unlike httpcore's
+            # scan over every pooled connection); the semaphore in Model bounds the attempts, so
+            # no request ever waits for a pool slot and the connect timeout is the socket's own.
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections,
+                ssl=ssl.create_default_context(cafile=certifi.where()),
+            )
+            self._http = aiohttp.ClientSession(
+                connector=connector,
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=min(self.timeout, 30.0), sock_read=self.timeout
+                ),
+            )
+            self._http_loop = loop
+        return self._http
 
-    async def _post(self, url: str, body: dict[str, Any]) -> httpx.Response:
-        client = self._http()
-        shard = self._clients.index(client)
-        self._busy[shard] += 1
+    async def _post(self, url: str, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
+        session = await self._session()
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            return await client.post(url, json=body)
-        finally:
-            self._busy[shard] -= 1
+            async with session.post(url, data=data, headers=_JSON) as response:
+                return response.status, response.headers, await response.read()
+        except TimeoutError as exc:
+            raise ModelError(
+                f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__})", retryable=True
+            ) from exc
+        except aiohttp.InvalidURL as exc:
+            raise ModelError(f"{url}: not a valid URL ({exc})", retryable=False) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ModelError(
+                f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
+            ) from exc
 
     async def _generate(self, request: GenerateRequest) -> Completion:
         names = ToolNameMap(t.name for t in request.tools)
@@ -122,32 +133,27 @@ class OpenAIModel(Model):
             self.model, request, names=names, mode=self.tool_mode, tool_prompt=self.tool_prompt
         )
         url = f"{self.base_url}/chat/completions"
-        try:
-            response = await self._post(url, body)
-        except httpx.TimeoutException as exc:
-            raise ModelError(
-                f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__})", retryable=True
-            ) from exc
-        except httpx.TransportError as exc:
-            raise ModelError(
-                f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
-            ) from exc
-        if response.status_code >= 400:
-            snippet = response.text[:300].replace("\n", " ")
+        status, headers, raw = await self._post(url, body)
+        if status >= 400:
+            snippet = raw[:300].decode("utf-8", errors="replace").replace("\n", " ")
             raise HTTPStatusError(
-                f"{url}: HTTP {response.status_code}: {snippet}",
-                status=response.status_code,
-                retry_after=parse_retry_after(response.headers),
+                f"{url}: HTTP {status}: {snippet}",
+                status=status,
+                retry_after=parse_retry_after(headers),
             )
         try:
-            payload = response.json()
+            payload = json.loads(raw)
         except ValueError as exc:
             # A truncated or garbled body is a transport problem (proxies cut responses), not the model's.
             raise ModelError(f"{url}: response body is not valid JSON", retryable=True, status=200) from exc
         return parse_chat_response(payload, names=names)
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, []
-        if self._client_loop is asyncio.get_running_loop():
-            for client in clients:
-                await client.aclose()
+        session, loop = self._http, self._http_loop
+        self._http = self._http_loop = None
+        if (
+            session is not None
+            and loop is not None
+            and (loop is asyncio.get_running_loop() or loop.is_closed())
+        ):
+            await session.close()
