@@ -94,6 +94,12 @@ class _CandidateSet:
         return self.lists[self.index[sample.id]]
 
 
+_PARTS = tuple(
+    (f"{part}_p", f"{part}_r", f"{part}_correct", f"{part}_pred", f"{part}_gold")
+    for part in ("api", "order", "param", "nest")
+)
+
+
 @BENCHMARKS.register("nestools")
 class NesTools(Benchmark):
     """NesTools (Han et al., COLING 2025): nested tool-call chains scored by micro P/R/F1 of
@@ -247,11 +253,13 @@ class NesTools(Benchmark):
         else:
             raise ConfigError(f"unknown mode {mode!r}; expected 'compat' or 'improved'")
         values: dict[str, float | None] = {"format": counts["format"], "tree_pass": counts["tree"]}
-        for part in ("api", "order", "param", "nest"):
-            c, p, g = counts[f"{part}_correct"], counts[f"{part}_pred"], counts[f"{part}_gold"]
-            values[f"{part}_p"] = c / p if p else None
-            values[f"{part}_r"] = c / g if g else None
-        return SampleScore(
+        for p_key, r_key, correct, pred, gold in _PARTS:
+            c, p, g = counts[correct], counts[pred], counts[gold]
+            values[p_key] = c / p if p else None
+            values[r_key] = c / g if g else None
+        # Built from checked parts (str id, float values, plain dicts): skip re-validating them,
+        # which would cost as much as the scoring itself.
+        return SampleScore.model_construct(
             id=sample.id,
             values=values,
             details={"counts": counts, "depth": self._depth(sample), "mode": mode},

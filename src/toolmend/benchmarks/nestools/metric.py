@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import json
 import warnings
-from collections import Counter
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -30,6 +29,7 @@ from toolmend.compare.align import align
 
 __all__ = [
     "COUNT_KEYS",
+    "GoldPrep",
     "count_compat",
     "count_improved",
     "official_format_ok",
@@ -79,6 +79,10 @@ def parse_output(text: str) -> tuple[bool, Any]:
         return False, None
     # find() gives -1 when there is no "[", and the official slice then starts at the last char.
     chunk = text[text.find("[") : text.rfind("]") + 1]
+    if not chunk.startswith("["):
+        # No "[" at all (the chunk is then "" or "]"), or the last "]" comes before the first
+        # "[" (empty): neither a Python literal nor JSON can be read, so skip both attempts.
+        return False, None
     json_tried = False
     if "\\" not in chunk:
         # Fast path. Without backslashes, text that is valid JSON is either not a Python literal
@@ -123,7 +127,7 @@ def official_format_ok(data: Any) -> bool:
 
 
 def _nested(value: Any) -> bool:
-    return PLACEHOLDER in str(value)
+    return PLACEHOLDER in (value if type(value) is str else str(value))
 
 
 def _gold_counts(gold: list[dict[str, Any]]) -> tuple[Counts, dict[str, Any]]:
@@ -153,6 +157,57 @@ def _gold_counts(gold: list[dict[str, Any]]) -> tuple[Counts, dict[str, Any]]:
     return counts, nest_map
 
 
+class _Param:
+    """One gold parameter, with everything about it that does not depend on the prediction."""
+
+    __slots__ = ("entry", "key", "low", "nested", "producers", "text", "value")
+
+    def __init__(self, key: str, value: Any, nest_map: dict[str, Any], gold_resps: list[list[Any]]) -> None:
+        self.key = key
+        self.value = value
+        self.text = str(value)
+        self.low = self.text.lower()
+        self.nested = PLACEHOLDER in self.text
+        # the final nest-map entry (a later gold value with the same text overwrites an earlier one)
+        self.entry = nest_map.get(self.text) if self.nested else None
+        # every gold (call, position) producing exactly this value, in scan order
+        self.producers = (
+            [(ii, pos) for ii, outs in enumerate(gold_resps) for pos, out in enumerate(outs) if out == value]
+            if self.nested
+            else []
+        )
+
+
+class GoldPrep:
+    """The gold-side work of one chain, done once and reused for every output scored against it
+    (see :func:`prepare_gold`)."""
+
+    __slots__ = ("base", "by_id", "ids", "nest_map", "pairs", "params", "task", "task_low")
+
+    def __init__(self, gold: list[dict[str, Any]]) -> None:
+        self.base, self.nest_map = _gold_counts(gold)
+        self.ids = [call["api_id"] for call in gold]
+        pairs: dict[tuple[Any, Any], int] = {}
+        for pair in zip(self.ids, self.ids[1:], strict=False):
+            pairs[pair] = pairs.get(pair, 0) + 1
+        self.pairs = pairs
+        gold_resps = [call["responses"] for call in gold]
+        self.params = [
+            {k: _Param(k, v, self.nest_map, gold_resps) for k, v in call["parameters"].items()}
+            for call in gold
+        ]
+        self.by_id: dict[Any, list[int]] = {}
+        for gi, api_id in enumerate(self.ids):
+            self.by_id.setdefault(api_id, []).append(gi)
+        self.task = ""
+        self.task_low = ""
+
+    def lowered(self, task: str) -> str:
+        if task is not self.task:
+            self.task, self.task_low = task, task.lower()
+        return self.task_low
+
+
 def _responses(item: Mapping[str, Any], accept_list: bool = False) -> list[Any]:
     resp = item.get("responses")
     if isinstance(resp, dict):
@@ -172,13 +227,16 @@ def _key(value: Any) -> Hashable:
     return value
 
 
-def _order(gold_ids: list[Any], pred_ids: list[Any], counts: Counts) -> None:
+def _order(prep: GoldPrep, pred_ids: list[Any], counts: Counts) -> None:
+    # the multiset intersection of adjacent id pairs (what ``Counter & Counter`` computes)
     if len(pred_ids) <= 1:
         return
-    g = Counter(zip(gold_ids, gold_ids[1:], strict=False))
-    p = Counter(zip(pred_ids, pred_ids[1:], strict=False))
     counts["order_pred"] += len(pred_ids) - 1
-    counts["order_correct"] += sum((g & p).values())
+    seen: dict[tuple[Any, Any], int] = {}
+    for pair in zip(pred_ids, pred_ids[1:], strict=False):
+        seen[pair] = seen.get(pair, 0) + 1
+    gold_pairs = prep.pairs
+    counts["order_correct"] += sum(min(n, gold_pairs.get(pair, 0)) for pair, n in seen.items())
 
 
 def _tree(c: Counts) -> float:
@@ -192,7 +250,7 @@ def _tree(c: Counts) -> float:
 
 
 def _breakdown(
-    gold: list[dict[str, Any]],
+    prep: GoldPrep,
     pred: list[dict[str, Any]],
     pred_resps: list[list[Any]],
     matches: list[tuple[int, int]],
@@ -203,19 +261,16 @@ def _breakdown(
     isolate: bool,
 ) -> None:
     """The ``--eval_para_error`` counts over aligned pairs (gold index order)."""
-    gold_resps = [call["responses"] for call in gold]
     matched: dict[int, int] = {}
-    task_low = task.lower()
     for gi, pi in sorted(matches):
         matched[gi] = pi
-        g_params, p_params = gold[gi]["parameters"], pred[pi]["parameters"]
-        for key, value in g_params.items():
-            if _nested(value):
+        p_params = pred[pi]["parameters"]
+        for key, gp in prep.params[gi].items():
+            if gp.nested:
                 location: tuple[int, int] | None = None
-                for ii, outs in enumerate(gold_resps):
-                    for pos, out in enumerate(outs):
-                        if out == value and ii in matched and (not producer_before or matched[ii] < pi):
-                            location = (matched[ii], pos)
+                for ii, pos in gp.producers:
+                    if ii in matched and (not producer_before or matched[ii] < pi):
+                        location = (matched[ii], pos)
                 if location is None:
                     continue
                 if key not in p_params:
@@ -232,29 +287,36 @@ def _breakdown(
                         counts["nest_error_wrong_place"] += 1
             elif key in p_params and _nested(p_params[key]):
                 counts["nest_error_hallucination"] += 1
+    task_low: str | None = None
     for gi, pi in matches:
-        g_params, p_params = gold[gi]["parameters"], pred[pi]["parameters"]
+        g_params, p_params = prep.params[gi], pred[pi]["parameters"]
         counts["para_error_redundancy"] += sum(1 for k in p_params if k not in g_params)
-        for key, value in g_params.items():
-            if key not in p_params or p_params[key] == "UNK":
+        for key, gp in g_params.items():
+            if key not in p_params:
                 counts["para_error_omission"] += 1
                 continue
             b = p_params[key]
-            if safe_check_score(value, b, isolate=isolate) != 1:
-                if str(value) == str(b):
-                    counts["para_error_type"] += 1
-                elif str(value).lower() in task_low:
+            if b == "UNK":
+                counts["para_error_omission"] += 1
+                continue
+            value = gp.value
+            if value == b or safe_check_score(value, b, isolate=isolate) == 1:
+                continue
+            if gp.text == str(b):
+                counts["para_error_type"] += 1
+            else:
+                if task_low is None:
+                    task_low = prep.lowered(task)
+                if gp.low in task_low:
                     counts["para_error_extraction"] += 1
                 else:
                     counts["para_error_transformation"] += 1
 
 
-GoldPrep = tuple[Counts, dict[str, Any]]
-
-
 def prepare_gold(gold: list[dict[str, Any]]) -> GoldPrep:
-    """The gold-side counts and nested-value map of a chain, to reuse across many outputs."""
-    return _gold_counts(gold)
+    """The gold-side counts, nested-value map and per-parameter facts of a chain, to reuse
+    across many outputs (``count_compat(..., prepared=prepare_gold(gold))``)."""
+    return GoldPrep(gold)
 
 
 def count_compat(
@@ -269,57 +331,65 @@ def count_compat(
     predicted call's ``responses`` **dict**, at the gold position, and that producer was already
     matched to the gold producer. ``prepared`` (from :func:`prepare_gold`) skips the gold pass.
     """
-    base, nest_map = prepared if prepared is not None else _gold_counts(gold)
-    counts = dict(base)
+    prep = prepared if prepared is not None else GoldPrep(gold)
+    counts = dict(prep.base)
     ok, data = parse_output(output)
     if not ok or not official_format_ok(data):
         counts["tree"] = _tree(counts)
         return counts
     pred: list[dict[str, Any]] = list(data)
     counts["format"] = 1.0
-    _order([g["api_id"] for g in gold], [_key(p["api_id"]) for p in pred], counts)
+    pred_ids = [_key(p["api_id"]) for p in pred]
+    _order(prep, pred_ids, counts)
 
-    remaining: dict[Any, list[int]] = {}
-    for gi, call in enumerate(gold):
-        remaining.setdefault(call["api_id"], []).append(gi)
+    remaining = {k: list(v) for k, v in prep.by_id.items()}
+    gold_params = prep.params
     pred_resps: list[list[Any]] = []
+    # placeholder -> (predicted call, position): the last call holding it, its first position
+    # (the official scan's "last hit wins", without rescanning every earlier call)
+    where: dict[str, tuple[int, int]] = {}
     matches: list[tuple[int, int]] = []
     match_set: set[tuple[int, int]] = set()
+    api_pred = param_pred = nest_pred = api_correct = 0.0
     for pi, item in enumerate(pred):
         params = item["parameters"]
-        counts["api_pred"] += 1
-        counts["param_pred"] += len(params)
-        pred_resps.append(_responses(item))
-        counts["nest_pred"] += sum(1 for v in params.values() if _nested(v))
-        pid = _key(item["api_id"])
-        cands = remaining.get(pid)
+        api_pred += 1
+        param_pred += len(params)
+        outs = _responses(item)
+        pred_resps.append(outs)
+        for pos in range(len(outs) - 1, -1, -1):
+            out = outs[pos]
+            if type(out) is str:
+                where[out] = (pi, pos)
+        for v in params.values():
+            if _nested(v):
+                nest_pred += 1
+        cands = remaining.get(pred_ids[pi])
         if not cands:
             continue
-        counts["api_correct"] += 1
+        api_correct += 1
         best, best_nest, best_g = 0.0, 0.0, -1
         for gi in cands:
-            g_params = gold[gi]["parameters"]
+            g_params = gold_params[gi]
             total, nest = 0.0, 0.0
             for key, pv in params.items():
-                if key not in g_params:
+                gp = g_params.get(key)
+                if gp is None:
                     continue
-                gv = g_params[key]
-                entry = nest_map.get(str(gv))
+                entry = gp.entry
                 if entry:
                     if isinstance(entry, tuple):
                         if isinstance(pv, str):
-                            producer, position = -1, -1
-                            for i, outs in enumerate(pred_resps):
-                                if pv in outs:
-                                    producer, position = i, outs.index(pv)
+                            producer, position = where.get(pv, (-1, -1))
                             if position == entry[2] and (entry[0], producer) in match_set and _nested(pv):
                                 total += 1.0
                                 nest += 1.0
-                    elif gv == pv:
+                    elif gp.value == pv:
                         total += 1.0
                         nest += 1.0
                 else:
-                    total += safe_check_score(gv, pv)
+                    gv = gp.value
+                    total += 1.0 if gv == pv else safe_check_score(gv, pv)
             if total > best:
                 best, best_nest, best_g = total, nest, gi
         if best == 0:
@@ -329,7 +399,11 @@ def count_compat(
         matches.append((best_g, pi))
         match_set.add((best_g, pi))
         cands.remove(best_g)
-    _breakdown(gold, pred, pred_resps, matches, task, counts, producer_before=True, isolate=False)
+    counts["api_pred"] += api_pred
+    counts["param_pred"] += param_pred
+    counts["nest_pred"] += nest_pred
+    counts["api_correct"] += api_correct
+    _breakdown(prep, pred, pred_resps, matches, task, counts, producer_before=True, isolate=False)
     counts["tree"] = _tree(counts)
     return counts
 
@@ -367,8 +441,8 @@ def count_improved(
 ) -> Counts:
     """Counts with the official definitions but without the order dependence and format
     accidents of the official alignment (see the benchmark's docstring for the list)."""
-    base, nest_map = prepared if prepared is not None else _gold_counts(gold)
-    counts = dict(base)
+    prep = prepared if prepared is not None else GoldPrep(gold)
+    counts = dict(prep.base)
     ok, data = parse_output(output)
     if not ok or not _improved_format_ok(data):
         counts["tree"] = _tree(counts)
@@ -376,21 +450,22 @@ def count_improved(
     pred: list[dict[str, Any]] = list(data)
     counts["format"] = 1.0
     ids = [_improved_id(p, name_to_id) for p in pred]
-    _order([g["api_id"] for g in gold], [i if i is not None else object() for i in ids], counts)
+    _order(prep, [i if i is not None else object() for i in ids], counts)
     pred_resps = [_responses(p, accept_list=True) for p in pred]
     for item in pred:
         counts["api_pred"] += 1
         counts["param_pred"] += len(item["parameters"])
         counts["nest_pred"] += sum(1 for v in item["parameters"].values() if _nested(v))
+    gold_ids = prep.ids
 
     def pair(pi: int, gi: int) -> tuple[float, float]:
-        params, g_params = pred[pi]["parameters"], gold[gi]["parameters"]
+        params, g_params = pred[pi]["parameters"], prep.params[gi]
         total = nest = 0.0
         for key, pv in params.items():
-            if key not in g_params:
+            gp = g_params.get(key)
+            if gp is None:
                 continue
-            gv = g_params[key]
-            entry = nest_map.get(str(gv))
+            entry = gp.entry
             if entry:
                 hit = False
                 if isinstance(entry, tuple):
@@ -402,30 +477,42 @@ def count_improved(
                         for qi, outs in enumerate(pred_resps)
                     )
                 else:
-                    hit = gv == pv
+                    hit = gp.value == pv
                 total += float(hit)
                 nest += float(hit)
             else:
-                total += safe_check_score(gv, pv, isolate=True)
+                gv = gp.value
+                total += 1.0 if gv == pv else safe_check_score(gv, pv, isolate=True)
         return total, nest
 
     cache: dict[tuple[int, int], tuple[float, float]] = {}
 
     def weight(pi: int, gi: int) -> float:
-        if ids[pi] is None or ids[pi] != gold[gi]["api_id"]:
+        if ids[pi] is None or ids[pi] != gold_ids[gi]:
             return 0.0
         cache[pi, gi] = pair(pi, gi)
         return 1.0 + cache[pi, gi][0]
 
+    known = [i for i in ids if i is not None]
+    if len(set(known)) == len(known) and len(prep.by_id) == len(gold_ids):
+        # Every id at most once on each side: the calls that share an id are the only pairs with
+        # a positive weight, and they are disjoint, so they are the optimal assignment itself.
+        pairs = [(pi, prep.by_id[i][0]) for pi, i in enumerate(ids) if i is not None and i in prep.by_id]
+        for pi, gi in pairs:
+            weight(pi, gi)
+    else:
+        pairs = [
+            (pi, gi)
+            for pi, gi, _ in align(range(len(pred)), range(len(gold_ids)), weight)
+            if pi is not None and gi is not None
+        ]
     matches: list[tuple[int, int]] = []
-    for pi, gi, _ in align(range(len(pred)), range(len(gold)), weight):
-        if pi is None or gi is None:
-            continue
+    for pi, gi in pairs:
         total, nest = cache[pi, gi]
         counts["api_correct"] += 1
         counts["param_correct"] += total
         counts["nest_correct"] += nest
         matches.append((gi, pi))
-    _breakdown(gold, pred, pred_resps, matches, task, counts, producer_before=False, isolate=True)
+    _breakdown(prep, pred, pred_resps, matches, task, counts, producer_before=False, isolate=True)
     counts["tree"] = _tree(counts)
     return counts

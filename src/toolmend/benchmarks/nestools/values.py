@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from toolmend.compare.rouge import rouge_l_defined, rouge_l_f
@@ -65,13 +66,27 @@ def _rouge(candidate: str, reference: str) -> float:
     return rouge_l_f(candidate, reference)
 
 
+@lru_cache(maxsize=1 << 16)
+def _text_score(gold: str, pred: str) -> float | None:
+    # Memoised on the raw pair: scorers meet the same (gold, predicted) strings again and again
+    # (the alignment and the error breakdown both score a pair; models repeat values). ``None``
+    # stands for "undefined", so that the cache also remembers those.
+    try:
+        score = _rouge(pred.lower(), gold.lower())
+        other = _rouge(normalize_date(pred).lower(), normalize_date(gold).lower())
+    except _Undefined:
+        return None
+    return other if other > score else score
+
+
 def _score(gold: Any, pred: Any, isolate: bool) -> float:
     if gold == pred:
         return 1.0
     if isinstance(gold, str) and isinstance(pred, str):
-        score = _rouge(pred.lower(), gold.lower())
-        other = _rouge(normalize_date(pred).lower(), normalize_date(gold).lower())
-        return other if other > score else score
+        text = _text_score(gold, pred)
+        if text is None:
+            raise _Undefined
+        return text
     if isinstance(gold, int | float) and isinstance(pred, int | float):
         # bool is an int here too, as in the official code: only equality can score.
         return float(gold == pred)
@@ -124,6 +139,12 @@ def safe_check_score(gold: Any, pred: Any, *, isolate: bool = False) -> float:
     """:func:`check_score`, with 0 where it raises (the official behaviour). With
     ``isolate=True`` an undefined element of a list or dict scores 0 alone instead of zeroing
     the whole value (used by the improved mode)."""
+    if type(gold) is str and type(pred) is str:
+        # the common case, without the recursion's dispatch
+        if gold == pred:
+            return 1.0
+        text = _text_score(gold, pred)
+        return 0.0 if text is None else text
     try:
         return _score(gold, pred, isolate)
     except (_Undefined, RecursionError, ZeroDivisionError):
