@@ -253,8 +253,8 @@ class NesTools(Benchmark):
         else:
             raise ConfigError(f"unknown mode {mode!r}; expected 'compat' or 'improved'")
         values: dict[str, float | None] = {"format": counts["format"], "tree_pass": counts["tree"]}
-        for p_key, r_key, correct, pred, gold in _PARTS:
-            c, p, g = counts[correct], counts[pred], counts[gold]
+        for p_key, r_key, correct_key, pred_key, gold_key in _PARTS:
+            c, p, g = counts[correct_key], counts[pred_key], counts[gold_key]
             values[p_key] = c / p if p else None
             values[r_key] = c / g if g else None
         # Built from checked parts (str id, float values, plain dicts): skip re-validating them,
