@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend.errors import ModelError
 from toolmend.models.cache import ResponseCache, cache_key
-from toolmend.models.retry import RetryPolicy, retrying
+from toolmend.models.retry import RetryPolicy, retry_wait
 from toolmend.schema import Message, Tool, ToolCall
 
 __all__ = [
@@ -208,26 +208,29 @@ class Model(ABC):
         return cache_key(self.cache_identity(), request.model_dump(mode="json", exclude={"sample_id"}))
 
     async def _attempts(self, request: GenerateRequest) -> Completion:
+        # The schedule of retry.retrying(), as a plain loop: the happy path is one attempt and
+        # should cost nothing else (see retry.retrying for the figure).
         failures = 0
-        async for attempt in retrying(self.retry):
-            with attempt:
-                try:
-                    async with self._semaphore():
-                        start = time.perf_counter()
-                        completion = await self._generate(request)
-                        latency = time.perf_counter() - start
-                except ModelError as exc:
-                    if exc.retryable:
-                        failures += 1
+        slots = self._semaphore()
+        while True:
+            try:
+                async with slots:
+                    start = time.perf_counter()
+                    completion = await self._generate(request)
+                    latency = time.perf_counter() - start
+            except ModelError as exc:
+                if not exc.retryable or failures >= self.retry.max_retries:
                     raise
-                return completion.model_copy(
-                    update={
-                        "latency_s": completion.latency_s or latency,
-                        "retries": failures,
-                        "model": completion.model or self.name,
-                    }
-                )
-        raise AssertionError("unreachable: tenacity either returns or reraises")  # pragma: no cover
+                failures += 1
+                await asyncio.sleep(retry_wait(self.retry, failures, exc))
+                continue
+            return completion.model_copy(
+                update={
+                    "latency_s": completion.latency_s or latency,
+                    "retries": failures,
+                    "model": completion.model or self.name,
+                }
+            )
 
     def _semaphore(self) -> asyncio.Semaphore:
         # A semaphore belongs to the loop it was first used on; tests and scripts may run one model

@@ -102,7 +102,7 @@ class OpenAIModel(Model):
             )
             self._http = aiohttp.ClientSession(
                 connector=connector,
-                headers=self._headers,
+                headers={**_JSON, **self._headers},
                 timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=min(self.timeout, 30.0), sock_read=self.timeout
                 ),
@@ -114,7 +114,7 @@ class OpenAIModel(Model):
         session = await self._session()
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            async with session.post(url, data=data, headers=_JSON) as response:
+            async with session.post(url, data=data) as response:
                 return response.status, response.headers, await response.read()
         except TimeoutError as exc:
             raise ModelError(

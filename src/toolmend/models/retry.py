@@ -23,7 +23,15 @@ from tenacity.wait import wait_base
 
 from toolmend.errors import ModelError
 
-__all__ = ["RETRYABLE_STATUS", "HTTPStatusError", "RetryPolicy", "parse_retry_after", "retrying"]
+__all__ = [
+    "RETRYABLE_STATUS",
+    "HTTPStatusError",
+    "RetryPolicy",
+    "is_retryable",
+    "parse_retry_after",
+    "retry_wait",
+    "retrying",
+]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -74,6 +82,26 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def retry_wait(policy: RetryPolicy, failures: int, exc: BaseException | None = None) -> float:
+    """Seconds to wait after the ``failures``-th failed attempt (1-based), ``exc`` being that failure.
+
+    >>> retry_wait(RetryPolicy(initial_wait=0.5, jitter=0.0), 3)
+    2.0
+    >>> retry_wait(RetryPolicy(max_wait=4), 1, HTTPStatusError("x", status=429, retry_after=9.0))
+    4.0
+    """
+    after = getattr(exc, "retry_after", None)
+    if isinstance(after, int | float):
+        return float(min(after, policy.max_wait))
+    backoff = policy.initial_wait * 2 ** (failures - 1)
+    return min(backoff + random.uniform(0, policy.jitter), policy.max_wait)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure that may pass (a :class:`~toolmend.ModelError` with ``retryable``)."""
+    return isinstance(exc, ModelError) and exc.retryable
+
+
 class _WaitRetryAfter(wait_base):
     def __init__(self, policy: RetryPolicy) -> None:
         self.policy = policy
@@ -81,23 +109,19 @@ class _WaitRetryAfter(wait_base):
     def __call__(self, retry_state: RetryCallState) -> float:
         outcome = retry_state.outcome
         exc = outcome.exception() if outcome is not None else None
-        after = getattr(exc, "retry_after", None)
-        p = self.policy
-        if isinstance(after, int | float):
-            return float(min(after, p.max_wait))
-        backoff = p.initial_wait * 2 ** (retry_state.attempt_number - 1)
-        return min(backoff + random.uniform(0, p.jitter), p.max_wait)
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ModelError) and exc.retryable
+        return retry_wait(self.policy, retry_state.attempt_number, exc)
 
 
 def retrying(policy: RetryPolicy) -> AsyncRetrying:
-    """A tenacity ``AsyncRetrying`` for ``policy``; the last failure is re-raised as it was."""
+    """A tenacity ``AsyncRetrying`` for ``policy``; the last failure is re-raised as it was.
+
+    For callers that retry arbitrary work under the same policy. :class:`~toolmend.models.Model`
+    itself runs the same schedule in a plain loop (:func:`retry_wait`): setting up a tenacity
+    iteration costs about 40 µs of CPU per request even when nothing fails, a measurable share
+    of a request at hundreds of requests per second."""
     return AsyncRetrying(
         stop=stop_after_attempt(policy.max_retries + 1),
         wait=_WaitRetryAfter(policy),
-        retry=retry_if_exception(_is_retryable),
+        retry=retry_if_exception(is_retryable),
         reraise=True,
     )
