@@ -41,6 +41,7 @@ def _print_report(report: ScoreReport) -> None:
         table.add_row(name, f"{value:.2f}" if isinstance(value, float) else str(value))
     out.print(table)
     out.print(f"scored {report.scored} of {report.total} samples")
+    _print_worst(report)
     if report.missing:
         head = ", ".join(report.missing[:5]) + (" …" if len(report.missing) > 5 else "")
         out.print(f"{len(report.missing)} samples have no prediction and are not counted: {head}")
@@ -51,6 +52,24 @@ def _print_report(report: ScoreReport) -> None:
     hidden = max(0, len(report.unknown) - 20) + max(0, len(report.problems) - 20)
     if hidden:
         out.print(f"… and {hidden} more problems (see --json)")
+
+
+def _mean(values: dict[str, float | None]) -> float | None:
+    vals = [v for v in values.values() if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _print_worst(report: ScoreReport, limit: int = 10) -> None:
+    """The lowest-scored samples, with the reason the benchmark gives where it gives one."""
+    ranked = [(m, s) for s in report.scores if (m := _mean(s.values)) is not None and m < 1.0]
+    if not ranked:
+        return
+    ranked.sort(key=lambda pair: pair[0])
+    out = console()
+    out.print(f"{len(ranked)} samples below a full score; the lowest:")
+    for mean, s in ranked[:limit]:
+        reason = s.details.get("error_type") or s.details.get("error") or s.details.get("outcome") or ""
+        out.print(f"  {s.id}  {mean:.2f}  {reason}".rstrip(), markup=False)
 
 
 def score_command(
