@@ -169,3 +169,23 @@ def test_action_without_name(tmp_path: Path) -> None:
     rec["ground_truth"] = {"args": {}}
     with pytest.raises(DatasetError, match="string 'name'"):
         load_critictool_file(_write(tmp_path, {"r": rec}))
+
+
+def test_prompt_tools_converts_each_tool_list_once() -> None:
+    from toolmend.benchmarks.critictool import prompt_tools
+
+    system = 'Tools:\n[{"name": "A.b", "required_parameters": [{"name": "x", "type": "NUMBER"}]}]\nTo use a tool, go.'
+    first, second = prompt_tools(system), prompt_tools("Other words. " + system[7:])
+    assert [t.name for t in first] == ["A.b"] and first[0].required == ["x"]
+    assert first is not second and first[0] is second[0]  # a new list over the memoised tools
+    with pytest.raises(ValueError, match="no tool list"):
+        prompt_tools("no tools here")
+    with pytest.raises(DatasetError):
+        prompt_tools('x [{"description": "a tool without a name"}]\nTo use a tool')
+
+
+def test_loaded_samples_share_converted_tools() -> None:
+    samples = load_critictool_file(data_file(FIXTURES, "internal", "base", cot=False))
+    same_prompt = [s for s in samples if s.messages[0].content == samples[0].messages[0].content]
+    assert len(same_prompt) > 1
+    assert same_prompt[0].tools == same_prompt[1].tools and same_prompt[0].tools is not same_prompt[1].tools

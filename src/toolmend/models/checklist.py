@@ -41,13 +41,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Literal
 
 from toolmend.benchmarks.critictool.parse import ParsedAction, parse_action
-from toolmend.benchmarks.critictool.records import CATEGORIES, FINISH, parse_tool_list
+from toolmend.benchmarks.critictool.records import CATEGORIES, FINISH, prompt_tools
 from toolmend.check import Checker, critictool_category, repair
 from toolmend.check.names import closest
-from toolmend.formats.tools import load_tools
 from toolmend.models.base import Completion, GenerateRequest, Model, Usage
 from toolmend.models.cache import ResponseCache
 from toolmend.models.providers import MODELS
@@ -137,9 +137,16 @@ _SIGNAL_CATEGORY: dict[str, str] = {
 
 def _tools(system: str) -> list[Tool]:
     try:
-        return load_tools(parse_tool_list(system), dialect="critictool")
+        return prompt_tools(system)
     except Exception:  # an unreadable tool list is the prompt's problem: answer without tools
         return []
+
+
+@lru_cache(maxsize=128)
+def _checker(system: str) -> Checker:
+    # A suite has a handful of distinct system prompts (tool lists x mode instructions): one
+    # checker each, so its compiled per-tool plans are reused across every prompt that shares it.
+    return Checker(_tools(system))
 
 
 def _category(findings: Sequence[Finding]) -> str | None:
@@ -191,8 +198,7 @@ def _history(messages: Sequence[Message]) -> tuple[list[ParsedAction], list[str]
 def critique(messages: Sequence[Message]) -> str:
     """The checklist critic's reply to one CriticTool prompt (see the module docstring)."""
     system = next((m.content for m in messages if m.role == "system"), "")
-    tools = _tools(system)
-    checker = Checker(tools)
+    checker = _checker(system)
     cot = '"thought"' in system
     actions, responses = _history(messages)
     if not actions:

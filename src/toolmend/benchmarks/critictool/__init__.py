@@ -22,6 +22,7 @@ from toolmend.benchmarks.critictool.records import (
     load_critictool,
     load_critictool_file,
     parse_tool_list,
+    prompt_tools,
 )
 from toolmend.benchmarks.critictool.runner import Generate, run_external, run_sample
 from toolmend.benchmarks.critictool.scoring import (
@@ -58,6 +59,7 @@ __all__ = [
     "overall_score",
     "parse_action",
     "parse_tool_list",
+    "prompt_tools",
     "run_external",
     "run_sample",
     "score_sample",

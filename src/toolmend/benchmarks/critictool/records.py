@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +43,7 @@ __all__ = [
     "load_critictool",
     "load_critictool_file",
     "parse_tool_list",
+    "prompt_tools",
 ]
 
 Part = Literal["internal", "external"]
@@ -74,18 +76,14 @@ def data_file(root: str | Path, part: Part, variant: Variant | str, cot: bool) -
     return Path(root) / f"{part}_error" / f"{variant}_data_{'w' if cot else 'wo'}_cot.json"
 
 
-def parse_tool_list(system_prompt: str) -> list[Any]:
-    """The raw tool specs embedded in a CriticTool system prompt.
-
-    Raises ``ValueError`` when the span is missing or is neither JSON nor a Python literal list.
-
-    >>> parse_tool_list('You can call:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')
-    [{'name': 'A.b'}]
-    """
+def _tool_span(system_prompt: str) -> str:
     start, end = system_prompt.find("["), system_prompt.find(_TOOLS_END)
     if start == -1 or end == -1 or end < start:
         raise ValueError("no tool list between the first '[' and '\\nTo use a tool'")
-    span = system_prompt[start:end]
+    return system_prompt[start:end]
+
+
+def _read_span(span: str) -> list[Any]:
     try:
         tools = json.loads(span)
     except json.JSONDecodeError:
@@ -96,6 +94,38 @@ def parse_tool_list(system_prompt: str) -> list[Any]:
     if not isinstance(tools, list):
         raise ValueError(f"the tool list must be a list, got {type(tools).__name__}")
     return tools
+
+
+def parse_tool_list(system_prompt: str) -> list[Any]:
+    """The raw tool specs embedded in a CriticTool system prompt.
+
+    Raises ``ValueError`` when the span is missing or is neither JSON nor a Python literal list.
+
+    >>> parse_tool_list('You can call:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')
+    [{'name': 'A.b'}]
+    """
+    return _read_span(_tool_span(system_prompt))
+
+
+@lru_cache(maxsize=256)
+def _span_tools(span: str) -> tuple[Tool, ...]:
+    # Every record (and every prompt the critic sees) of a suite repeats one of a few tool lists;
+    # converting each distinct list once is what keeps loading and critiquing linear in text size.
+    return tuple(load_tools(_read_span(span), dialect="critictool"))
+
+
+def prompt_tools(system_prompt: str) -> list[Tool]:
+    """The tools of a CriticTool system prompt as :class:`~toolmend.Tool` objects.
+
+    Each distinct tool list is converted once per process (memoised on its exact text); the list
+    is new on every call, the :class:`~toolmend.Tool` objects in it are shared — treat them as
+    read-only. Raises ``ValueError`` for an unreadable span and
+    :class:`~toolmend.DatasetError` for an invalid tool spec.
+
+    >>> [t.name for t in prompt_tools('Tools:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')]
+    ['A.b']
+    """
+    return list(_span_tools(_tool_span(system_prompt)))
 
 
 class _FileContext:
@@ -166,13 +196,11 @@ def _action(ctx: _FileContext, rid: str, field: str, value: Any) -> dict[str, An
 
 def _tools(ctx: _FileContext, rid: str, system: str) -> list[Tool]:
     try:
-        specs = parse_tool_list(system)
-    except ValueError as exc:
-        raise ctx.error(rid, "query_prompt[0].content", str(exc)) from None
-    try:
-        return load_tools(specs, dialect="critictool")
+        return prompt_tools(system)
     except DatasetError as exc:
         raise ctx.error(rid, f"query_prompt[0].content tools{exc.field or ''}", exc.reason) from None
+    except ValueError as exc:
+        raise ctx.error(rid, "query_prompt[0].content", str(exc)) from None
 
 
 def load_critictool_file(
