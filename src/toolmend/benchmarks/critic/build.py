@@ -175,6 +175,10 @@ class _Writer:
 
     def __init__(self, template: str) -> None:
         self.template = template
+        # System prompt per distinct tool list: traces of one source mostly offer the same Tool
+        # objects, and rendering 50 tools as JSON for each of their records dominated building.
+        # Keyed by object identity; the tools are kept in the value so that no id is reused.
+        self._systems: dict[tuple[int, ...], tuple[list[Tool], str]] = {}
         self.internal: dict[str, dict[str, dict[str, Any]]] = {"wo": {}, "w": {}}
         self.external: dict[str, dict[str, dict[str, Any]]] = {"wo": {}, "w": {}}
 
@@ -187,7 +191,7 @@ class _Writer:
         truth: list[tuple[str, Any, str]],
         extra: dict[str, Any],
     ) -> None:
-        system = system_prompt(trace.tools, self.template)
+        system = self.system(trace.tools)
         for cot, key in ((False, "wo"), (True, "w")):
             messages: list[dict[str, str]] = [
                 {"role": "system", "content": system},
@@ -210,6 +214,12 @@ class _Writer:
             else:
                 record["ground_truth"] = actions
             part[key][rid] = record
+
+    def system(self, tools: list[Tool]) -> str:
+        key = tuple(id(t) for t in tools)
+        if key not in self._systems:
+            self._systems[key] = (list(tools), system_prompt(tools, self.template))
+        return self._systems[key][1]
 
 
 def _history(replay: _Replay, upto: int, tools: dict[str, Tool]) -> list[tuple[ToolCall, str, str]]:
