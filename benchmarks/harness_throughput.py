@@ -1,11 +1,20 @@
 """Harness throughput: samples/s through the OpenAI backend + runner against a local server
-with a fixed latency, compared with the ideal ``connections / latency``; and peak memory at
-2,000 vs 10,000 samples to show it stays flat (samples are generated lazily, records go to disk).
+with a fixed latency, compared with the ideal ``connections / latency``; CPU per sample on both
+sides; and peak memory at 2,000 vs 10,000 samples to show it stays flat.
 
     .venv/bin/python benchmarks/harness_throughput.py [--latency 0.1] [--connections 64] [--sizes 2000 10000]
 
-The server (tests/helpers/fake_openai_server.py) runs in its own process; each size runs in a
-fresh child process so that its peak RSS is its own.
+Three clients run against the same server process, each in a fresh child process (so that its
+peak RSS and CPU time are its own):
+
+- ``bare``: the floor — raw aiohttp posts of the same JSON under the same concurrency, no toolmend;
+- ``model``: ``OpenAIModel.generate`` from 64 plain workers (the backend alone);
+- ``harness``: the full path — ``run_samples`` with records fsync'd to a run directory.
+
+CPU is process time (user + system, all threads), so it means the same on a loaded machine,
+where wall-clock throughput does not: the "CPU ceiling" column is the throughput one core could
+sustain at that cost, and the server's own CPU per request (read from /proc) is printed too,
+since on a 2-core machine the two processes share the cores.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -20,12 +30,50 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "helpers" / "fake_openai_server.py"
+WARMUP = 64
 
 
-def _child(base_url: str, n: int, connections: int, cache: bool) -> dict[str, float]:
+def _bare(base_url: str, n: int, connections: int) -> dict[str, float]:
+    import aiohttp
+
+    url = f"{base_url}/chat/completions"
+
+    async def main() -> dict[str, float]:
+        connector = aiohttp.TCPConnector(limit=connections)
+        async with aiohttp.ClientSession(
+            connector=connector, headers={"Content-Type": "application/json"}
+        ) as session:
+
+            async def one(i: int) -> None:
+                body = {"model": "bench", "messages": [{"role": "user", "content": f"question number {i}"}]}
+                async with session.post(url, data=json.dumps(body).encode()) as response:
+                    answer = json.loads(await response.read())
+                assert answer["choices"][0]["message"]["content"].endswith(f"number {i}")
+
+            await asyncio.gather(*(one(-i) for i in range(1, WARMUP + 1)))
+            work = iter(range(n))
+
+            async def worker() -> None:
+                for i in work:
+                    await one(i)
+
+            start, cpu = time.perf_counter(), time.process_time()
+            await asyncio.gather(*(worker() for _ in range(connections)))
+            return _figures(n, start, cpu)
+
+    return asyncio.run(main())
+
+
+def _figures(n: int, start: float, cpu: float) -> dict[str, float]:
+    wall = time.perf_counter() - start
+    return {"wall_s": wall, "samples_per_s": n / wall, "cpu_ms": (time.process_time() - cpu) * 1000 / n}
+
+
+def _toolmend(base_url: str, n: int, connections: int, cache: bool, harness: bool) -> dict[str, float]:
     from toolmend.models import OpenAIModel, ResponseCache
     from toolmend.runs import RunDir, SampleRecord, run_samples
     from toolmend.schema import Message, Sample
@@ -42,6 +90,9 @@ def _child(base_url: str, n: int, connections: int, cache: bool) -> dict[str, fl
                 max_connections=connections,
                 cache=ResponseCache(Path(tmp) / "cache") if cache else None,
             )
+            # Connections opened before the clock starts, as for the bare client.
+            warm = [Message(role="user", content=f"warm-up {i}") for i in range(WARMUP)]
+            await asyncio.gather(*(model.generate([m]) for m in warm))
 
             async def solve(sample: Sample) -> SampleRecord:
                 record = SampleRecord(id=sample.id)
@@ -51,32 +102,82 @@ def _child(base_url: str, n: int, connections: int, cache: bool) -> dict[str, fl
                 return record
 
             start, cpu = time.perf_counter(), time.process_time()
-            summary = await run_samples(
-                samples(), solve, RunDir(Path(tmp) / "run"), max_samples=connections, progress=False, total=n
-            )
-            wall = time.perf_counter() - start
-            cpu_ms = (time.process_time() - cpu) * 1000 / n
-            await model.aclose()
-            assert summary.n_scored == n and summary.metrics == {"ok": 1.0}, summary
-        return {"n": n, "wall_s": wall, "samples_per_s": n / wall, "cpu_ms": cpu_ms}
+            if harness:
+                summary = await run_samples(
+                    samples(),
+                    solve,
+                    RunDir(Path(tmp) / "run"),
+                    max_samples=connections,
+                    progress=False,
+                    total=n,
+                )
+                assert summary.n_scored == n and summary.metrics == {"ok": 1.0}, summary
+            else:
+                work = samples()
 
-    result = asyncio.run(main())
+                async def worker() -> None:
+                    for sample in work:
+                        record = await solve(sample)
+                        assert record.scores["ok"] == 1.0
+
+                await asyncio.gather(*(worker() for _ in range(connections)))
+            result = _figures(n, start, cpu)
+            await model.aclose()
+        return result
+
+    return asyncio.run(main())
+
+
+def _child(mode: str, base_url: str, n: int, connections: int, cache: bool) -> dict[str, float]:
+    if mode == "bare":
+        result = _bare(base_url, n, connections)
+    else:
+        result = _toolmend(base_url, n, connections, cache, harness=mode == "harness")
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 
 
+def _cpu_s(pid: int) -> float | None:
+    # utime + stime of another process; Linux only (the benchmark still runs elsewhere, without it).
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _run_child(mode: str, base_url: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        mode,
+        base_url,
+        str(n),
+        "--connections",
+        str(args.connections),
+    ]
+    out = subprocess.run(cmd + (["--cache"] if args.cache else []), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(out.stderr)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000])
     parser.add_argument(
         "--cache", action="store_true", help="also write every answer to a fresh response cache"
     )
-    parser.add_argument("--child", nargs=2, metavar=("BASE_URL", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--no-reference", action="store_true", help="skip the bare and model rows")
+    parser.add_argument("--child", nargs=3, metavar=("MODE", "BASE_URL", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child[0], int(args.child[1]), args.connections, args.cache)))
+        mode, base_url, n = args.child
+        print(json.dumps(_child(mode, base_url, int(n), args.connections, args.cache)))
         return
 
     server = subprocess.Popen(
@@ -87,32 +188,33 @@ def main() -> None:
         port = int(server.stdout.readline().split()[1])
         base_url = f"http://127.0.0.1:{port}/v1"
         ideal = args.connections / args.latency
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(
-            f"latency {args.latency * 1000:.0f} ms, {args.connections} connections, cache {'on' if args.cache else 'off'}"
+            f"latency {args.latency * 1000:.0f} ms, {args.connections} connections, "
+            f"cache {'on' if args.cache else 'off'}, {os.cpu_count()} cores, load average {load:.1f}"
         )
         print(f"ideal: {ideal:.0f} samples/s")
         print(
-            f"{'samples':>8} {'wall s':>8} {'samples/s':>10} {'ratio':>6} {'peak RSS MiB':>13} {'client CPU ms/sample':>21}"
+            f"{'client':>8} {'samples':>8} {'wall s':>7} {'samples/s':>10} {'ratio':>6} {'peak RSS MiB':>13}"
+            f" {'client CPU ms':>14} {'CPU ceiling':>12} {'server CPU ms':>14}"
         )
-        for n in args.sizes:
-            cmd = [
-                sys.executable,
-                __file__,
-                "--child",
-                base_url,
-                str(n),
-                "--connections",
-                str(args.connections),
-            ]
-            out = subprocess.run(cmd + (["--cache"] if args.cache else []), capture_output=True, text=True)
-            if out.returncode != 0:
-                raise SystemExit(out.stderr)
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            ratio = r["samples_per_s"] / ideal
-            print(
-                f"{n:>8} {r['wall_s']:>8.2f} {r['samples_per_s']:>10.1f} {ratio:>6.3f}"
-                f" {r['peak_rss_mib']:>13.1f} {r['cpu_ms']:>21.2f}"
+        runs = [] if args.no_reference else [("bare", args.sizes[0]), ("model", args.sizes[0])]
+        runs += [("harness", n) for n in args.sizes]
+        for mode, n in runs:
+            before = _cpu_s(server.pid)
+            r = _run_child(mode, base_url, n, args)
+            after = _cpu_s(server.pid)
+            # The server's CPU includes the child's warm-up requests; per request over all of them.
+            server_ms = (
+                f"{(after - before) * 1000 / (n + WARMUP):.3f}" if before is not None and after else "–"
             )
+            ceiling = 1000 / r["cpu_ms"] / ideal
+            print(
+                f"{mode:>8} {n:>8} {r['wall_s']:>7.2f} {r['samples_per_s']:>10.1f} {r['samples_per_s'] / ideal:>6.3f}"
+                f" {r['peak_rss_mib']:>13.1f} {r['cpu_ms']:>14.3f} {ceiling:>11.2f}x {server_ms:>14}"
+            )
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"load average at the end: {load:.1f}")
     finally:
         server.terminate()
         server.wait()

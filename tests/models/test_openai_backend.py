@@ -227,3 +227,60 @@ async def test_api_key_goes_in_the_header_and_hosted_openai_needs_one(
 
 def test_last_user_text_helper() -> None:
     assert last_user_text({"messages": [{"role": "user", "content": "a"}, {"role": "assistant"}]}) == "a"
+
+
+def test_one_model_across_event_loops(openai_server: Any) -> None:
+    import asyncio
+
+    model = model_for(openai_server)
+    first = asyncio.run(model.generate(user("first loop")))  # left open: its loop ends with it
+    second = asyncio.run(model.generate(user("second loop")))
+    asyncio.run(model.aclose())
+    asyncio.run(model.aclose())  # twice is fine
+    assert (first.text, second.text) == ("test-model: first loop", "test-model: second loop")
+
+
+async def test_an_invalid_url_is_not_retried() -> None:
+    async with OpenAIModel("m", base_url="http:///v1", retry=FAST, cache=None) as model:
+        with pytest.raises(ModelError, match="not a valid URL") as info:
+            await model.generate(user("x"))
+    assert not info.value.retryable
+
+
+async def test_a_refused_connection_is_retryable() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    policy = RetryPolicy(max_retries=1, initial_wait=0.0, jitter=0.0)
+    async with OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", retry=policy, cache=None) as model:
+        with pytest.raises(ModelError, match="connection failed") as info:
+            await model.generate(user("x"))
+    assert info.value.retryable
+
+
+async def test_server_forgets_replies_the_client_gave_up_on(openai_server: Any) -> None:
+    import asyncio
+
+    openai_server.fail_next("slow", Reply(delay=0.5))
+    policy = RetryPolicy(max_retries=0)
+    async with model_for(openai_server, timeout=0.1, retry=policy) as model:
+        with pytest.raises(ModelError, match="timed out"):
+            await model.generate(user("slow"))
+    for _ in range(50):
+        if openai_server.in_flight == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert openai_server.in_flight == 0 and openai_server.peak_in_flight == 1
+
+
+async def test_a_failing_test_handler_is_a_500_not_a_hang(openai_server: Any) -> None:
+    def handler(body: dict[str, Any]) -> Reply:
+        raise KeyError("tools")
+
+    openai_server.handler = handler
+    async with model_for(openai_server, retry=RetryPolicy(max_retries=0)) as model:
+        with pytest.raises(ModelError, match="handler raised KeyError") as info:
+            await model.generate(user("x"))
+    assert info.value.status == 500
