@@ -345,13 +345,98 @@ def _make_model(
     return get_model(model, cache=cache_root if cache else False, max_retries=max_retries, **options)
 
 
+class _ScoreBatcher:
+    """Scores samples in groups, so that a benchmark's :meth:`~Benchmark.prepare` can batch work.
+
+    A finished sample waits until every sample in progress has its prediction (a fast local
+    model: the whole pool at once) or ``max_wait`` seconds have passed since the first one queued
+    (a slow remote model: scoring never holds workers back for long). Scores are the same as
+    scoring one by one; only e.g. the number of embedding-model calls changes.
+    """
+
+    def __init__(self, bench: Benchmark, mode: Mode, max_wait: float = 0.05) -> None:
+        self.bench = bench
+        self.mode = mode
+        self.max_wait = max_wait
+        self.active = 0
+        self._pending: list[tuple[Sample, Prediction, asyncio.Future[SampleScore]]] = []
+        self._check_scheduled = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    def enter(self) -> None:
+        self.active += 1
+
+    def leave(self) -> None:
+        self.active -= 1
+        self._schedule_check()
+
+    async def score(self, sample: Sample, prediction: Prediction) -> SampleScore:
+        future: asyncio.Future[SampleScore] = asyncio.get_running_loop().create_future()
+        self._pending.append((sample, prediction, future))
+        self._schedule_check()
+        return await future
+
+    def _schedule_check(self) -> None:
+        # Checked on the next loop turn: a worker that just finished a sample starts its next one
+        # in the same turn, so the count of samples in progress is settled by then.
+        if self._pending and not self._check_scheduled:
+            self._check_scheduled = True
+            asyncio.get_running_loop().call_soon(self._check)
+
+    def _check(self) -> None:
+        self._check_scheduled = False
+        if not self._pending:
+            return
+        if len(self._pending) >= self.active:
+            self._flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.max_wait, self._flush)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        try:
+            self.bench.prepare([s for s, _, _ in batch], [p for _, p, _ in batch])
+        except Exception as exc:  # a failing prepare fails every sample of the batch alike
+            for _, _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for sample, prediction, future in batch:
+            if future.done():  # the worker was cancelled
+                continue
+            try:
+                future.set_result(self.bench.score(sample, prediction, self.mode))
+            except Exception as exc:
+                future.set_exception(exc)
+
+
+def _batches_scoring(bench: Benchmark) -> bool:
+    """Whether ``bench`` overrides :meth:`Benchmark.prepare` (else samples are scored at once)."""
+    return getattr(type(bench), "prepare", None) is not Benchmark.prepare
+
+
 def _make_solve(
     bench: Benchmark, model: Model, mode: Mode, config: GenerateConfig, n: int, native: bool
 ) -> Callable[[Sample], Any]:
     native_format = _NATIVE_FORMAT.get(bench.name, "json") if native else None
     interactive = callable(getattr(bench, "run", None))
+    batcher = _ScoreBatcher(bench, mode) if _batches_scoring(bench) else None
 
     async def solve(sample: Sample) -> SampleRecord:
+        if batcher is None:
+            return await _solve(sample)
+        batcher.enter()
+        try:
+            return await _solve(sample)
+        finally:
+            batcher.leave()
+
+    async def _solve(sample: Sample) -> SampleRecord:
         record = SampleRecord(id=sample.id)
         _CURRENT.set((sample, [0]))
         tools = sample.tools if native else None
@@ -374,7 +459,10 @@ def _make_solve(
         else:
             messages = bench.prompt(sample)
             prediction = list(await asyncio.gather(*(generate(messages, i) for i in range(n))))
-        score = bench.score(sample, prediction, mode)
+        if batcher is not None:
+            score = await batcher.score(sample, prediction)
+        else:
+            score = bench.score(sample, prediction, mode)
         record.scores = dict(score.values)
         record.details = _jsonable(score.details)
         final = prediction if isinstance(prediction, str) else (prediction[-1] if prediction else "")

@@ -64,6 +64,14 @@ class Benchmark(ABC):
     def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
         """Score one raw model output; never raises on malformed output."""
 
+    def prepare(self, samples: Sequence[Sample], predictions: Sequence[Prediction] | None = None) -> None:
+        """Optional: get ready to score ``samples`` (with these ``predictions``, when known) in bulk.
+
+        Called before a batch of :meth:`score` calls, e.g. to embed every text they will compare
+        in one model call; it must not change any score. The default does nothing.
+        """
+        return None
+
     @abstractmethod
     def aggregate(self, scores: Sequence[SampleScore], mode: Mode = "compat") -> dict[str, float]:
         """The benchmark's headline metrics over ``scores``, as the official scorer aggregates them."""

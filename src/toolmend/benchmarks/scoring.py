@@ -60,7 +60,7 @@ def score_predictions(
     else:
         outputs, lines, problems = predictions, {}, []
     known = {s.id for s in samples}
-    scores: list[SampleScore] = []
+    todo: list[tuple[Sample, Prediction]] = []
     missing: list[str] = []
     for sample in samples:
         pred = outputs.get(sample.id)
@@ -69,7 +69,11 @@ def score_predictions(
             if not missing_as_empty:
                 continue
             pred = ""
-        scores.append(benchmark.score(sample, pred, mode))
+        todo.append((sample, pred))
+    if todo:
+        # Every prediction is known: let the benchmark batch its work (e.g. embeddings) first.
+        benchmark.prepare([s for s, _ in todo], [p for _, p in todo])
+    scores = [benchmark.score(sample, pred, mode) for sample, pred in todo]
     unknown = {sid: lines.get(sid, 0) for sid in outputs if sid not in known}
     return ScoreReport(
         benchmark=benchmark.name,

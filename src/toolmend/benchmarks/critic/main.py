@@ -18,7 +18,7 @@ from toolmend.benchmarks.critic.traces import Source
 from toolmend.benchmarks.critictool.benchmark import CriticToolBenchmark
 from toolmend.benchmarks.critictool.scoring import SimilarityFn
 from toolmend.models.base import Model
-from toolmend.schema import Message, Sample
+from toolmend.schema import Message
 
 __all__ = ["CriticResult", "run_critic", "run_critic_main"]
 
@@ -45,34 +45,6 @@ def _model(model: str | Model) -> Model:
     return get_model(model, cache=False)
 
 
-def _batched_similarity(samples: list[Sample], outputs: list[Prediction]) -> SimilarityFn:
-    """The default embedder, with every pair the scorer will ask for embedded in one batch.
-
-    A first scoring pass records the pairs (the scorer asks for the same pairs whatever the
-    similarity returns, since similarity only feeds sums); embedding them together is much faster
-    than one model call per pair.
-    """
-    from toolmend.compare.embed import Embedder
-
-    pairs: list[tuple[str, str]] = []
-
-    def record(a: str, b: str) -> float:
-        pairs.append((a, b))
-        return 0.0
-
-    probe = CriticToolBenchmark(similarity=record)
-    for sample, output in zip(samples, outputs, strict=True):
-        probe.score(sample, output)
-    embedder = Embedder()
-    known = dict(zip(pairs, embedder.cosine_many(pairs), strict=True)) if pairs else {}
-
-    def similarity(a: str, b: str) -> float:
-        found = known.get((a, b))
-        return found if found is not None else embedder.cosine(a, b)
-
-    return similarity
-
-
 async def run_critic(
     suite: SuiteInfo,
     model: str | Model = "checklist",
@@ -97,8 +69,7 @@ async def run_critic(
             return await bench.run(sample, lambda msgs: one(sample.id, msgs))
 
     outputs = await asyncio.gather(*(run(i) for i in range(len(samples))))
-    if similarity is None:
-        bench = CriticToolBenchmark(similarity=_batched_similarity(samples, outputs))
+    bench.prepare(samples, outputs)  # every text pair embedded in one batch
     scores = [bench.score(s, o) for s, o in zip(samples, outputs, strict=True)]
     return CriticResult(
         suite=suite,

@@ -28,6 +28,7 @@ from toolmend.benchmarks.critictool.scoring import (
     SimilarityFn,
     gold_prediction,
     score_sample,
+    similarity_pairs,
 )
 from toolmend.errors import ConfigError
 from toolmend.schema import Message, Sample
@@ -113,6 +114,18 @@ class CriticToolBenchmark(Benchmark):
             tool_role=self.tool_role,
             retry_limit=self.retry_limit,
         )
+
+    def prepare(self, samples: Sequence[Sample], predictions: Sequence[Prediction] | None = None) -> None:
+        """Embed, in one batch, every text pair that scoring ``predictions`` will compare.
+
+        Scores are unchanged (the pairs are memoised, then :meth:`score` reads them back); only
+        the number of model calls drops. Without ``predictions`` there is nothing to do: which
+        gold values get compared depends on the replies (equal strings are never embedded).
+        The pairs of mode ``compat`` include those of ``improved``, which only skips comparisons.
+        """
+        if predictions is None:
+            return
+        self._sim.warm(similarity_pairs(samples, predictions, "compat"))
 
     def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
         """Per-sample metrics; ``None`` marks a metric outside this sample's denominator."""

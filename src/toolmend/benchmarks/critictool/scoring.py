@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from toolmend.benchmarks.base import Mode, Prediction, SampleScore
@@ -39,6 +39,7 @@ __all__ = [
     "finish_reference",
     "gold_actions",
     "gold_prediction",
+    "similarity_pairs",
     "score_sample",
 ]
 
@@ -69,6 +70,10 @@ class CachedSimilarity:
     >>> sim = CachedSimilarity(lambda a, b: 1.0 if a == b else -0.3)
     >>> sim(12, "12"), sim("x", "y")
     (1.0, 0.0)
+
+    :meth:`warm` computes many pairs at once — in one embedding batch for the default embedder
+    (or any ``similarity`` that is a bound ``cosine`` of an object with ``cosine_many``), which
+    costs a fraction of one model call per pair.
     """
 
     def __init__(self, fn: SimilarityFn | None) -> None:
@@ -78,10 +83,33 @@ class CachedSimilarity:
     def __call__(self, a: Any, b: Any) -> float:
         key = (_text(a), _text(b))
         if key not in self._memo:
-            if self._fn is None:
-                self._fn = _default_similarity()
-            self._memo[key] = max(0.0, float(self._fn(*key)))
+            self._memo[key] = max(0.0, float(self._function()(*key)))
         return self._memo[key]
+
+    def _function(self) -> SimilarityFn:
+        if self._fn is None:
+            self._fn = _default_similarity()
+        return self._fn
+
+    def warm(self, pairs: Iterable[tuple[Any, Any]]) -> int:
+        """Compute every pair not yet known, batched when the similarity allows; returns how many.
+
+        >>> sim = CachedSimilarity(lambda a, b: 0.5)
+        >>> sim.warm([("a", "b"), ("a", "b"), (1, 2)]), sim.warm([("a", "b")])
+        (2, 0)
+        """
+        todo = list(dict.fromkeys(k for a, b in pairs if (k := (_text(a), _text(b))) not in self._memo))
+        if not todo:
+            return 0
+        fn = self._function()
+        many = getattr(getattr(fn, "__self__", None), "cosine_many", None)
+        if getattr(fn, "__name__", "") == "cosine" and callable(many):
+            values = [float(v) for v in many(todo)]
+        else:
+            values = [float(fn(a, b)) for a, b in todo]
+        for key, value in zip(todo, values, strict=True):
+            self._memo[key] = max(0.0, value)
+        return len(todo)
 
 
 def _default_similarity() -> SimilarityFn:
@@ -261,6 +289,27 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=repr))
     except (ValueError, RecursionError):
         return repr(value)
+
+
+def similarity_pairs(
+    samples: Iterable[Sample], predictions: Iterable[Prediction], mode: Mode = "compat"
+) -> list[tuple[str, str]]:
+    """The text pairs :func:`score_sample` compares for these predictions (distinct, in order).
+
+    The scorer asks for the same pairs whatever similarity it is given (a similarity only feeds
+    sums, never a branch), so one pass with a recording similarity finds them all; embedding
+    them in one batch before scoring is much cheaper than one model call per pair.
+    """
+    seen: dict[tuple[str, str], None] = {}
+
+    def record(a: str, b: str) -> float:
+        seen[(a, b)] = None
+        return 0.0
+
+    probe = CachedSimilarity(record)
+    for sample, prediction in zip(samples, predictions, strict=True):
+        score_sample(sample, prediction, mode=mode, similarity=probe)
+    return list(seen)
 
 
 def score_sample(
