@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -76,25 +77,27 @@ class RunView:
             label=run.manifest.model if run.manifest else run.path.name,
         )
 
-    @property
+    # Cached: a view is read-only once loaded, and score_of() asks for the primary key once per
+    # record (recomputing it walked every record each time: quadratic in the run's size).
+    @cached_property
     def scored(self) -> list[SampleRecord]:
         return [r for r in self.records if r.error is None]
 
-    @property
+    @cached_property
     def failed(self) -> list[SampleRecord]:
         """Samples that ended with an infrastructure error."""
         return [r for r in self.records if r.error is not None]
 
-    @property
+    @cached_property
     def primary(self) -> str | None:
         """The per-sample score used to rank samples and fill breakdowns."""
-        keys: list[str] = []
+        keys: dict[str, None] = {}
         for r in self.scored:
-            keys.extend(k for k in r.scores if k not in keys)
+            keys.update(dict.fromkeys(r.scores))
         for k in _PRIMARY:
             if k in keys:
                 return k
-        return keys[0] if keys else None
+        return next(iter(keys), None)
 
     def score_of(self, record: SampleRecord) -> float | None:
         key = self.primary
