@@ -199,16 +199,25 @@ def critique(messages: Sequence[Message]) -> str:
     """The checklist critic's reply to one CriticTool prompt (see the module docstring)."""
     system = next((m.content for m in messages if m.role == "system"), "")
     checker = _checker(system)
-    cot = '"thought"' in system
+    internal, finish_mode, cot = _instruction(system)
     actions, responses = _history(messages)
     if not actions:
         return _reply(FINISH, "I have no tool call to review.", cot=cot, thought="Nothing to review.")
     last, response = actions[-1], responses[-1]
     signal = read_signal(response)
-    if any(label in system for label in CATEGORIES):
+    if internal:
         return _internal(last, response, signal, checker, cot)
-    finish_mode = bool(_FINISH_HINT.search(system))
     return _external(actions, responses, signal, finish_mode, cot)
+
+
+@lru_cache(maxsize=128)
+def _instruction(system: str) -> tuple[bool, bool, bool]:
+    """(internal-error task, finish policy, chain of thought) as the system prompt asks.
+
+    Memoised: the finish-hint regex scans the whole prompt, tool list included (~4 ms each).
+    """
+    internal = any(label in system for label in CATEGORIES)
+    return internal, not internal and bool(_FINISH_HINT.search(system)), '"thought"' in system
 
 
 def _internal(last: ParsedAction, response: str, signal: Signal, checker: Checker, cot: bool) -> str:
