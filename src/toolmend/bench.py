@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
+import importlib.util
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -187,12 +189,23 @@ def _load_samples(bench: Benchmark, data: Path, settings: dict[str, Any]) -> lis
     return samples[:limit] if limit is not None else samples
 
 
+def _load_benchmark(name: str) -> None:
+    """Register ``name``: import its own module when there is one (importing every built-in
+    benchmark pulls in scipy and more that one benchmark may not need), else all built-ins."""
+    module = f"toolmend.benchmarks.{name.replace('-', '_')}"
+    plain = module.count(".") == 2 and module.isascii()
+    if name not in BENCHMARKS and plain and importlib.util.find_spec(module) is not None:
+        importlib.import_module(module)
+    if name not in BENCHMARKS:
+        load_builtin_benchmarks()
+
+
 def _resolve(
     benchmark: str, model: str | Model | None, data: str | Path | None, seed: int, cache_root: Path
 ) -> tuple[Benchmark, str, str | Model, Path, dict[str, Any]]:
     """(benchmark object, benchmark name as asked, model, data path, suite load options)."""
-    load_builtin_benchmarks()
     suite = SUITES.get(benchmark) if benchmark in SUITES else None
+    _load_benchmark(suite.benchmark if suite else benchmark)
     bench = BENCHMARKS.get(suite.benchmark if suite else benchmark)()
     if model is None:
         if suite is None or suite.default_model is None:
