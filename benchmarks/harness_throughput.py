@@ -3,6 +3,7 @@ with a fixed latency, compared with the ideal ``connections / latency``; CPU per
 sides; and peak memory at 2,000 vs 10,000 samples to show it stays flat.
 
     .venv/bin/python benchmarks/harness_throughput.py [--latency 0.1] [--connections 64] [--sizes 2000 10000]
+        [--loop asyncio|uvloop] [--cache] [--no-reference]
 
 Three clients run against the same server process, each in a fresh child process (so that its
 peak RSS and CPU time are its own):
@@ -28,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ SERVER = ROOT / "tests" / "helpers" / "fake_openai_server.py"
 WARMUP = 64
 
 
-def _bare(base_url: str, n: int, connections: int) -> dict[str, float]:
+def _bare(base_url: str, n: int, connections: int, loop: str) -> dict[str, float]:
     import aiohttp
 
     url = f"{base_url}/chat/completions"
@@ -68,12 +69,23 @@ def _bare(base_url: str, n: int, connections: int) -> dict[str, float]:
     return asyncio.run(main())
 
 
+def _run(main: Coroutine[Any, Any, dict[str, float]], loop: str) -> dict[str, float]:
+    if loop == "uvloop":
+        import uvloop  # optional: pip install uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(main)
+    return asyncio.run(main)
+
+
 def _figures(n: int, start: float, cpu: float) -> dict[str, float]:
     wall = time.perf_counter() - start
     return {"wall_s": wall, "samples_per_s": n / wall, "cpu_ms": (time.process_time() - cpu) * 1000 / n}
 
 
-def _toolmend(base_url: str, n: int, connections: int, cache: bool, harness: bool) -> dict[str, float]:
+def _toolmend(
+    base_url: str, n: int, connections: int, cache: bool, harness: bool, loop: str
+) -> dict[str, float]:
     from toolmend.models import OpenAIModel, ResponseCache
     from toolmend.runs import RunDir, SampleRecord, run_samples
     from toolmend.schema import Message, Sample
@@ -125,14 +137,14 @@ def _toolmend(base_url: str, n: int, connections: int, cache: bool, harness: boo
             await model.aclose()
         return result
 
-    return asyncio.run(main())
+    return _run(main(), loop)
 
 
-def _child(mode: str, base_url: str, n: int, connections: int, cache: bool) -> dict[str, float]:
+def _child(mode: str, base_url: str, n: int, args: argparse.Namespace) -> dict[str, float]:
     if mode == "bare":
-        result = _bare(base_url, n, connections)
+        result = _bare(base_url, n, args.connections, args.loop)
     else:
-        result = _toolmend(base_url, n, connections, cache, harness=mode == "harness")
+        result = _toolmend(base_url, n, args.connections, args.cache, mode == "harness", args.loop)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 
@@ -172,12 +184,15 @@ def main() -> None:
     parser.add_argument(
         "--cache", action="store_true", help="also write every answer to a fresh response cache"
     )
+    parser.add_argument(
+        "--loop", choices=["asyncio", "uvloop"], default="asyncio", help="the clients' event loop"
+    )
     parser.add_argument("--no-reference", action="store_true", help="skip the bare and model rows")
     parser.add_argument("--child", nargs=3, metavar=("MODE", "BASE_URL", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         mode, base_url, n = args.child
-        print(json.dumps(_child(mode, base_url, int(n), args.connections, args.cache)))
+        print(json.dumps(_child(mode, base_url, int(n), args)))
         return
 
     server = subprocess.Popen(
@@ -191,7 +206,7 @@ def main() -> None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(
             f"latency {args.latency * 1000:.0f} ms, {args.connections} connections, "
-            f"cache {'on' if args.cache else 'off'}, {os.cpu_count()} cores, load average {load:.1f}"
+            f"cache {'on' if args.cache else 'off'}, {args.loop} loop, {os.cpu_count()} cores, load average {load:.1f}"
         )
         print(f"ideal: {ideal:.0f} samples/s")
         print(
