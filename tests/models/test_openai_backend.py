@@ -284,3 +284,19 @@ async def test_a_failing_test_handler_is_a_500_not_a_hang(openai_server: Any) ->
         with pytest.raises(ModelError, match="handler raised KeyError") as info:
             await model.generate(user("x"))
     assert info.value.status == 500
+
+
+async def test_proxy_from_the_environment(openai_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake server accepts absolute-form request targets, so it can stand in for the proxy.
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{openai_server.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with OpenAIModel("m", base_url="http://llm.invalid/v1", retry=FAST, cache=None) as model:
+        out = await model.generate(user("via proxy"))
+    assert out.text == "m: via proxy"
+    monkeypatch.setenv("NO_PROXY", "llm.invalid")
+    policy = RetryPolicy(max_retries=0)
+    async with OpenAIModel("m", base_url="http://llm.invalid/v1", retry=policy, cache=None) as model:
+        with pytest.raises(ModelError, match="connection failed"):
+            await model.generate(user("direct"))
+    assert openai_server.requests == 1

@@ -6,7 +6,8 @@ hosted APIs)::
     model = OpenAIModel("Qwen/Qwen3-8B", base_url="http://localhost:8000/v1", max_connections=64)
     model = OpenAIModel("gpt-4o-mini")  # key from $OPENAI_API_KEY, base URL from $OPENAI_BASE_URL
 
-One connection pool per model, sized by ``max_connections``. The API key is read from the
+One connection pool per model, sized by ``max_connections``; ``$HTTPS_PROXY``/``$HTTP_PROXY`` and
+``$NO_PROXY`` are honoured (read when the pool opens). The API key is read from the
 argument, else from the environment variable ``api_key_env``; it is never part of the cache key.
 Tools go out natively (``tool_mode="native"``, names made API-safe and mapped back, see
 :mod:`toolmend.models.tool_names`) or inside the system prompt (``tool_mode="prompt"``).
@@ -19,6 +20,8 @@ import hashlib
 import json
 import os
 import ssl
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +39,15 @@ __all__ = ["OpenAIModel"]
 
 _OPENAI_URL = "https://api.openai.com/v1"
 _JSON = {"Content-Type": "application/json"}
+
+
+def _env_proxy(url: str) -> str | None:
+    # $HTTP(S)_PROXY / $NO_PROXY, as httpx honoured them; resolved once per session rather than
+    # per request as aiohttp's trust_env would (it re-reads the environment every time).
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if not host or urllib.request.proxy_bypass(host):
+        return None
+    return urllib.request.getproxies().get(urllib.parse.urlsplit(url).scheme)
 
 
 class OpenAIModel(Model):
@@ -73,6 +85,7 @@ class OpenAIModel(Model):
         self._headers.update(headers or {})
         self._http: aiohttp.ClientSession | None = None
         self._http_loop: asyncio.AbstractEventLoop | None = None
+        self._proxy: str | None = None
 
     def cache_identity(self) -> dict[str, Any]:
         identity = {
@@ -108,13 +121,14 @@ class OpenAIModel(Model):
                 ),
             )
             self._http_loop = loop
+            self._proxy = _env_proxy(self.base_url)
         return self._http
 
     async def _post(self, url: str, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
         session = await self._session()
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            async with session.post(url, data=data) as response:
+            async with session.post(url, data=data, proxy=self._proxy) as response:
                 return response.status, response.headers, await response.read()
         except TimeoutError as exc:
             raise ModelError(
