@@ -83,3 +83,13 @@ async def test_benchmarks_without_prepare_score_at_once() -> None:
     bench = Plain()
     assert await _run(bench, EchoModel(), _samples("x", "y")) == [1.0, 1.0]
     assert bench.batches == []
+
+
+def test_in_process_models_keep_more_samples_in_flight() -> None:
+    from toolmend.bench import _samples_in_flight
+    from toolmend.models.checklist import ChecklistCritic
+
+    assert _samples_in_flight(EchoModel(), 16) == 16
+    assert _samples_in_flight(EchoModel(), 0) == 1
+    assert _samples_in_flight(ChecklistCritic(), 16) == 256
+    assert _samples_in_flight(ChecklistCritic(), 1000) == 1000

@@ -317,7 +317,7 @@ async def arun_bench(
             samples_list,
             solve,
             run,
-            max_samples=max(1, max_connections),
+            max_samples=_samples_in_flight(llm, max_connections),
             retry_errors=retry_errors,
             progress=progress,
             score_key=_SCORE_KEY.get(bench.name),
@@ -329,6 +329,18 @@ async def arun_bench(
 
         result.report = write_report([run.path], out=run.path).markdown
     return result
+
+
+_IN_PROCESS_SAMPLES = 256
+
+
+def _samples_in_flight(model: Model, max_connections: int) -> int:
+    """Samples kept in progress: ``max_connections``, or more for a model marked ``in_process``
+    (it answers without I/O, e.g. the rule-based critic), where concurrency costs nothing and a
+    larger pool makes larger scoring batches (see :class:`_ScoreBatcher`)."""
+    if getattr(model, "in_process", False):
+        return max(1, max_connections, _IN_PROCESS_SAMPLES)
+    return max(1, max_connections)
 
 
 def _make_model(

@@ -272,6 +272,8 @@ class ChecklistCritic(Model):
     """
 
     cacheable = False
+    in_process = True
+    """Answers without I/O: ``toolmend bench`` may keep many samples in progress at once."""
 
     def __init__(self, name: str = "checklist") -> None:
         super().__init__(name, max_connections=1000)
