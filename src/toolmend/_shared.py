@@ -18,7 +18,8 @@ def shared_dir() -> Path:
     env = os.environ.get("TOOLMEND_SHARED")
     if env:
         return Path(env)
-    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
+    # parents[2] of src/toolmend/_shared.py is the checkout root (for editable installs).
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
         candidate = base.parent / "shared"
         if candidate.is_dir():
             return candidate
