@@ -295,6 +295,12 @@ async def arun_bench(
     samples_list = _load_samples(bench, path, settings)
     mode_: Mode = "improved" if settings["mode"] == "improved" else "compat"
     native = settings["tool_mode"] == "native"
+    if native and bench.name == "nestools":
+        # Native function calling sends sample.tools; NesTools offers gold tools plus distractors.
+        from toolmend.benchmarks.nestools import NesTools
+
+        if isinstance(bench, NesTools):
+            samples_list = bench.with_candidates(samples_list)
     llm = _make_model(bench, model, native, cache, cache_root, max_connections, base_url, api_key_env,
                       max_retries, model_options)  # fmt: skip
     if run is None:

@@ -9,7 +9,6 @@ True
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
 from toolmend.benchmarks.predictions import Predictions, read_predictions
@@ -42,6 +41,4 @@ _BUILTIN = (
 def load_builtin_benchmarks() -> None:
     """Import the built-in benchmark modules so that they register themselves (cheap after the first call)."""
     for name in _BUILTIN:
-        module = f"toolmend.benchmarks.{name}"
-        if importlib.util.find_spec(module) is not None:  # TODO(integration): strict once all land
-            importlib.import_module(module)
+        importlib.import_module(f"toolmend.benchmarks.{name}")
