@@ -1,8 +1,15 @@
-"""Shared fixtures: where the real benchmark data lives."""
+"""Shared fixtures: where the real benchmark data lives, the helper modules in ``tests/helpers``
+(importable by name, e.g. ``from fake_openai_server import Reply``), a fake OpenAI-compatible
+server and a private cache folder."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -10,6 +17,26 @@ from toolmend._shared import shared_dir
 
 SHARED = shared_dir()
 DATA = SHARED / "data"
+HELPERS = Path(__file__).resolve().parent / "helpers"
+
+
+def load_helper(name: str) -> ModuleType:
+    """``tests/helpers/<name>.py`` as the module ``name`` (loaded once; later calls reuse it).
+
+    Tests run with ``--import-mode=importlib``, so the helpers folder is not on ``sys.path``;
+    registering the module lets test files import it by its plain name.
+    """
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HELPERS / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+fake_openai_server = load_helper("fake_openai_server")
+load_helper("resume_worker")
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +45,25 @@ def data_dir() -> Path:
     if not DATA.is_dir():
         pytest.fail(f"shared data not found at {DATA}; set TOOLMEND_SHARED to the shared folder")
     return DATA
+
+
+@pytest.fixture
+def private_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh ``TOOLMEND_CACHE_DIR`` under ``tmp_path`` and no real OpenAI key or base URL, so a
+    test never touches ``~/.cache`` or the network. Folders that need it for every test wrap it
+    in an autouse fixture."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TOOLMEND_CACHE_DIR", str(cache))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    return cache
+
+
+@pytest.fixture
+def openai_server() -> Iterator[Any]:
+    """A started ``FakeOpenAIServer`` (echo handler) on a random loopback port."""
+    server = fake_openai_server.FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

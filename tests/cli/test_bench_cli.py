@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -14,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fake_openai_server as fake
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -23,21 +23,6 @@ from toolmend.benchmarks.bfcl.decode import render_python
 from toolmend.cli import bench, score
 from toolmend.runs import RunDir, load_run
 from toolmend.schema import Sample
-
-_HELPERS = Path(__file__).resolve().parents[1] / "helpers"
-
-
-def _helper(name: str) -> Any:
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _HELPERS / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fake = _helper("fake_openai_server")
 
 # A root app with both commands, as the real CLI wires them (a callback keeps subcommand names).
 _APP_SOURCE = """
@@ -66,10 +51,8 @@ def _app() -> typer.Typer:
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TOOLMEND_CACHE_DIR", str(tmp_path / "cache"))
+def _private_cache(private_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "1")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
 @pytest.fixture(scope="module")
