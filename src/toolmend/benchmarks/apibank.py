@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from toolmend.benchmarks._io import read_json, read_jsonl
 from toolmend.benchmarks.base import BENCHMARKS
 from toolmend.benchmarks.hitec import CallListBenchmark
 from toolmend.errors import DatasetError, SpecError
@@ -37,12 +38,7 @@ _LEVEL = re.compile(r"level-(\d+)")
 def load_api_bank_specs(path: str | Path) -> dict[str, Tool]:
     """``api_descriptions.json`` (a list of ``{name, description, input_parameters, …}``) → tools by name."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DatasetError(f"cannot read: {exc.strerror or exc}", path=p) from exc
-    except ValueError as exc:
-        raise DatasetError(f"not valid JSON ({exc})", path=p) from exc
+    data = read_json(p)
     if not isinstance(data, list):
         raise DatasetError("expected a list of API descriptions", path=p)
     tools: dict[str, Tool] = {}
@@ -57,13 +53,7 @@ def load_api_bank_specs(path: str | Path) -> dict[str, Tool]:
 
 def _read_dialogue(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows: list[tuple[int, dict[str, Any]]] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise DatasetError(f"not valid JSON ({exc})", path=path, line=n) from exc
+    for n, row in read_jsonl(path):
         role = row.get("role") if isinstance(row, dict) else None
         if role in ("User", "AI"):
             if not isinstance(row.get("text"), str):

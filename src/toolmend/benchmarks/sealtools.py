@@ -15,10 +15,10 @@ records. A sample offers the tools its gold calls use; exact ``"API_call_n"`` ar
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
+from toolmend.benchmarks._io import read_jsonl
 from toolmend.benchmarks.base import BENCHMARKS
 from toolmend.benchmarks.hitec import CallListBenchmark, revive_placeholders
 from toolmend.errors import ConfigError, DatasetError, SpecError
@@ -32,27 +32,11 @@ Subset = Literal["all", "single", "multiple"]
 _FILES = {"in_domain": "test_in_domain.jsonl", "out_domain": "test_out_domain.jsonl"}
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DatasetError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-    rows: list[tuple[int, Any]] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((n, json.loads(line)))
-        except ValueError as exc:
-            raise DatasetError(f"not valid JSON ({exc})", path=path, line=n) from exc
-    return rows
-
-
 def load_seal_tools_specs(path: str | Path) -> dict[str, Tool]:
     """``tool.jsonl`` → tools by name (NesTools-style specs: ``api_name``, flat ``parameters``)."""
     p = Path(path)
     tools: dict[str, Tool] = {}
-    for n, spec in _read_jsonl(p):
+    for n, spec in read_jsonl(p):
         try:
             tool = load_tool(spec, dialect="nestools")
         except SpecError as exc:
@@ -116,7 +100,7 @@ def load_seal_tools(folder: str | Path, split: Split = "all", subset: Subset = "
     samples: list[Sample] = []
     for name in names:
         path = root / _FILES[name]
-        for line, row in _read_jsonl(path):
+        for line, row in read_jsonl(path):
             sample = _record(row, tools, path, line)
             multi = len(sample.target) > 1 or sample.metadata["difficulty"] == "difficult"
             if subset == "all" or (subset == "multiple") == multi:

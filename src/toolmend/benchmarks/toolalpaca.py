@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from toolmend.benchmarks._io import read_json
 from toolmend.benchmarks.base import BENCHMARKS
 from toolmend.benchmarks.hitec import CallListBenchmark
 from toolmend.errors import ConfigError, DatasetError
@@ -128,12 +129,7 @@ def tools_from_descriptions(descriptions: dict[str, Any]) -> list[Tool]:
 
 
 def _load_file(path: Path) -> list[Sample]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DatasetError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-    except ValueError as exc:
-        raise DatasetError(f"not valid JSON ({exc})", path=path) from exc
+    data = read_json(path)
     if not isinstance(data, list):
         raise DatasetError("expected a JSON array of tools", path=path)
     samples: list[Sample] = []

@@ -23,12 +23,12 @@ Each sample keeps:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolmend.benchmarks._io import read_jsonl
 from toolmend.benchmarks.bfcl.checker import bfcl_type
 from toolmend.errors import DatasetError
 from toolmend.formats.tools import load_tools
@@ -75,25 +75,10 @@ def category_of(path: str | Path) -> str | None:
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-    records: list[tuple[int, dict[str, Any]]] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"expected one JSON object per line: {exc.msg} (column {exc.colno})", path=path, line=n
-            ) from exc
-        if not isinstance(record, dict):
-            raise DatasetError(f"expected a JSON object, got {type(record).__name__}", path=path, line=n)
+    records = list(read_jsonl(path, objects=True))
+    for n, record in records:
         if not isinstance(record.get("id"), str):
             raise DatasetError("expected a string id", path=path, line=n, field="id")
-        records.append((n, record))
     return records
 
 

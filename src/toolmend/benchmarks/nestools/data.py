@@ -16,10 +16,10 @@ return names. ``metadata`` carries ``test_id``, ``depth`` (as the official evalu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from toolmend.benchmarks._io import read_jsonl
 from toolmend.errors import DatasetError, SpecError
 from toolmend.formats.tools import load_tool
 from toolmend.schema import Message, Ref, Sample, Tool, ToolCall
@@ -31,26 +31,6 @@ PLACEHOLDER = "API_call"
 
 DATA_FILE = "test_data.jsonl"
 IDS_FILE = "test_api_ids.jsonl"
-
-
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-    with handle:
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(
-                    f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=n
-                ) from exc
-            if not isinstance(record, dict):
-                raise DatasetError(f"expected a JSON object, got {type(record).__name__}", path=path, line=n)
-            yield n, record
 
 
 def _need(
@@ -208,7 +188,7 @@ def load_nestools(path: str | Path, *, limit: int | None = None) -> list[Sample]
     data_path = base / DATA_FILE if base.is_dir() else base
     ids_path = data_path.parent / IDS_FILE
     ids: dict[int, list[int]] = {}
-    for n, rec in _lines(ids_path):
+    for n, rec in read_jsonl(ids_path, objects=True):
         tid = _need(rec, "test_id", int, "an integer test_id", ids_path, n)
         api_ids = _need(rec, "api_ids", list, "a list of integer api ids", ids_path, n)
         if not all(isinstance(a, int) and not isinstance(a, bool) for a in api_ids):
@@ -217,7 +197,7 @@ def load_nestools(path: str | Path, *, limit: int | None = None) -> list[Sample]
             )
         ids[tid] = api_ids
     samples: list[Sample] = []
-    for n, rec in _lines(data_path):
+    for n, rec in read_jsonl(data_path, objects=True):
         tid = _need(rec, "test_id", int, "an integer test_id", data_path, n)
         if tid not in ids:
             raise DatasetError(

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from toolmend.benchmarks._io import read_jsonl
 from toolmend.benchmarks.reflection_bench.tags import split_reply
 from toolmend.errors import DatasetError, SpecError
 from toolmend.formats.tools import load_tool
@@ -141,17 +142,4 @@ def parse_record(record: Any, *, path: str | Path | None = None, line: int | Non
 def load_reflection_bench(path: str | Path) -> list[Sample]:
     """Read a Tool-Reflection-Bench JSONL file (Qwen ``<tool_call>`` format) into Samples."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"cannot read: {exc.strerror or exc}", path=p) from exc
-    samples: list[Sample] = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError as exc:
-            raise DatasetError(f"not valid JSON ({exc})", path=p, line=n) from exc
-        samples.append(parse_record(record, path=p, line=n))
-    return samples
+    return [parse_record(record, path=p, line=n) for n, record in read_jsonl(p)]
