@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolmend.compare.values import normalize_bfcl_string, values_equal
+from toolmend.compare.values import canonical_json, normalize_bfcl_string, values_equal
 from toolmend.schema import Ref
 
 
@@ -106,3 +106,10 @@ def test_exact_implies_the_looser_modes(a: object, b: object) -> None:
     if values_equal(a, b):
         assert values_equal(a, b, mode="bfcl")
         assert values_equal(a, b, mode="fuzzy")
+
+
+def test_canonical_json_orders_keys_and_keeps_bools_apart() -> None:
+    assert canonical_json({"b": 1.0, "a": [True, (2.5, None)]}) == '{"a": [true, [2.5, null]], "b": 1}'
+    assert canonical_json({"x": 1}) == canonical_json({"x": 1.0})
+    assert canonical_json([1]) != canonical_json([True])
+    assert canonical_json(float("nan")) == "NaN"  # not integral, kept as a float

@@ -28,7 +28,7 @@ from typing import TypeVar
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from toolmend.benchmarks.reflection_bench.scoring import canonical
+from toolmend.compare.values import canonical_json
 from toolmend.errors import ConfigError
 from toolmend.schema import ToolCall
 
@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 
 def _pairs(call: ToolCall) -> set[tuple[str, str]]:
-    return {(k, canonical(v)) for k, v in call.arguments.items()}
+    return {(k, canonical_json(v)) for k, v in call.arguments.items()}
 
 
 def parameter_jaccard(gold: ToolCall, pred: ToolCall) -> float:
@@ -115,5 +115,5 @@ def calls_match(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> bool:
     """Whether the prediction is entirely correct: the same bag of (name, arguments) calls."""
     if len(pred) != len(gold):
         return False
-    key = lambda c: canonical([c.name, c.arguments])  # noqa: E731
+    key = lambda c: canonical_json([c.name, c.arguments])  # noqa: E731
     return Counter(map(key, pred)) == Counter(map(key, gold))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolmend.compare.align import Alignment, align, greedy_align
 from toolmend.compare.rouge import rouge_l_defined, rouge_l_f, rouge_l_scores
-from toolmend.compare.values import CompareMode, normalize_bfcl_string, values_equal
+from toolmend.compare.values import CompareMode, canonical_json, normalize_bfcl_string, values_equal
 
 if TYPE_CHECKING:
     from toolmend.compare.embed import Embedder
@@ -21,6 +21,7 @@ __all__ = [
     "CompareMode",
     "Embedder",
     "align",
+    "canonical_json",
     "greedy_align",
     "normalize_bfcl_string",
     "rouge_l_defined",

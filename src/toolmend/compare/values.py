@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from rapidfuzz import fuzz
 
-__all__ = ["CompareMode", "normalize_bfcl_string", "values_equal"]
+__all__ = ["CompareMode", "canonical_json", "normalize_bfcl_string", "values_equal"]
 
 CompareMode = Literal["exact", "bfcl", "fuzzy"]
 
@@ -105,3 +106,30 @@ def values_equal(
         return False
     # None, Ref and anything else: plain equality (Ref is a frozen model, equal by target).
     return bool(a == b)
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        return {str(k): _normalise(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalise(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text of a value, for comparing and counting values as hashable keys:
+    sorted keys, integral floats as ints (``1.0`` → ``1``), bools kept apart from numbers,
+    tuples as lists, anything else through ``str``.
+
+    >>> canonical_json({"b": [1.0, True], "a": None})
+    '{"a": null, "b": [1, true]}'
+    >>> canonical_json(1) == canonical_json(1.0), canonical_json(1) == canonical_json(True)
+    (True, False)
+    """
+    return json.dumps(_normalise(value), sort_keys=True, ensure_ascii=False, default=str)

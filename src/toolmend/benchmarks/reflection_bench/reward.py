@@ -35,8 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolmend.benchmarks.reflection_bench.scoring import canonical
 from toolmend.benchmarks.reflection_bench.tags import ReplyParts, split_reply
+from toolmend.compare.values import canonical_json
 from toolmend.errors import ConfigError
 
 __all__ = [
@@ -179,7 +179,7 @@ def _safe_sim(sim: Similarity, a: str, b: str) -> float:
 
 
 def _call_bag(calls: Sequence[dict[str, Any]]) -> Counter[str]:
-    return Counter(canonical([c["name"], c["arguments"]]) for c in calls)
+    return Counter(canonical_json([c["name"], c["arguments"]]) for c in calls)
 
 
 def equal_calls(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> bool:

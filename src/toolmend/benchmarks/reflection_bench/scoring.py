@@ -26,7 +26,6 @@ overlap.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any
 
 from toolmend.benchmarks.base import Mode
 from toolmend.benchmarks.reflection_bench.tags import official_calls, remove_think, without_reflect
+from toolmend.compare.values import canonical_json as canonical
 
 __all__ = ["AttemptScore", "canonical", "repair_at_n", "score_attempt"]
 
@@ -47,25 +47,6 @@ class AttemptScore:
     correct: bool
     partial: float
     errors: tuple[str, ...] = ()
-
-
-def _normalise(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, str | int):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer():
-            return int(value)
-        return value
-    if isinstance(value, dict):
-        return {str(k): _normalise(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_normalise(v) for v in value]
-    return value
-
-
-def canonical(value: Any) -> str:
-    """Canonical JSON text of a value: sorted keys, integral floats as ints, bools kept apart."""
-    return json.dumps(_normalise(value), sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _looks_like_calls(text: str) -> bool:
