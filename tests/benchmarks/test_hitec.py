@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmend.benchmarks.hitec import CallCounts, call_counts, hitec_f1, parse_calls
+from toolmend.benchmarks.hitec import CallCounts, call_counts, hitec_f1, parse_hitec_output
 from toolmend.schema import ToolCall
 
 
@@ -94,7 +94,7 @@ def test_micro_average_over_samples() -> None:
     ],
 )
 def test_parse_calls_accepts_common_shapes(text: str, names: list[str]) -> None:
-    calls = parse_calls(text)
+    calls = parse_hitec_output(text)
     assert calls is not None and [c.name for c in calls] == names
 
 
@@ -110,7 +110,7 @@ def test_parse_calls_accepts_common_shapes(text: str, names: list[str]) -> None:
     ],
 )
 def test_parse_calls_rejects_unreadable(text: str) -> None:
-    assert parse_calls(text) is None
+    assert parse_hitec_output(text) is None
 
 
 _CALLS = st.lists(
@@ -136,4 +136,4 @@ def test_f1s_are_bounded_and_improved_is_order_free(
     assert (shuffled.correct_calls, shuffled.correct_params) == (base.correct_calls, base.correct_params)
     assert hitec_f1([call_counts(gold, gold, "improved")])["f1_name_param"] == 1.0
     text = json.dumps([{"name": c.name, "arguments": c.arguments} for c in pred])
-    assert parse_calls(text) == pred
+    assert parse_hitec_output(text) == pred

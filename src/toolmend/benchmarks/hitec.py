@@ -44,8 +44,8 @@ from pydantic import BaseModel, ConfigDict
 from scipy.optimize import linear_sum_assignment
 
 from toolmend.benchmarks.base import Benchmark, Mode, Prediction, SampleScore
-from toolmend.benchmarks.reflection_bench.scoring import canonical
 from toolmend.benchmarks.toolace_r import calls_match, overlap_score
+from toolmend.compare.values import canonical_json
 from toolmend.formats.tools import to_openai_tool
 from toolmend.schema import Message, Ref, Sample, ToolCall
 
@@ -54,7 +54,7 @@ __all__ = [
     "CallListBenchmark",
     "call_counts",
     "hitec_f1",
-    "parse_calls",
+    "parse_hitec_output",
     "revive_placeholders",
 ]
 
@@ -115,18 +115,21 @@ def _from_python(text: str) -> list[ToolCall] | None:
     return calls
 
 
-def parse_calls(text: Any) -> list[ToolCall] | None:
-    """A model's reply → its list of calls, or ``None`` when it cannot be read (a format error).
+def parse_hitec_output(text: Any) -> list[ToolCall] | None:
+    """A model's reply to a call-list benchmark → its list of calls, or ``None`` when it cannot
+    be read (a format error, as Hammer's scorer counts it). Not :func:`toolmend.parse_calls`,
+    which reports findings: this reader keeps HiTEC's all-or-nothing rule, so scores stay
+    comparable.
 
     Accepts a JSON list of ``{"name", "arguments"}`` objects (also ``parameters`` / ``args``,
     a ``{"tool_calls": [...]}`` wrapper, OpenAI ``function`` entries, a single object, code
     fences, text around the JSON) and API-Bank's ``[Api(key='value')]`` call syntax.
 
-    >>> [c.name for c in parse_calls('```json\\n[{"name": "f", "arguments": {}}]\\n```')]
+    >>> [c.name for c in parse_hitec_output('```json\\n[{"name": "f", "arguments": {}}]\\n```')]
     ['f']
-    >>> parse_calls("[AddAlarm(time='08:00')]")[0].arguments
+    >>> parse_hitec_output("[AddAlarm(time='08:00')]")[0].arguments
     {'time': '08:00'}
-    >>> parse_calls("sorry") is None
+    >>> parse_hitec_output("sorry") is None
     True
     """
     if not isinstance(text, str):
@@ -174,7 +177,7 @@ def _slots(call: ToolCall) -> int:
 def _same(a: Any, b: Any, mode: Mode) -> bool:
     if str(a) == str(b):
         return True
-    return mode == "improved" and canonical(a) == canonical(b)
+    return mode == "improved" and canonical_json(a) == canonical_json(b)
 
 
 def _correct_params(gold: ToolCall, pred: ToolCall, mode: Mode) -> int:
@@ -274,7 +277,7 @@ class CallListBenchmark(Benchmark):
 
     def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
         text = prediction if isinstance(prediction, str) else (prediction[0] if prediction else "")
-        pred = parse_calls(text)
+        pred = parse_hitec_output(text)
         counts = call_counts(pred, sample.target, mode)
         one = hitec_f1([counts])
         values: dict[str, float | None] = {
