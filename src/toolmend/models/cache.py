@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolmend._shared import cache_dir
 from toolmend.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,9 +52,9 @@ CREATE INDEX IF NOT EXISTS responses_model ON responses(model);
 
 
 def default_cache_dir() -> Path:
-    """``$TOOLMEND_CACHE_DIR`` when set, else ``~/.cache/toolmend``."""
-    env = os.environ.get("TOOLMEND_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "toolmend"
+    """``$TOOLMEND_CACHE_DIR`` when set, else ``~/.cache/toolmend`` (toolmend's one cache
+    folder, :func:`toolmend._shared.cache_dir`)."""
+    return cache_dir()
 
 
 def cache_key(identity: dict[str, Any], request: dict[str, Any]) -> str:
