@@ -7,6 +7,7 @@ from html import escape
 
 from toolmend.reports.plots import bar_chart
 from toolmend.reports.tables import Report
+from toolmend.reports.tables import format_number as _num
 
 __all__ = ["render_html"]
 
@@ -23,10 +24,6 @@ pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:.6rem;white-space:pre-wr
 font-size:.82rem;max-height:22rem;overflow:auto}
 .facts{color:#555;font-size:.9rem}.warn{background:#fff4e5;border-left:4px solid #e07b39;padding:.5rem .8rem}
 """
-
-
-def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4g}"
 
 
 def _table(head: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
@@ -54,32 +51,11 @@ def render_html(report: Report, *, plots: bool = True) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>toolmend report: {escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>toolmend report: {escape(title)}</h1>",
-        _table(
-            ["run", "benchmark", "model", "mode", "samples", "scored", "infra errors", "status"],
-            [
-                [
-                    v.name,
-                    v.benchmark,
-                    v.model,
-                    v.mode,
-                    str(len(v.records)),
-                    str(len(v.scored)),
-                    str(len(v.failed)),
-                    "complete" if v.completed else "unfinished",
-                ]
-                for v in views
-            ],
-            numeric_from=4,
-        ),
+        _table(*report.runs_table(), numeric_from=4),
         "<h2>Metrics</h2>",
     ]
     if report.metrics:
-        parts.append(
-            _table(
-                ["metric", *report.labels],
-                [[m, *(_num(report.value(v, m)) for v in views)] for m in report.metrics],
-            )
-        )
+        parts.append(_table(*report.metrics_table()))
     else:
         parts.append("<p>No metrics yet (the run has not finished).</p>")
     if plots:
@@ -95,16 +71,7 @@ def render_html(report: Report, *, plots: bool = True) -> str:
                 parts.append(_img(bar_chart(names, series, title=f"metrics ({scale})", xmax=xmax), "metrics"))
     for b in report.breakdowns:
         parts.append(f"<h2>By {escape(b.key.replace('_', ' '))}</h2>")
-        head = ["group"]
-        for label in report.labels:
-            head += [f"n ({label})", f"{b.score} ({label})"] if len(views) > 1 else ["n", f"mean {b.score}"]
-        rows = []
-        for g in b.groups:
-            row = [g]
-            for i in range(len(views)):
-                row += [str(b.n[g][i]), _num(b.mean[g][i])]
-            rows.append(row)
-        parts.append(_table(head, rows))
+        parts.append(_table(*report.breakdown_table(b)))
         if plots:
             # Error types are counted (how often each failure happens); other keys show the mean score.
             if b.key == "error_type":
@@ -116,7 +83,7 @@ def render_html(report: Report, *, plots: bool = True) -> str:
                 series = {label: [b.mean[g][i] for g in b.groups] for i, label in enumerate(report.labels)}
                 chart = bar_chart(b.groups, series, title=f"mean {b.score} by {b.key}", xmax=1.0)
             parts.append(_img(chart, f"by {b.key}"))
-    failed = [(v, r) for v in views for r in v.failed]
+    failed = report.failed
     if failed:
         parts.append("<h2>Infrastructure errors</h2>")
         parts.append(
@@ -125,8 +92,7 @@ def render_html(report: Report, *, plots: bool = True) -> str:
         )
         parts.append(
             _table(
-                ["run", "id", "error"],
-                [[v.label, r.id, r.error.message[:200] if r.error else ""] for v, r in failed[:50]],
+                *report.failed_table(),
                 numeric_from=99,
             )
         )

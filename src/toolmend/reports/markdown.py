@@ -5,16 +5,13 @@ from __future__ import annotations
 import re
 
 from toolmend.reports.tables import Report
+from toolmend.reports.tables import format_number as _num
 
 __all__ = ["render_markdown"]
 
 
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4g}"
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -35,43 +32,16 @@ def render_markdown(report: Report) -> str:
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
     lines = [f"# toolmend report: {title}", ""]
-    lines += _table(
-        ["run", "benchmark", "model", "mode", "samples", "scored", "infra errors", "status"],
-        [
-            [
-                v.name,
-                v.benchmark,
-                v.model,
-                v.mode,
-                str(len(v.records)),
-                str(len(v.scored)),
-                str(len(v.failed)),
-                "complete" if v.completed else "unfinished",
-            ]
-            for v in views
-        ],
-    )
+    lines += _table(*report.runs_table())
     lines += ["## Metrics", ""]
     if report.metrics:
-        lines += _table(
-            ["metric", *report.labels],
-            [[m, *(_num(report.value(v, m)) for v in views)] for m in report.metrics],
-        )
+        lines += _table(*report.metrics_table())
     else:
         lines += ["No metrics yet (the run has not finished).", ""]
     for b in report.breakdowns:
         lines += [f"## By {b.key.replace('_', ' ')}", ""]
-        head = ["group"]
-        for label in report.labels:
-            head += [f"n ({label})", f"{b.score} ({label})"] if len(views) > 1 else ["n", f"mean {b.score}"]
-        rows = []
-        for g in b.groups:
-            row = [g]
-            for i in range(len(views)):
-                row += [str(b.n[g][i]), _num(b.mean[g][i])]
-            rows.append(row)
-        lines += _table(head, rows)
-    failed = [(v, r) for v in views for r in v.failed]
+        lines += _table(*report.breakdown_table(b))
+    failed = report.failed
     if failed:
         lines += ["## Infrastructure errors", ""]
         lines += [
@@ -79,10 +49,7 @@ def render_markdown(report: Report) -> str:
             f"rerun with `toolmend bench … --resume RUN_DIR --retry-errors`.",
             "",
         ]
-        lines += _table(
-            ["run", "id", "error"],
-            [[v.label, r.id, r.error.message[:200] if r.error else ""] for v, r in failed[:50]],
-        )
+        lines += _table(*report.failed_table())
     if report.worst:
         lines += ["## Worst-scored samples", ""]
         for w in report.worst:

@@ -10,8 +10,12 @@ import math
 from dataclasses import dataclass, field
 
 from toolmend.reports.data import RunView
+from toolmend.runs import SampleRecord
 
-__all__ = ["Breakdown", "Report", "WorstSample", "build_report"]
+__all__ = ["Breakdown", "Report", "WorstSample", "build_report", "format_number"]
+
+Table = tuple[list[str], list[list[str]]]
+"""A table as (header, rows) of cell texts."""
 
 _OUTPUT_CHARS = 2000
 
@@ -60,6 +64,63 @@ class Report:
     def value(self, view: RunView, metric: str) -> float | None:
         v = view.metrics.get(metric)
         return None if v is None or math.isnan(v) else v
+
+    def runs_table(self) -> Table:
+        """One row per run: what it ran and how far it got."""
+        head = ["run", "benchmark", "model", "mode", "samples", "scored", "infra errors", "status"]
+        rows = [
+            [
+                v.name,
+                v.benchmark,
+                v.model,
+                v.mode,
+                str(len(v.records)),
+                str(len(v.scored)),
+                str(len(v.failed)),
+                "complete" if v.completed else "unfinished",
+            ]
+            for v in self.views
+        ]
+        return head, rows
+
+    def metrics_table(self) -> Table:
+        """One row per metric, one column per run."""
+        rows = [[m, *(format_number(self.value(v, m)) for v in self.views)] for m in self.metrics]
+        return ["metric", *self.labels], rows
+
+    def breakdown_table(self, b: Breakdown) -> Table:
+        """One row per group: its sample count and mean score in each run."""
+        head = ["group"]
+        for label in self.labels:
+            head += (
+                [f"n ({label})", f"{b.score} ({label})"] if len(self.views) > 1 else ["n", f"mean {b.score}"]
+            )
+        rows = []
+        for g in b.groups:
+            row = [g]
+            for i in range(len(self.views)):
+                row += [str(b.n[g][i]), format_number(b.mean[g][i])]
+            rows.append(row)
+        return head, rows
+
+    @property
+    def failed(self) -> list[tuple[RunView, SampleRecord]]:
+        """Samples that failed with an infrastructure error, with their run."""
+        return [(v, r) for v in self.views for r in v.failed]
+
+    def failed_table(self, limit: int = 50) -> Table:
+        """The first ``limit`` infrastructure errors (run, sample id, message clipped to 200 chars)."""
+        rows = [[v.label, r.id, r.error.message[:200] if r.error else ""] for v, r in self.failed[:limit]]
+        return ["run", "id", "error"], rows
+
+
+def format_number(value: float | None) -> str:
+    """A metric value as a report shows it: 4 significant digits, an en dash when missing.
+
+    >>> format_number(0.123456), format_number(None)
+    ('0.1235', '–')
+    """
+    return "–" if value is None else f"{value:.4g}"
 
 
 def _clip(text: str) -> str:
