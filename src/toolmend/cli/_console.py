@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 
-__all__ = ["console", "fail", "plain_output"]
+__all__ = ["console", "fail", "key_values", "plain_output"]
 
 
 def plain_output() -> bool:
@@ -29,3 +30,18 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code`` (2: bad usage or unreadable input)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
+    """Repeated ``KEY=VALUE`` options → a dict; a value that reads as JSON is taken as JSON
+    (``n=3`` → ``3``), anything else stays text. A pair without ``=`` fails naming ``flag``."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"{flag} expects KEY=VALUE, got {pair!r}")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw
+    return options

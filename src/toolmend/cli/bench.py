@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from toolmend.bench import BenchResult, run_bench
-from toolmend.cli._console import console, fail
+from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
 
 __all__ = ["register"]
-
-
-def _pairs(pairs: list[str], flag: str) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            fail(f"{flag} expects KEY=VALUE, got {pair!r}")
-        try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key] = raw
-    return options
 
 
 def _categories(values: list[str] | None) -> list[str] | None:
@@ -148,8 +135,8 @@ def bench_command(
             categories=_categories(categories),
             temperature=temperature,
             max_retries=max_retries,
-            load_options=_pairs(option or [], "--option"),
-            model_options=_pairs(model_option or [], "--model-option"),
+            load_options=key_values(option or [], "--option"),
+            model_options=key_values(model_option or [], "--model-option"),
             report=not no_report,
         )
     except ToolmendError as exc:

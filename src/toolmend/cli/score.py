@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -13,23 +13,10 @@ from toolmend._shared import shared_dir
 from toolmend.benchmarks import BENCHMARKS, Mode, load_builtin_benchmarks
 from toolmend.benchmarks.predictions import read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
-from toolmend.cli._console import console, fail
+from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
 
 __all__ = ["register"]
-
-
-def _parse_options(pairs: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            fail(f"--option expects KEY=VALUE, got {pair!r}")
-        try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key] = raw
-    return options
 
 
 def _print_report(report: ScoreReport) -> None:
@@ -98,7 +85,7 @@ def score_command(
     try:
         bench = BENCHMARKS.get(benchmark)()
         path = data if data is not None else shared_dir() / bench.default_data
-        samples = bench.load(path, **_parse_options(option or []))
+        samples = bench.load(path, **key_values(option or [], "--option"))
         preds = read_predictions(predictions)
         report = score_predictions(
             bench, samples, preds, mode=mode_of(mode), missing_as_empty=missing_as_empty
