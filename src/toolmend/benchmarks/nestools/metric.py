@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import json
 import warnings
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from toolmend.benchmarks.nestools.data import PLACEHOLDER
@@ -319,6 +319,21 @@ def prepare_gold(gold: list[dict[str, Any]]) -> GoldPrep:
     return GoldPrep(gold)
 
 
+def _start(
+    gold: list[dict[str, Any]], output: str, prepared: GoldPrep | None, format_ok: Callable[[Any], bool]
+) -> tuple[GoldPrep, Counts, list[dict[str, Any]] | None]:
+    """The gold-only counts and the parsed prediction; ``None`` (and the tree rate of an empty
+    answer already set) when the output fails ``format_ok``."""
+    prep = prepared if prepared is not None else GoldPrep(gold)
+    counts = dict(prep.base)
+    ok, data = parse_output(output)
+    if not ok or not format_ok(data):
+        counts["tree"] = _tree(counts)
+        return prep, counts, None
+    counts["format"] = 1.0
+    return prep, counts, list(data)
+
+
 def count_compat(
     gold: list[dict[str, Any]], task: str, output: str, *, prepared: GoldPrep | None = None
 ) -> Counts:
@@ -331,14 +346,9 @@ def count_compat(
     predicted call's ``responses`` **dict**, at the gold position, and that producer was already
     matched to the gold producer. ``prepared`` (from :func:`prepare_gold`) skips the gold pass.
     """
-    prep = prepared if prepared is not None else GoldPrep(gold)
-    counts = dict(prep.base)
-    ok, data = parse_output(output)
-    if not ok or not official_format_ok(data):
-        counts["tree"] = _tree(counts)
+    prep, counts, pred = _start(gold, output, prepared, official_format_ok)
+    if pred is None:
         return counts
-    pred: list[dict[str, Any]] = list(data)
-    counts["format"] = 1.0
     pred_ids = [_key(p["api_id"]) for p in pred]
     _order(prep, pred_ids, counts)
 
@@ -441,14 +451,9 @@ def count_improved(
 ) -> Counts:
     """Counts with the official definitions but without the order dependence and format
     accidents of the official alignment (see the benchmark's docstring for the list)."""
-    prep = prepared if prepared is not None else GoldPrep(gold)
-    counts = dict(prep.base)
-    ok, data = parse_output(output)
-    if not ok or not _improved_format_ok(data):
-        counts["tree"] = _tree(counts)
+    prep, counts, pred = _start(gold, output, prepared, _improved_format_ok)
+    if pred is None:
         return counts
-    pred: list[dict[str, Any]] = list(data)
-    counts["format"] = 1.0
     ids = [_improved_id(p, name_to_id) for p in pred]
     _order(prep, [i if i is not None else object() for i in ids], counts)
     pred_resps = [_responses(p, accept_list=True) for p in pred]
