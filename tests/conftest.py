@@ -5,6 +5,7 @@ server and a private cache folder."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,16 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from toolmend._shared import shared_dir
+
+# Under CI the property tests replay a fixed set of examples, so a run's verdict does not depend
+# on which random inputs it drew; locally they keep exploring (and keep what they find in
+# .hypothesis/).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 SHARED = shared_dir()
 DATA = SHARED / "data"

@@ -117,3 +117,13 @@ def test_pathological_inputs() -> None:
     ]:
         for fmt in FORMATS:
             _sane(parse_calls(text, fmt))  # type: ignore[arg-type]
+
+
+def test_tool_calls_of_a_cut_off_openai_message_are_flagged() -> None:
+    # Found by the truncation property: a message missing only its final brace parsed clean.
+    calls = [ToolCall(name="a", arguments={"k": 1}), ToolCall(name="b", arguments={"x": {"": None}})]
+    text = write_calls(calls, "openai")[:-1]
+    result = parse_calls(text, "auto")
+    assert [c.name for c in result.calls] == ["a", "b"]
+    assert not result.ok
+    assert "cut off" in " ".join(f.message for f in result.findings if f.code == "invalid_format")

@@ -23,6 +23,7 @@ an ``invalid_format`` finding although the call is returned.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -232,13 +233,19 @@ def scan_json_values(
                     s for s in spans[k + 1 :] if s.closed and (got := load(s)) is not None and accept(got[0])
                 ]
                 if taken:
-                    # Complete values inside a cut-off list are kept (and the cut flagged); an
-                    # opener followed by prose before the value is a stray bracket.
-                    if not src[span.start + 1 : taken[0].start].strip(" \t\r\n,"):
+                    # Complete values inside a cut-off list are kept (and the cut flagged); so are
+                    # values under a key of a cut-off object ({"tool_calls": [...] with no final
+                    # brace). An opener followed by prose before the value is a stray bracket.
+                    between = src[span.start + 1 : taken[0].start]
+                    if not between.strip(" \t\r\n,"):
                         scan.broken.append(
                             (chunk, "the output is cut off (unclosed list); complete calls kept")
                         )
                         in_cut_list = True
+                    elif _KEY_BEFORE_VALUE.search(between):
+                        scan.broken.append(
+                            (chunk, "the output is cut off (unclosed object); complete calls kept")
+                        )
                     continue
                 scan.broken.append((chunk, "the output is cut off inside a call (unclosed bracket)"))
             prose.append(src[pos : span.start])
@@ -277,6 +284,9 @@ def parse_json_calls(text: str) -> ParseResult:
         result.flag("redundant_information", "prose around the call(s)", text=scan.prose)
     return result
 
+
+# The text of an unclosed object just before a complete value: `... "tool_calls": ` .
+_KEY_BEFORE_VALUE = re.compile(r'"\s*:\s*$')
 
 _HOW = {
     "python": "used Python literal syntax",
