@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
-from contextlib import closing
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -132,7 +132,8 @@ class Embedder:
         else:
             location = self._location or self.model_id
         try:
-            self._model = SentenceTransformer(location, device=self.device, local_files_only=True)
+            with _quiet_loading():
+                self._model = SentenceTransformer(location, device=self.device, local_files_only=True)
         except OSError as exc:
             raise ConfigError(
                 f"cannot load embedding model {self.model_id!r} offline: give a local model folder, "
@@ -210,3 +211,21 @@ class Embedder:
         index = {t: i for i, t in enumerate(texts)}
         vectors = self.encode(texts)
         return [float(np.clip(np.dot(vectors[index[a]], vectors[index[b]]), -1.0, 1.0)) for a, b in pairs]
+
+
+@contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """Hide transformers' weight-loading progress bar (it would interleave with toolmend's own
+    progress output), restoring the user's setting afterwards."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
