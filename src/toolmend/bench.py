@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore, load_builtin_benchmarks
+from toolmend.benchmarks.templates import template_options
 from toolmend.errors import ConfigError
 from toolmend.formats.calls import parse_calls, write_calls
 from toolmend.models import Completion, GenerateConfig, Model, ScriptedModel, get_model
@@ -201,12 +202,19 @@ def _load_benchmark(name: str) -> None:
 
 
 def _resolve(
-    benchmark: str, model: str | Model | None, data: str | Path | None, seed: int, cache_root: Path
+    benchmark: str,
+    model: str | Model | None,
+    data: str | Path | None,
+    seed: int,
+    cache_root: Path,
+    prompt_template: str | None = None,
 ) -> tuple[Benchmark, str, str | Model, Path, dict[str, Any]]:
     """(benchmark object, benchmark name as asked, model, data path, suite load options)."""
     suite = SUITES.get(benchmark) if benchmark in SUITES else None
     _load_benchmark(suite.benchmark if suite else benchmark)
-    bench = BENCHMARKS.get(suite.benchmark if suite else benchmark)()
+    bench_name = suite.benchmark if suite else benchmark
+    options = template_options(bench_name, prompt_template) if prompt_template else {}
+    bench = BENCHMARKS.get(bench_name)(**options)
     if model is None:
         if suite is None or suite.default_model is None:
             raise ConfigError(f"--model is required for {benchmark}")
@@ -257,6 +265,7 @@ async def arun_bench(
     model_options: dict[str, Any] | None = None,
     progress: bool | Progress | None = None,
     report: bool = True,
+    prompt_template: str | Path | None = None,
 ) -> BenchResult:
     """The async form of :func:`run_bench` (same arguments)."""
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -287,9 +296,10 @@ async def arun_bench(
             "categories": list(categories) if categories else None,
             "temperature": temperature,
             "load_options": dict(load_options or {}),
+            "prompt_template": str(prompt_template) if prompt_template is not None else None,
         }
     bench, name, model, path, suite_options = _resolve(
-        benchmark, model, settings["data"], int(settings["seed"]), cache_root
+        benchmark, model, settings["data"], int(settings["seed"]), cache_root, settings.get("prompt_template")
     )
     settings["load_options"] = {**suite_options, **(settings.get("load_options") or {})}
     samples_list = _load_samples(bench, path, settings)
@@ -513,7 +523,8 @@ def run_bench(benchmark: str, model: str | Model | None = None, **options: Any) 
     ``cache_dir``, ``resume`` (a run directory: its manifest's settings are reused),
     ``retry_errors``, ``runs_dir``, ``samples`` (generations per sample), ``categories`` (BFCL),
     ``temperature``, ``max_retries``, ``load_options``, ``model_options`` (backend keywords, e.g.
-    ``{"delay": 0.1}`` for ``scripted``), ``progress``, ``report``.
+    ``{"delay": 0.1}`` for ``scripted``), ``progress``, ``report``, ``prompt_template`` (a file; see
+    :mod:`toolmend.benchmarks.templates`).
 
     >>> result = run_bench("bfcl", "scripted", categories=["simple_python"], limit=3,
     ...                    runs_dir=tempfile.mkdtemp(), progress=False)  # doctest: +SKIP

@@ -106,6 +106,12 @@ def bench_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as a JSON object.")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md / report.html.")] = False,
+    prompt_template: Annotated[
+        Path | None,
+        typer.Option(
+            "--prompt-template", help="Your own prompt (see toolmend.benchmarks.templates for each format)."
+        ),
+    ] = None,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
     if mode not in ("compat", "improved"):
@@ -138,6 +144,7 @@ def bench_command(
             load_options=key_values(option or [], "--option"),
             model_options=key_values(model_option or [], "--model-option"),
             report=not no_report,
+            prompt_template=prompt_template,
         )
     except ToolmendError as exc:
         fail(str(exc))
