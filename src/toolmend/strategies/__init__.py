@@ -1,1 +1,0 @@
-"""toolmend.strategies"""
