@@ -3,7 +3,7 @@ sends one.
 
 Only failures that may pass are retried — 408/409/429, 5xx, timeouts and dropped connections,
 i.e. a :class:`~toolmend.ModelError` with ``retryable=True``. Semantic retries (re-asking a model
-whose tool call was invalid) are a different layer, in :mod:`toolmend.strategies`.
+whose tool call was invalid) belong to the recovery strategies layer, not here.
 
 >>> policy = RetryPolicy(max_retries=3, initial_wait=0.5, max_wait=8)
 >>> policy.max_retries
