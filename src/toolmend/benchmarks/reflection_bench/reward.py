@@ -11,7 +11,9 @@ weighted similarity of the linearised texts (eq. 25).
 The paper gives the equations but no numbers; the defaults of :class:`RewardConfig` are the
 values of the authors' released reward (weights 0.1 / 0.7 / 0.2, β_extra 0.8, γ_count 0.6,
 λ_m 0.8, r_reduce 0.3, w_b 0.15, ε 1e-6). That code also returns 0 outright when the gold
-has calls and the reply's calls differ; ``strict_call_gate=True`` reproduces this.
+has calls and the reply's calls differ (``strict_call_gate``) and settles details the paper
+leaves open in its own way (``match_released``); :meth:`RewardConfig.released` turns both on
+and reproduces its numbers (checked on the shared sample, see ``docs/benchmarks/reflection.md``).
 
 The reward is total: any input gives a float in [0, 1], nothing raises.
 
@@ -88,6 +90,21 @@ class RewardConfig(BaseModel):
     """Rescale (p_reflect, p_calls, p_final) to sum to 1, as the released code does."""
     strict_call_gate: bool = False
     """Return 0 when the gold has calls and the reply's differ (released code; not in the paper)."""
+    match_released: bool = False
+    """Follow the released code where the paper is silent: calls read by
+    :func:`~toolmend.benchmarks.reflection_bench.tags.released_calls`; call equality on JSON
+    text (``1`` ≠ ``1.0``); the call score graded by greedy matching (half name, half share of
+    gold arguments equal or similar above 0.8, ×(1 − 0.1 per unmatched extra call)); 1e-8
+    added to the similarity and averaging denominators; ASCII-escaped calls in the backoff text."""
+
+    @classmethod
+    def released(cls, **overrides: Any) -> RewardConfig:
+        """The configuration that reproduces the authors' released reward for Qwen replies.
+
+        >>> RewardConfig.released().strict_call_gate
+        True
+        """
+        return cls(**{"strict_call_gate": True, "match_released": True, **overrides})
 
 
 class RewardBreakdown(BaseModel):
@@ -115,6 +132,9 @@ class RewardBreakdown(BaseModel):
 _WS = re.compile(r"\s+")
 
 
+_RELEASED_EPS = 1e-8
+
+
 def lexical_similarity(a: str, b: str) -> float:
     """Cheap text similarity in [0, 1]: 0.6·unigram Jaccard + 0.3·bigram Jaccard + 0.1·length ratio.
 
@@ -140,12 +160,13 @@ def _signature(text: str) -> _Signature:
     return clean, _unigrams(tokens), _bigrams(tokens)
 
 
-def _sig_similarity(a: _Signature, b: _Signature) -> float:
+def _sig_similarity(a: _Signature, b: _Signature, eps: float = 0.0) -> float:
     if a[0] == b[0]:
         return 1.0
-    j1 = _jaccard(a[1], b[1])
-    j2 = _jaccard(a[2], b[2])
-    len_ratio = min(len(a[0]), len(b[0])) / max(len(a[0]), len(b[0]), 1)
+    j1 = _jaccard(a[1], b[1], eps)
+    j2 = _jaccard(a[2], b[2], eps)
+    longest = max(len(a[0]), len(b[0]))
+    len_ratio = min(len(a[0]), len(b[0])) / (longest + eps if eps else max(longest, 1))
     return _clip(0.6 * j1 + 0.3 * j2 + 0.1 * len_ratio)
 
 
@@ -160,8 +181,10 @@ def _bigrams(tokens: list[str]) -> frozenset[Any]:
     return frozenset(zip(tokens, tokens[1:], strict=False))
 
 
-def _jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
+def _jaccard(a: frozenset[Any], b: frozenset[Any], eps: float = 0.0) -> float:
     union = len(a | b)
+    if eps:
+        return len(a & b) / (union + eps)
     return len(a & b) / union if union else 0.0
 
 
@@ -178,7 +201,13 @@ def _safe_sim(sim: Similarity, a: str, b: str) -> float:
         return 0.0
 
 
-def _call_bag(calls: Sequence[dict[str, Any]]) -> Counter[str]:
+def _call_bag(calls: Sequence[dict[str, Any]], released: bool = False) -> Counter[str]:
+    if released:
+        # The released code compares plain sorted-key JSON text, so 1 and 1.0 differ there.
+        return Counter(
+            json.dumps([c["name"], c["arguments"]], ensure_ascii=False, sort_keys=True, default=str)
+            for c in calls
+        )
     return Counter(canonical_json([c["name"], c["arguments"]]) for c in calls)
 
 
@@ -187,8 +216,9 @@ def equal_calls(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> boo
     return len(a) == len(b) and _call_bag(a) == _call_bag(b)
 
 
-def _linearise(parts: ReplyParts) -> str:
-    return " ".join([parts.reflect, json.dumps(parts.calls, ensure_ascii=False, default=str), parts.final])
+def _linearise(parts: ReplyParts, released: bool = False) -> str:
+    calls = json.dumps(parts.calls, ensure_ascii=released, default=str)
+    return " ".join([parts.reflect, calls, parts.final])
 
 
 @dataclass(frozen=True)
@@ -204,13 +234,13 @@ class _Gold:
 
 
 @lru_cache(maxsize=8192)
-def _gold(ground_truth: str) -> _Gold:
+def _gold(ground_truth: str, released: bool = False) -> _Gold:
     # GRPO scores G completions per prompt against the same gold: prepare it once.
-    parts = split_reply(ground_truth)
-    linear = _linearise(parts)
+    parts = split_reply(ground_truth, released=released)
+    linear = _linearise(parts, released)
     return _Gold(
         parts=parts,
-        bag=_call_bag(parts.calls),
+        bag=_call_bag(parts.calls, released),
         reflect=_signature(parts.reflect) if parts.reflect else None,
         final=_signature(parts.final) if parts.final else None,
         linear=linear,
@@ -221,12 +251,66 @@ def _gold(ground_truth: str) -> _Gold:
 _EMPTY_GOLD = _gold("")
 
 
-def _sim(sim: Similarity | None, text: str, gold_text: str, gold_sig: _Signature | None) -> float:
+def _sim(
+    sim: Similarity | None, text: str, gold_text: str, gold_sig: _Signature | None, eps: float = 0.0
+) -> float:
     if sim is not None:
         return _safe_sim(sim, text, gold_text)
     if not text or gold_sig is None:
         return 0.0
-    return _sig_similarity(_signature(text), gold_sig)
+    return _sig_similarity(_signature(text), gold_sig, eps)
+
+
+def _released_lexical(a: str, b: str) -> float:
+    if not a or not b:
+        return 0.0
+    return _sig_similarity(_signature(a), _signature(b), _RELEASED_EPS)
+
+
+def _released_call_score(
+    comp: Sequence[dict[str, Any]], gold: Sequence[dict[str, Any]], sim: Similarity | None
+) -> float:
+    # The released code's graded call score: each gold call, in order, takes the unused reply
+    # call scoring highest (the first one on ties) as 0.5·same name + 0.5·share of the gold
+    # arguments present and equal, or similar above 0.8 as text; each unmatched reply call
+    # costs 0.1.
+    if not gold:
+        return 1.0 if not comp else max(0.0, 1.0 - 0.2 * len(comp))
+
+    def text(v: Any) -> str:
+        return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+    def single(c: dict[str, Any], g: dict[str, Any]) -> float:
+        name = c["name"].lower()
+        same = bool(name) and name == g["name"].lower()
+        g_args, c_args = g["arguments"], c["arguments"]
+        if not g_args:
+            return 0.5 * same + 0.5
+        matched = 0
+        for k, v in g_args.items():
+            if k in c_args:
+                if c_args[k] == v:
+                    matched += 1
+                else:
+                    a, b = text(v), text(c_args[k])
+                    s = _safe_sim(sim, a, b) if sim is not None else _released_lexical(a, b)
+                    matched += s > 0.8
+        return 0.5 * same + 0.5 * (matched / (len(g_args) + _RELEASED_EPS))
+
+    used = [False] * len(comp)
+    scores: list[float] = []
+    for g in gold:
+        best, best_j = 0.0, -1
+        for j, c in enumerate(comp):
+            if not used[j]:
+                s = single(c, g)
+                if s > best:
+                    best, best_j = s, j
+        if best_j >= 0:
+            used[best_j] = True
+        scores.append(best)
+    average = sum(scores) / (len(scores) + _RELEASED_EPS)
+    return _clip(average * max(0.0, 1.0 - 0.1 * used.count(False)))
 
 
 def reward_breakdown(
@@ -243,21 +327,24 @@ def _compute(
     completion: Any, ground_truth: Any, config: RewardConfig | None, sim: Similarity | None
 ) -> dict[str, Any]:
     cfg = config or _DEFAULT
-    c = split_reply(completion)
-    gold = _gold(ground_truth) if isinstance(ground_truth, str) else _EMPTY_GOLD
+    rel = cfg.match_released
+    eps = _RELEASED_EPS if rel else 0.0
+    c = split_reply(completion, released=rel)
+    gold = _gold(ground_truth, rel) if isinstance(ground_truth, str) else _EMPTY_GOLD
     g = gold.parts
     n, m = len(g.calls), len(c.calls)
-    calls_equal = n == m and (n == 0 or _call_bag(c.calls) == gold.bag)
+    calls_equal = n == m and (n == 0 or _call_bag(c.calls, rel) == gold.bag)
 
     if cfg.strict_call_gate and n > 0 and not calls_equal:
         return RewardBreakdown(format_factor=0.0).model_dump()
 
     i_r, i_c, i_f = bool(g.reflect), n > 0, bool(g.final)
-    s_reflect = _sim(sim, c.reflect, g.reflect, gold.reflect) if i_r else 0.0
-    s_calls = 1.0 if calls_equal else 0.0
-    s_final = _sim(sim, c.final, g.final, gold.final) if i_f else 0.0
+    s_reflect = _sim(sim, c.reflect, g.reflect, gold.reflect, eps) if i_r else 0.0
+    # Eq. 12's indicator, or the released code's graded score (about 1 when the calls match).
+    s_calls = _released_call_score(c.calls, g.calls, sim) if rel else float(calls_equal)
+    s_final = _sim(sim, c.final, g.final, gold.final, eps) if i_f else 0.0
     w_act = cfg.w_reflect * i_r + cfg.w_calls * i_c + cfg.w_final * i_f
-    if w_act > 0:
+    if w_act > eps:
         weighted = cfg.w_reflect * i_r * s_reflect + cfg.w_calls * i_c * s_calls
         weighted += cfg.w_final * i_f * s_final
         structure = weighted / w_act
@@ -281,8 +368,8 @@ def _compute(
     core = structure * format_factor
     backoff = core < cfg.epsilon
     if backoff:
-        linear = _linearise(c)
-        reward = _clip(cfg.backoff_weight * _sim(sim, linear, gold.linear, gold.linear_sig))
+        linear = _linearise(c, rel)
+        reward = _clip(cfg.backoff_weight * _sim(sim, linear, gold.linear, gold.linear_sig, eps))
     else:
         reward = _clip(core)
     return dict(

@@ -7,7 +7,8 @@ Two extractors live here, on purpose kept apart:
   that compat scores match the published numbers, quirks included;
 - :func:`split_reply` is the tolerant splitter behind the reward: it never raises, ignores
   garbled blocks, and accepts the paper's ``<call>[...]</call>`` as well as the data's
-  ``<tool_call>{...}</tool_call>``.
+  ``<tool_call>{...}</tool_call>``; ``split_reply(text, released=True)`` reads calls the way the
+  authors' released reward does instead (see :func:`released_calls`).
 
 >>> parts = split_reply('<reflect>wrong id</reflect><tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>')
 >>> parts.reflect, parts.calls
@@ -21,7 +22,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ReplyParts", "official_calls", "remove_think", "split_reply", "without_reflect"]
+__all__ = [
+    "ReplyParts",
+    "official_calls",
+    "released_calls",
+    "remove_think",
+    "split_reply",
+    "without_reflect",
+]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _BLANK_LINES = re.compile(r"\n\s*\n")
@@ -38,6 +46,8 @@ _REFLECT = re.compile(r"<reflect>(.*?)</reflect>", re.DOTALL | re.IGNORECASE)
 _REFLECT_BLOCK = re.compile(r"<reflect>.*?</reflect>", re.DOTALL | re.IGNORECASE)
 _FINAL = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
 _CALL_BLOCK = re.compile(r"<(tool_call|call)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
 def remove_think(text: str) -> str:
@@ -99,11 +109,74 @@ def _as_call(obj: Any) -> dict[str, Any] | None:
     return None
 
 
-def split_reply(text: Any) -> ReplyParts:
+def _first_object(body: str) -> Any:
+    # The released reward's reading of a block: the whole body as JSON, else the first
+    # brace-balanced {...} (braces inside strings ignored), forgiving one trailing comma.
+    # Only that first object is tried: if it fails, the block yields nothing.
+    body = body.strip()
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        pass
+    start = body.find("{")
+    while start != -1:
+        depth, in_str, escaped = 0, False, False
+        for j in range(start, len(body)):
+            ch = body[j]
+            if in_str:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    segment = body[start : j + 1]
+                    for candidate in (segment, _TRAILING_COMMA.sub(r"\1", segment)):
+                        try:
+                            return json.loads(candidate)
+                        except (ValueError, RecursionError):
+                            continue
+                    return None
+        # Unbalanced from here: the next "{" gets its own try.
+        start = body.find("{", start + 1)
+    return None
+
+
+def released_calls(text: str) -> list[dict[str, Any]]:
+    """Tool calls as the authors' released reward reads them (Qwen format).
+
+    Only ``<tool_call>`` blocks count (any case; not ``<call>``, not JSON lists); each gives the
+    first JSON object found in it (see above), kept when ``name`` is a string and ``arguments``
+    an object. Unlike :func:`split_reply`'s default, a block such as
+    ``<tool_call>call: {"name": "f", "arguments": {}}</tool_call>`` counts, and one holding
+    ``{"name": "f", "parameters": {}}`` does not.
+
+    >>> released_calls('<tool_call>{"name": " f ", "arguments": {"a": 1},}</tool_call>')
+    [{'name': 'f', 'arguments': {'a': 1}}]
+    """
+    calls: list[dict[str, Any]] = []
+    for body in _TOOL_CALL_BLOCK.findall(text):
+        obj = _first_object(body)
+        if isinstance(obj, dict):
+            name, args = obj.get("name"), obj.get("arguments")
+            if isinstance(name, str) and isinstance(args, dict):
+                calls.append({"name": name.strip(), "arguments": args})
+    return calls
+
+
+def split_reply(text: Any, *, released: bool = False) -> ReplyParts:
     """Split any value into reflect / calls / final; never raises.
 
     Only closed tags count (an unclosed block is as good as absent); a block whose JSON does
     not parse into ``{"name": str, "arguments": object}`` (or a list of them) is dropped.
+    ``released=True`` reads the calls with :func:`released_calls` instead.
     """
     if not isinstance(text, str) or not text:
         return ReplyParts()
@@ -115,6 +188,9 @@ def split_reply(text: Any) -> ReplyParts:
     m = _FINAL.search(cleaned)
     if m:
         parts.final = m.group(1).strip()
+    if released:
+        parts.calls = released_calls(cleaned)
+        return parts
     for _tag, body in _CALL_BLOCK.findall(cleaned):
         try:
             obj = json.loads(body)
