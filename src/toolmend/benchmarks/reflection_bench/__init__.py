@@ -24,7 +24,7 @@ from toolmend.benchmarks.reflection_bench.reward import (
     reward_fn,
 )
 from toolmend.benchmarks.reflection_bench.scoring import AttemptScore, canonical, repair_at_n, score_attempt
-from toolmend.benchmarks.reflection_bench.tags import ReplyParts, official_calls, split_reply
+from toolmend.benchmarks.reflection_bench.tags import ReplyParts, official_calls, released_calls, split_reply
 
 __all__ = [
     "AttemptScore",
@@ -41,6 +41,7 @@ __all__ = [
     "official_calls",
     "parse_record",
     "reflection_reward",
+    "released_calls",
     "repair_at_n",
     "reward_breakdown",
     "reward_fn",
