@@ -74,3 +74,21 @@ def test_never_raises(text: str) -> None:
     assert isinstance(a.name, str) and isinstance(a.thought, str)
     if not a.parsed:
         assert (a.error, a.thought, a.name, a.args) == ("", "", "", "")
+
+
+def test_two_fenced_objects_are_unreadable() -> None:
+    # Everything after the first fence is kept (the second fence too), so the cut spans both
+    # objects and fails; reading only the first block would score a reply the reference rejects.
+    text = '```json\n{"name": "A.b", "args": {}}\n```\nor\n```json\n{"name": "C.d", "args": {}}\n```'
+    assert not parse_action(text).parsed
+
+
+def test_without_the_object_cut_prose_makes_a_reply_unreadable() -> None:
+    reply = '{"name": "A.b", "args": {"x": 1}}'
+    assert not parse_action(f"Trying again: {reply}", find_object=False).parsed
+    assert not parse_action(f"{reply} -- retrying", find_object=False).parsed
+    # A fence and surrounding whitespace are still fine; text after the closing fence is not.
+    assert parse_action(f"```json\n{reply}\n```", find_object=False).args == {"x": 1}
+    assert parse_action(f"  {reply}\n", find_object=False).name == "A.b"
+    assert not parse_action(f"```json\n{reply}\n```\nthanks", find_object=False).parsed
+    assert parse_action(f"```json\n{reply}\n```\nthanks").name == "A.b"

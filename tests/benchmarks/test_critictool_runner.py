@@ -87,3 +87,16 @@ async def test_internal_samples_get_one_generation() -> None:
     model = ScriptedModel('{"error": "", "name": "A", "args": {}}')
     assert await CriticToolBenchmark().run(sample, model) == '{"error": "", "name": "A", "args": {}}'
     assert len(model.seen) == 1 and "tool_select_error" in model.seen[0][0].content
+
+
+async def test_a_repeat_wrapped_in_prose_ends_the_episode(external: list[Sample]) -> None:
+    # The loop reads replies without cutting out the object, so prose around a repeat of the
+    # failed call is "something else" and ends the episode; the scorer, which does cut, still
+    # sees the repeat: Retry 1, and Break 0 because no reply differs from the failed call.
+    bench = CriticToolBenchmark(similarity=lambda a, b: 1.0)
+    sample = next(s for s in external if s.metadata["external_mode"] == "skip")
+    model = ScriptedModel(f"Let me try once more: {_failed(sample)}")
+    outputs = await bench.run(sample, model)
+    assert len(outputs) == 1 and len(model.seen) == 1
+    v = bench.score(sample, outputs).values
+    assert (v["skip_retry"], v["skip_break"], v["skip_tool"]) == (1.0, 0.0, 0.0)

@@ -375,3 +375,31 @@ def test_hand_built_samples_score_from_their_target() -> None:
     )
     bench = CriticToolBenchmark(similarity=FakeSim(default=0.0))
     assert set(bench.score(external, bench.gold(external)).values.values()) == {1.0}
+
+
+def test_cot_internal_empty_thought_scores_zero_without_asking_the_similarity(
+    samples: dict[str, Sample],
+) -> None:
+    # A similarity that rates everything 0.9 would give "" vs the gold thought 0.9; an empty or
+    # missing thought must score 0 whatever the similarity says.
+    sample = samples["base-internal-intc_key_01"]
+    sim = FakeSim(default=0.9)
+    for reply in (
+        _reply("Finance.quote", {"symbol": "MSFT"}, "parameters_key_error", ""),
+        _reply("Finance.quote", {"symbol": "MSFT"}, "parameters_key_error"),
+        "no reply at all",
+    ):
+        assert score_sample(sample, reply, similarity=sim).values["thought"] == 0.0
+    assert all(a != "" for a, _ in sim.calls)
+
+
+def test_empty_predicted_name_never_matches_the_gold_tool() -> None:
+    # Hand-built sample whose gold call has an empty name: an unnamed reply is not a match.
+    sample = Sample(
+        id="x",
+        messages=[],
+        tools=[],
+        metadata={"part": "internal", "error_type": "tool_select_error", "gold": [{"name": "", "args": {}}]},
+    )
+    v = score_sample(sample, '{"error": "tool_select_error", "args": {}}', similarity=FakeSim()).values
+    assert v["tool"] == 0.0 and v["args"] == 0.0

@@ -50,10 +50,13 @@ class ParsedAction(BaseModel):
             return False
 
 
-def _cut_object(text: str) -> str | None:
+def _cut_object(text: str, find_object: bool) -> str | None:
     if _FENCE in text:
-        # Only the text after the first fence (up to a second one) is considered.
-        text = text.split(_FENCE)[1].strip().strip("`")
+        # Everything after the first fence is kept, later fences included: a reply holding two
+        # fenced objects spans both and fails to read, as in the official procedure.
+        text = text[text.find(_FENCE) + len(_FENCE) :].strip("`").strip()
+    if not find_object:
+        return text
     start, end = text.find("{"), text.rfind("}")
     if start == -1 or end < start:
         return None
@@ -75,19 +78,25 @@ def _load(text: str) -> Any:
     return None
 
 
-def parse_action(text: Any) -> ParsedAction:
+def parse_action(text: Any, *, find_object: bool = True) -> ParsedAction:
     """Read one model reply into a :class:`ParsedAction`; never raises.
 
-    Steps (as the official ``format_load``): keep what follows a ```` ```json ```` fence; cut from
-    the first ``{`` to the last ``}``; try ``ast.literal_eval``, ``json.loads``, then ``json.loads``
-    with ``'`` replaced by ``"``; take ``error``, ``thought``, ``name`` and ``args`` from the object.
+    Steps (as the official ``format_load``): keep all that follows the first ```` ```json ````
+    fence; cut from the first ``{`` to the last ``}``; try ``ast.literal_eval``, ``json.loads``,
+    then ``json.loads`` with ``'`` replaced by ``"``; take ``error``, ``thought``, ``name`` and
+    ``args`` from the object.
+
+    ``find_object=False`` skips the ``{``…``}`` cut, so prose around the object makes the reply
+    unreadable: the official retry loop reads replies that way (only its scorer cuts).
 
     >>> parse_action("{'error': 'tool_select_error', 'name': 'A.b', 'args': {}}").error
     'tool_select_error'
+    >>> parse_action('Again: {"name": "A.b", "args": {}}', find_object=False).parsed
+    False
     """
     if not isinstance(text, str):
         return ParsedAction()
-    cut = _cut_object(text)
+    cut = _cut_object(text, find_object)
     data = _load(cut) if cut is not None else None
     if not isinstance(data, dict):
         return ParsedAction()

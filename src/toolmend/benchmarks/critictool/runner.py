@@ -39,7 +39,8 @@ async def run_external(
 
     While the model repeats the failed call exactly (same name, ``==`` args), the reply is appended
     and the tool's error response is given again; the first reply that does anything else (or does
-    not parse) ends the episode. Returns every raw reply, in order.
+    not parse as a whole, fence aside: prose around the object ends the episode, as officially)
+    ends it. Returns every raw reply, in order.
 
     >>> import asyncio
     >>> async def stubborn(msgs): return '{"name": "Weather.now", "args": {"city": "Oslo"}}'
@@ -53,7 +54,9 @@ async def run_external(
     for _ in range(retry_limit + 1):
         out = await generate(list(msgs))
         outputs.append(out)
-        if not parse_action(out).same_call(name, args):
+        # The official loop reads the reply without cutting out the {...} object, so a repeat
+        # wrapped in prose ends the episode (the scorer, which cuts, still counts it as a retry).
+        if not parse_action(out, find_object=False).same_call(name, args):
             break
         error_response = msgs[-1]
         msgs += [Message(role="assistant", content=out), error_response.model_copy()]

@@ -227,13 +227,15 @@ def _internal(
         if cot:
             values["thought"] = None
         return values, [p]
-    tool = p.name == gold.get("name")
+    tool = bool(p.name) and p.name == gold.get("name")
     values["detect"] = float(bool(p.error))
     values["category"] = float(p.error in CATEGORIES and p.error == etype)
     values["tool"] = float(tool)
     values["args"] = arg_score(sample.tools, p, gold.get("args"), sim, strict=strict) if tool else 0.0
     if cot:
-        values["thought"] = sim(p.thought, gold.get("thought", ""))
+        # An empty (or missing) thought scores 0 without asking the similarity: an embedding of
+        # "" is not orthogonal to everything, and the official scorer skips it too.
+        values["thought"] = sim(p.thought, gold.get("thought", "")) if p.thought else 0.0
     return values, [p]
 
 
