@@ -118,9 +118,11 @@ class NesTools(Benchmark):
     ``compat`` reproduces the official ``evaluation/`` code, counts and quirks included:
     greedy alignment in prediction order keyed on ``api_id`` by ``==`` (a string id never
     matches), ROUGE-L (``rouge==1.0.1`` semantics) with date normalisation for strings, nested
-    credit only through a ``responses`` *dict* whose producer was already matched, an empty
-    string anywhere in a list value zeroing the whole value, and the parse-from-first-``[``-
-    to-last-``]`` procedure. One deviation: where the official code crashes (an unhashable
+    credit only through a ``responses`` *dict* whose producer was already matched, a whole
+    value scored 0 wherever the official value scorer fails inside it (an empty string, a
+    non-string dict key, a text long enough for the ``rouge`` package's recursive LCS rebuild
+    to pass Python's recursion limit), and the parse-from-first-``[``-to-last-``]``
+    procedure. Checked against the official code on 91,000 answers (docs/benchmarks/nestools.md). One deviation: where the official code crashes (an unhashable
     ``api_id`` in a multi-call answer) the call simply matches nothing.
 
     ``improved`` keeps every definition and denominator but removes order and format
