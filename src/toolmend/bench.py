@@ -39,7 +39,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolmend._shared import shared_dir
-from toolmend.benchmarks import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore, load_builtin_benchmarks
+from toolmend.benchmarks import (
+    BENCHMARKS,
+    Benchmark,
+    Mode,
+    Prediction,
+    SampleScore,
+    as_mode,
+    load_builtin_benchmarks,
+)
 from toolmend.benchmarks.templates import template_options
 from toolmend.errors import ConfigError
 from toolmend.formats.calls import parse_calls, write_calls
@@ -280,8 +288,7 @@ async def arun_bench(
     else:
         if samples < 1:
             raise ConfigError(f"--samples must be at least 1, got {samples}")
-        if mode not in ("compat", "improved"):
-            raise ConfigError(f"mode must be compat or improved, got {mode!r}")
+        mode = as_mode(mode)
         if tool_mode not in ("prompt", "native"):
             raise ConfigError(f"tool mode must be prompt or native, got {tool_mode!r}")
         if temperature is None and samples > 1:
@@ -303,7 +310,7 @@ async def arun_bench(
     )
     settings["load_options"] = {**suite_options, **(settings.get("load_options") or {})}
     samples_list = _load_samples(bench, path, settings)
-    mode_: Mode = "improved" if settings["mode"] == "improved" else "compat"
+    mode_ = as_mode(settings["mode"])
     native = settings["tool_mode"] == "native"
     if native and bench.name == "nestools":
         # Native function calling sends sample.tools; NesTools offers gold tools plus distractors.

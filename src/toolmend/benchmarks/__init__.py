@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore, as_mode
 from toolmend.benchmarks.predictions import Predictions, read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
 
@@ -22,6 +22,7 @@ __all__ = [
     "Predictions",
     "SampleScore",
     "ScoreReport",
+    "as_mode",
     "load_builtin_benchmarks",
     "read_predictions",
     "score_predictions",

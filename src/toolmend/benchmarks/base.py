@@ -16,14 +16,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolmend.errors import ConfigError
 from toolmend.registry import Registry
 from toolmend.schema import Message, Sample
 
-__all__ = ["BENCHMARKS", "Benchmark", "Mode", "Prediction", "SampleScore"]
+__all__ = ["BENCHMARKS", "Benchmark", "Mode", "Prediction", "SampleScore", "as_mode"]
 
 Mode = Literal["compat", "improved"]
 """``compat`` reproduces the official scorer's numbers exactly, quirks included; ``improved``
 fixes the documented flaws (each benchmark's docstring says what it changes)."""
+
+
+def as_mode(value: str) -> Mode:
+    """``value`` as a :data:`Mode`; a :class:`~toolmend.ConfigError` for anything else."""
+    if value == "compat":
+        return "compat"
+    if value == "improved":
+        return "improved"
+    raise ConfigError(f"--mode must be compat or improved, got {value!r}")
+
 
 Prediction = str | list[str]
 """A model's raw output for a sample; a list for multi-generation samples (CriticTool external

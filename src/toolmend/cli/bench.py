@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from toolmend.bench import BenchResult, run_bench
+from toolmend.benchmarks import as_mode
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
 
@@ -114,8 +115,6 @@ def bench_command(
     ] = None,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
-    if mode not in ("compat", "improved"):
-        fail(f"--mode must be compat or improved, got {mode!r}")
     if tool_mode not in ("prompt", "native"):
         fail(f"--tool-mode must be prompt or native, got {tool_mode!r}")
     if retry_errors and resume is None:
@@ -128,7 +127,7 @@ def bench_command(
             limit=limit,
             max_connections=max_connections,
             seed=seed,
-            mode="improved" if mode == "improved" else "compat",
+            mode=as_mode(mode),
             base_url=base_url,
             api_key_env=api_key_env,
             tool_mode="native" if tool_mode == "native" else "prompt",

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from toolmend._shared import shared_dir
-from toolmend.benchmarks import BENCHMARKS, Mode, load_builtin_benchmarks
+from toolmend.benchmarks import BENCHMARKS, as_mode, load_builtin_benchmarks
 from toolmend.benchmarks.predictions import read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
 from toolmend.cli._console import console, fail, key_values
@@ -79,17 +79,14 @@ def score_command(
     ] = None,
 ) -> None:
     """Score saved model outputs (one JSON line per sample) against BENCHMARK."""
-    if mode not in ("compat", "improved"):
-        fail(f"--mode must be compat or improved, got {mode!r}")
     load_builtin_benchmarks()
     try:
+        mode_ = as_mode(mode)
         bench = BENCHMARKS.get(benchmark)()
         path = data if data is not None else shared_dir() / bench.default_data
         samples = bench.load(path, **key_values(option or [], "--option"))
         preds = read_predictions(predictions)
-        report = score_predictions(
-            bench, samples, preds, mode=mode_of(mode), missing_as_empty=missing_as_empty
-        )
+        report = score_predictions(bench, samples, preds, mode=mode_, missing_as_empty=missing_as_empty)
     except ToolmendError as exc:
         fail(str(exc))
     if as_json:
@@ -99,10 +96,6 @@ def score_command(
         _print_report(report)
     if report.scored == 0:
         raise typer.Exit(1)
-
-
-def mode_of(value: str) -> Mode:
-    return "improved" if value == "improved" else "compat"
 
 
 def register(app: typer.Typer) -> None:
