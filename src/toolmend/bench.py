@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import importlib
-import importlib.util
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -198,17 +196,6 @@ def _load_samples(bench: Benchmark, data: Path, settings: dict[str, Any]) -> lis
     return samples[:limit] if limit is not None else samples
 
 
-def _load_benchmark(name: str) -> None:
-    """Register ``name``: import its own module when there is one (importing every built-in
-    benchmark pulls in scipy and more that one benchmark may not need), else all built-ins."""
-    module = f"toolmend.benchmarks.{name.replace('-', '_')}"
-    plain = module.count(".") == 2 and module.isascii()
-    if name not in BENCHMARKS and plain and importlib.util.find_spec(module) is not None:
-        importlib.import_module(module)
-    if name not in BENCHMARKS:
-        load_builtin_benchmarks()
-
-
 def _resolve(
     benchmark: str,
     model: str | Model | None,
@@ -219,7 +206,7 @@ def _resolve(
 ) -> tuple[Benchmark, str, str | Model, Path, dict[str, Any]]:
     """(benchmark object, benchmark name as asked, model, data path, suite load options)."""
     suite = SUITES.get(benchmark) if benchmark in SUITES else None
-    _load_benchmark(suite.benchmark if suite else benchmark)
+    load_builtin_benchmarks(suite.benchmark if suite else benchmark)
     bench_name = suite.benchmark if suite else benchmark
     options = template_options(bench_name, prompt_template) if prompt_template else {}
     bench = BENCHMARKS.get(bench_name)(**options)

@@ -28,18 +28,22 @@ __all__ = [
     "score_predictions",
 ]
 
-_BUILTIN = (
-    "nestools",
-    "bfcl",
-    "critictool",
-    "reflection_bench",
-    "sealtools",
-    "apibank",
-    "toolalpaca",
-)
+# Registered name -> the module that registers it.
+_BUILTIN = {
+    "nestools": "nestools",
+    "bfcl": "bfcl",
+    "critictool": "critictool",
+    "reflection-bench": "reflection_bench",
+    "seal-tools": "sealtools",
+    "api-bank": "apibank",
+    "toolalpaca": "toolalpaca",
+}
 
 
-def load_builtin_benchmarks() -> None:
-    """Import the built-in benchmark modules so that they register themselves (cheap after the first call)."""
-    for name in _BUILTIN:
-        importlib.import_module(f"toolmend.benchmarks.{name}")
+def load_builtin_benchmarks(name: str | None = None) -> None:
+    """Import the built-in benchmark modules so that they register themselves; with ``name``, only
+    the module that defines it (importing every one pulls in scipy and more that one benchmark may
+    not need). Cheap after the first call."""
+    modules = [_BUILTIN[name]] if name in _BUILTIN else _BUILTIN.values()
+    for module in modules:
+        importlib.import_module(f"toolmend.benchmarks.{module}")

@@ -79,7 +79,7 @@ def score_command(
     ] = None,
 ) -> None:
     """Score saved model outputs (one JSON line per sample) against BENCHMARK."""
-    load_builtin_benchmarks()
+    load_builtin_benchmarks(benchmark)
     try:
         mode_ = as_mode(mode)
         bench = BENCHMARKS.get(benchmark)()
