@@ -48,7 +48,7 @@ from toolmend.env.registry import ToolRegistry
 from toolmend.env.response import ToolFailed, ToolFailure, ToolResponse
 from toolmend.env.simulator import synthesize
 from toolmend.env.validate import BLOCKING_CODES, CheckFn, findings_body, schema_findings
-from toolmend.errors import ConfigError
+from toolmend.errors import ConfigError, PathError
 from toolmend.schema import Finding, Ref, Tool, ToolCall
 
 log = logging.getLogger(__name__)
@@ -349,17 +349,21 @@ class Environment:
 
 
 def extract_path(data: Any, path: str) -> Any:
-    """The value at a dotted path; integer segments index lists.
+    """The value at a dotted path; integer segments index lists. A path that does not exist is a
+    :class:`~toolmend.errors.PathError` (a ``KeyError``).
 
     >>> extract_path({"flights": [{"id": "F1"}]}, "flights.0.id")
     'F1'
     """
     value = data
     for part in path.split("."):
-        if isinstance(value, list):
-            value = value[int(part)]
-        elif isinstance(value, dict):
-            value = value[part]
-        else:
-            raise KeyError(part)
+        try:
+            if isinstance(value, list):
+                value = value[int(part)]
+            elif isinstance(value, dict):
+                value = value[part]
+            else:
+                raise PathError(part)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise PathError(part) from exc
     return value

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from toolmend.errors import ParseError
 from toolmend.formats.tools import load_tools
 from toolmend.schema import Tool
 
@@ -137,7 +138,7 @@ def _as_str(value: Any) -> str:
 def _tool_span(system_prompt: str) -> str:
     start, end = system_prompt.find("["), system_prompt.find(_TOOLS_END)
     if start == -1 or end == -1 or end < start:
-        raise ValueError("no tool list between the first '[' and '\\nTo use a tool'")
+        raise ParseError("no tool list between the first '[' and '\\nTo use a tool'")
     return system_prompt[start:end]
 
 
@@ -148,16 +149,16 @@ def _read_span(span: str) -> list[Any]:
         try:
             tools = ast.literal_eval(span)
         except Exception as exc:
-            raise ValueError(f"the tool list is neither JSON nor a Python literal ({exc})") from None
+            raise ParseError(f"the tool list is neither JSON nor a Python literal ({exc})") from None
     if not isinstance(tools, list):
-        raise ValueError(f"the tool list must be a list, got {type(tools).__name__}")
+        raise ParseError(f"the tool list must be a list, got {type(tools).__name__}")
     return tools
 
 
 def parse_tool_list(system_prompt: str) -> list[Any]:
     """The raw tool specs embedded in a CriticTool system prompt.
 
-    Raises ``ValueError`` when the span is missing or is neither JSON nor a Python literal list.
+    Raises :class:`~toolmend.errors.ParseError` (a ``ValueError``) when the span is missing or is neither JSON nor a Python literal list.
 
     >>> parse_tool_list('You can call:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')
     [{'name': 'A.b'}]
@@ -177,7 +178,7 @@ def prompt_tools(system_prompt: str) -> list[Tool]:
 
     Each distinct tool list is converted once per process (memoised on its exact text); the list
     is new on every call, the :class:`~toolmend.Tool` objects in it are shared — treat them as
-    read-only. Raises ``ValueError`` for an unreadable span and
+    read-only. Raises :class:`~toolmend.errors.ParseError` for an unreadable span and
     :class:`~toolmend.DatasetError` for an invalid tool spec.
 
     >>> [t.name for t in prompt_tools('Tools:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')]
