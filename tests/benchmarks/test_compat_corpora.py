@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from toolmend.benchmarks.bfcl import BFCLBenchmark
+from toolmend.benchmarks.critictool import load_critictool_file, score_sample
 from toolmend.benchmarks.nestools import COUNT_KEYS, NesTools
 
 CORPORA = Path(__file__).resolve().parent.parent / "data" / "compat"
@@ -99,3 +102,55 @@ def test_nestools_reproduces_the_official_counts_and_tables(data_dir: Path) -> N
         assert ours == table["values"], f"{table['group']} depths {table['depths']}"
     assert len(rows) > 3500 and len(recorded["tables"]) == 16
     assert sum(r["counts"][keys.index("tree")] for r in rows) > 1000  # passes and failures both recorded
+
+
+def pseudo_cosine(a: object, b: object) -> float:
+    """The similarity both sides were given when the CriticTool corpus was recorded (the official
+    all-mpnet-base-v2 cannot be loaded here): 1 for equal ``str()``, else a hash spread over
+    [-0.2, 1); the official code and toolmend's scorer both clamp it at 0."""
+    x, y = str(a), str(b)
+    if x == y:
+        return 1.0
+    return zlib.crc32((x + "\0" + y).encode("utf-8")) % 1000 / 1000 * 1.2 - 0.2
+
+
+# official per-sample metric -> toolmend's value key (external keys get the mode as prefix)
+CRITICTOOL_INTERNAL = {
+    "critic": "detect",
+    "reflect": "category",
+    "name": "tool",
+    "args": "args",
+    "goal": "thought",
+    "parse_rate": "parse_rate",
+}
+CRITICTOOL_EXTERNAL = {k: k for k in ("retry", "break", "thought", "args", "parse_rate")} | {"name": "tool"}
+
+
+def test_critictool_reproduces_the_official_evaluators(tmp_path: Path) -> None:
+    with lzma.open(CORPORA / "critictool" / "corpus.json.xz", "rt", encoding="utf-8") as f:
+        corpus = json.load(f)
+    samples = {}
+    for rel, records in corpus["files"].items():
+        path = tmp_path / rel  # the loader reads part, CoT and variant from the official path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(records), encoding="utf-8")
+        samples |= {(rel, s.id): s for s in load_critictool_file(path)}
+    mismatches = []
+    for row in corpus["rows"]:
+        sample = samples[row["file"], row["sample"]]
+        meta = sample.metadata
+        values = score_sample(sample, row["prediction"], mode="compat", similarity=pseudo_cosine).values
+        ours = {}
+        for metric in row["official"]:
+            if meta["part"] == "external":
+                ours[metric] = values.get(f"{meta['external_mode']}_{CRITICTOOL_EXTERNAL[metric]}", "absent")
+            else:
+                value = values.get(CRITICTOOL_INTERNAL[metric], "absent")
+                # the official code writes 0 where a metric does not apply to an error-free sample
+                ours[metric] = 0 if value is None and not meta["error_type"] else value
+        if ours != row["official"]:
+            mismatches.append(
+                f"{row['sample']} {row['kind']} {row['prediction']!r:.120}: official {row['official']}, ours {ours}"
+            )
+    assert not mismatches, report(mismatches, len(corpus["rows"]))
+    assert len(corpus["rows"]) > 8000 and len(corpus["files"]) == 10
