@@ -21,6 +21,7 @@ from typing import Any
 from toolmend.benchmarks.bfcl import BFCLBenchmark
 from toolmend.benchmarks.critictool import load_critictool_file, score_sample
 from toolmend.benchmarks.nestools import COUNT_KEYS, NesTools
+from toolmend.benchmarks.reflection_bench import ReflectionBench, score_attempt
 
 CORPORA = Path(__file__).resolve().parent.parent / "data" / "compat"
 
@@ -154,3 +155,29 @@ def test_critictool_reproduces_the_official_evaluators(tmp_path: Path) -> None:
             )
     assert not mismatches, report(mismatches, len(corpus["rows"]))
     assert len(corpus["rows"]) > 8000 and len(corpus["files"]) == 10
+
+
+def test_reflection_bench_reproduces_the_official_harness(data_dir: Path) -> None:
+    bench = ReflectionBench()
+    samples = {s.id: s for s in bench.load(data_dir / "tool-reflection-bench" / "test_qwen_sample.jsonl")}
+    rows = list(read_corpus("reflection_bench"))
+    mismatches = []
+    for row in rows:
+        result = score_attempt(row["reply"], samples[row["id"]].metadata["ground_truth"], "compat")
+        if (result.partial, result.correct) != (row["score"], row["correct"]):
+            ours = (result.partial, result.correct)
+            mismatches.append(
+                f"{row['id']} {row['kind']} {row['reply']!r:.120}: official {row['score'], row['correct']}, ours {ours}"
+            )
+    assert not mismatches, report(mismatches, len(rows))
+
+    # the harness's summary: Pass@N (a record passes when any attempt is correct) and the score
+    # averaged over every attempt, here over each record's recorded replies
+    attempts: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        attempts.setdefault(row["id"], []).append(row)
+    agg = bench.aggregate([bench.score(samples[i], [r["reply"] for r in rs]) for i, rs in attempts.items()])
+    assert agg["repair@n"] == sum(any(r["correct"] for r in rs) for rs in attempts.values()) / len(attempts)
+    assert agg["partial"] == sum(r["score"] for r in rows) / len(rows)
+    assert len(attempts) == 110 and len(rows) > 3000
+    assert Counter(r["correct"] for r in rows)[True] > 300
