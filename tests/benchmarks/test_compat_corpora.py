@@ -21,7 +21,12 @@ from typing import Any
 from toolmend.benchmarks.bfcl import BFCLBenchmark
 from toolmend.benchmarks.critictool import load_critictool_file, score_sample
 from toolmend.benchmarks.nestools import COUNT_KEYS, NesTools
-from toolmend.benchmarks.reflection_bench import ReflectionBench, score_attempt
+from toolmend.benchmarks.reflection_bench import (
+    ReflectionBench,
+    RewardConfig,
+    reflection_reward,
+    score_attempt,
+)
 
 CORPORA = Path(__file__).resolve().parent.parent / "data" / "compat"
 
@@ -161,13 +166,18 @@ def test_reflection_bench_reproduces_the_official_harness(data_dir: Path) -> Non
     bench = ReflectionBench()
     samples = {s.id: s for s in bench.load(data_dir / "tool-reflection-bench" / "test_qwen_sample.jsonl")}
     rows = list(read_corpus("reflection_bench"))
+    released, no_gate = RewardConfig.released(), RewardConfig(match_released=True)
     mismatches = []
     for row in rows:
-        result = score_attempt(row["reply"], samples[row["id"]].metadata["ground_truth"], "compat")
-        if (result.partial, result.correct) != (row["score"], row["correct"]):
-            ours = (result.partial, result.correct)
+        gold = samples[row["id"]].metadata["ground_truth"]
+        result = score_attempt(row["reply"], gold, "compat")
+        # the released reward (orm.py), and the same code with its "calls differ -> 0" gate off
+        ours = (result.partial, result.correct, reflection_reward(row["reply"], gold, released))
+        ours += (reflection_reward(row["reply"], gold, no_gate),)
+        official = (row["score"], row["correct"], row["reward"], row["reward_nogate"])
+        if ours != official:
             mismatches.append(
-                f"{row['id']} {row['kind']} {row['reply']!r:.120}: official {row['score'], row['correct']}, ours {ours}"
+                f"{row['id']} {row['kind']} {row['reply']!r:.120}: official {official}, ours {ours}"
             )
     assert not mismatches, report(mismatches, len(rows))
 
