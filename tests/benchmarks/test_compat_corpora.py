@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import math
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmend.benchmarks.bfcl import BFCLBenchmark
-from toolmend.benchmarks.critictool import load_critictool_file, score_sample
+from toolmend.benchmarks.critictool import aggregate_scores, load_critictool_file, score_sample
 from toolmend.benchmarks.nestools import COUNT_KEYS, NesTools
 from toolmend.benchmarks.reflection_bench import (
     ReflectionBench,
@@ -141,11 +142,13 @@ def test_critictool_reproduces_the_official_evaluators(tmp_path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(records), encoding="utf-8")
         samples |= {(rel, s.id): s for s in load_critictool_file(path)}
-    mismatches = []
+    mismatches, scores = [], []
     for row in corpus["rows"]:
         sample = samples[row["file"], row["sample"]]
         meta = sample.metadata
-        values = score_sample(sample, row["prediction"], mode="compat", similarity=pseudo_cosine).values
+        score = score_sample(sample, row["prediction"], mode="compat", similarity=pseudo_cosine)
+        scores.append(score)
+        values = score.values
         ours = {}
         for metric in row["official"]:
             if meta["part"] == "external":
@@ -159,6 +162,18 @@ def test_critictool_reproduces_the_official_evaluators(tmp_path: Path) -> None:
                 f"{row['sample']} {row['kind']} {row['prediction']!r:.120}: official {row['official']}, ours {ours}"
             )
     assert not mismatches, report(mismatches, len(corpus["rows"]))
+
+    # the official file-level means (each record of a file and mode scored once: with its gold, its
+    # second recorded reply or its last) against aggregate_scores, which gives percent
+    for agg in corpus["aggregates"]:
+        means = aggregate_scores([scores[i] for i in agg["rows"]])
+        for metric, official in agg["means"].items():
+            key = (
+                f"{agg['mode']}_{CRITICTOOL_EXTERNAL[metric]}" if agg["mode"] else CRITICTOOL_INTERNAL[metric]
+            )
+            where = f"{agg['file']} {agg['mode']} {agg['slot']} {metric}"
+            assert math.isclose(means[key] / 100, official, rel_tol=1e-12, abs_tol=1e-12), where
+    assert len(corpus["aggregates"]) == 45
     assert len(corpus["rows"]) > 8000 and len(corpus["files"]) == 10
 
 
