@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from toolmend.benchmarks.bfcl import BFCLBenchmark
 from toolmend.benchmarks.critictool import aggregate_scores, load_critictool_file, score_sample
 from toolmend.benchmarks.nestools import COUNT_KEYS, NesTools
@@ -28,6 +30,7 @@ from toolmend.benchmarks.reflection_bench import (
     reflection_reward,
     score_attempt,
 )
+from toolmend.schema import Sample
 
 CORPORA = Path(__file__).resolve().parent.parent / "data" / "compat"
 
@@ -43,13 +46,20 @@ def report(mismatches: list[str], total: int) -> str:
     return f"{len(mismatches)} of {total} recorded verdicts not reproduced; first ones:\n{shown}"
 
 
-def test_bfcl_reproduces_the_official_checker(data_dir: Path) -> None:
+@pytest.fixture(scope="module")
+def bfcl_samples(data_dir: Path) -> dict[str, Sample]:
+    return {s.id: s for s in BFCLBenchmark().load(data_dir / "bfcl")}
+
+
+# corpus.jsonl.gz: prompting-mode replies (Python call lists) through BFCL's prompting decoder;
+# corpus_fc.jsonl.gz: FC-mode replies as BFCL stores them, through its OpenAI FC handler's decoder
+@pytest.mark.parametrize("corpus", ["corpus.jsonl.gz", "corpus_fc.jsonl.gz"])
+def test_bfcl_reproduces_the_official_checker(bfcl_samples: dict[str, Sample], corpus: str) -> None:
     bench = BFCLBenchmark()
-    samples = {s.id: s for s in bench.load(data_dir / "bfcl")}
-    rows = list(read_corpus("bfcl"))
+    rows = list(read_corpus("bfcl", corpus))
     mismatches = []
     for row in rows:
-        score = bench.score(samples[row["id"]], row["reply"], "compat")
+        score = bench.score(bfcl_samples[row["id"]], row["reply"], "compat")
         ours = (score.values["accuracy"] == 1.0, score.details["error_type"])
         if ours != (row["valid"], row["error_type"]):
             mismatches.append(
@@ -66,6 +76,21 @@ def test_bfcl_reproduces_the_official_checker(data_dir: Path) -> None:
     }
     labels = Counter(r["error_type"] for r in rows)
     assert labels[""] > 1000 and len(labels) >= 15
+
+
+def test_bfcl_fc_entry_with_extra_keys_is_read_as_bfcl_reads_it(bfcl_samples: dict[str, Sample]) -> None:
+    """BFCL's FC decoder takes an entry's first key as the call and ignores the rest; compat used
+    to reject such an entry (94 differences in the FC corpus before the fix)."""
+    bench = BFCLBenchmark()
+    sample = bfcl_samples["simple_python_0"]
+    reply = json.dumps([{"calculate_triangle_area": '{"base": 10, "height": 5}', "note": "{}"}])
+    assert bench.score(sample, reply, "compat").values["accuracy"] == 1.0
+    assert bench.score(sample, reply, "improved").details["error_type"] == "ast_decoder:decoder_failed"
+    # an irrelevance sample: the entry is a call, so the abstention fails
+    irrelevant = bench.score(
+        bfcl_samples["irrelevance_43"], json.dumps([{"f": "{}", "other": "{}"}]), "compat"
+    )
+    assert irrelevant.details["error_type"] == "irrelevance_error:decoder_success"
 
 
 # the official eval.py's columns, in its order, as toolmend's aggregate keys
