@@ -15,6 +15,7 @@ from toolmend.benchmarks.predictions import read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
+from toolmend.runs.scale import format_metric, format_pct, reports_percent, to_pct
 
 __all__ = ["register"]
 
@@ -24,8 +25,9 @@ def _print_report(report: ScoreReport) -> None:
     table = Table(title=f"{report.benchmark} ({report.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
+    percent = reports_percent(report.benchmark, report.metrics)
     for name, value in report.metrics.items():
-        table.add_row(name, f"{value:.2f}" if isinstance(value, float) else str(value))
+        table.add_row(name, format_metric(name, value, percent=percent))
     out.print(table)
     out.print(f"scored {report.scored} of {report.total} samples")
     _print_worst(report)
@@ -56,7 +58,7 @@ def _print_worst(report: ScoreReport, limit: int = 10) -> None:
     out.print(f"{len(ranked)} samples below a full score; the lowest:")
     for mean, s in ranked[:limit]:
         reason = s.details.get("error_type") or s.details.get("error") or s.details.get("outcome") or ""
-        out.print(f"  {s.id}  {mean:.2f}  {reason}".rstrip(), markup=False)
+        out.print(f"  {s.id}  {format_pct(to_pct(mean))}  {reason}".rstrip(), markup=False)
 
 
 def score_command(
