@@ -310,7 +310,11 @@ async def arun_bench(
     if run is None:
         settings["model"] = llm.name if not isinstance(model, str) else model
         manifest = Manifest(
-            benchmark=name, model=llm.name, config={"bench": settings}, dataset=DatasetInfo.of(path)
+            benchmark=name,
+            model=llm.name,
+            config={"bench": settings},
+            dataset=DatasetInfo.of(path),
+            n_planned=len(samples_list),
         )
         run = RunDir.create(runs_dir, manifest)
     else:
@@ -484,7 +488,10 @@ def _make_solve(
                 epoch, turn = turn, turn + 1
             out = await model.generate(messages, tools=tools, config=config, epoch=epoch, sample_id=sample.id)
             record.add_completion(out)
-            return _reply_text(out, native_format, sample)
+            reply = _reply_text(out, native_format, sample)
+            # Native calls are kept as the benchmark read them, so a report never shows an empty reply.
+            record.outputs[-1] = reply
+            return reply
 
         prediction: Prediction
         if interactive and n == 1:

@@ -13,7 +13,7 @@ from toolmend.bench import BenchResult, run_bench
 from toolmend.benchmarks import as_mode
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
-from toolmend.runs.scale import format_metric, reports_percent
+from toolmend.runs.scale import format_metric, percent_keys
 
 __all__ = ["register"]
 
@@ -31,9 +31,9 @@ def _print_result(result: BenchResult) -> None:
     table = Table(title=f"{result.benchmark} · {result.model} ({result.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
-    percent = reports_percent(result.benchmark, s.metrics)
+    percent = percent_keys(result.benchmark, s.metrics)
     for name, value in s.metrics.items():
-        table.add_row(name, format_metric(name, value, percent=percent))
+        table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)
     out.print(
         f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "

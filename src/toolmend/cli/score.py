@@ -15,7 +15,7 @@ from toolmend.benchmarks.predictions import read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
-from toolmend.runs.scale import format_metric, format_pct, reports_percent, to_pct
+from toolmend.runs.scale import format_metric, format_pct, percent_keys, to_pct
 
 __all__ = ["register"]
 
@@ -25,9 +25,9 @@ def _print_report(report: ScoreReport) -> None:
     table = Table(title=f"{report.benchmark} ({report.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
-    percent = reports_percent(report.benchmark, report.metrics)
+    percent = percent_keys(report.benchmark, report.metrics)
     for name, value in report.metrics.items():
-        table.add_row(name, format_metric(name, value, percent=percent))
+        table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)
     out.print(f"scored {report.scored} of {report.total} samples")
     _print_worst(report)

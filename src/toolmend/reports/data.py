@@ -8,12 +8,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from toolmend.runs import SampleRecord, load_run
+from toolmend.errors import ToolmendError
+from toolmend.runs import Manifest, SampleRecord, load_run
+from toolmend.runs.scale import percent_keys
 
 __all__ = ["BREAKDOWN_KEYS", "GroupRow", "RunView", "load_views"]
 
@@ -57,6 +59,13 @@ class RunView:
     completed: bool
     label: str = ""
     """How the run is named in comparisons: its model (with the run name when models repeat)."""
+    manifest: Manifest | None = None
+    percent: set[str] = field(default_factory=set)
+    """The :attr:`metrics` already in percent (CriticTool's); per-sample scores never are."""
+    planned: int | None = None
+    """Samples the run was asked for (``None`` when the manifest does not say)."""
+    partial_metrics: bool = False
+    """True when :attr:`metrics` were computed over the samples done so far (no ``results.json``)."""
 
     @classmethod
     def load(cls, path: str | Path) -> RunView:
@@ -65,17 +74,43 @@ class RunView:
         config: dict[str, Any] = run.manifest.config if run.manifest else {}
         bench_cfg = config.get("bench") if isinstance(config.get("bench"), dict) else {}
         metrics = dict((run.results or {}).get("metrics") or {})
+        benchmark = run.manifest.benchmark if run.manifest else "?"
+        mode = str((bench_cfg or {}).get("mode", "compat"))
+        partial = run.results is None and any(r.error is None for r in run.records)
+        if partial:
+            metrics = _aggregate(benchmark, mode, [r for r in run.records if r.error is None])
+        values = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
         return cls(
             name=run.path.name,
             path=run.path,
-            benchmark=run.manifest.benchmark if run.manifest else "?",
+            benchmark=benchmark,
             model=run.manifest.model if run.manifest else "?",
-            mode=str((bench_cfg or {}).get("mode", "compat")),
-            metrics={k: float(v) for k, v in metrics.items() if isinstance(v, int | float)},
+            mode=mode,
+            metrics=values,
             records=run.records,
             completed=run.results is not None,
             label=run.manifest.model if run.manifest else run.path.name,
+            manifest=run.manifest,
+            percent=percent_keys(benchmark, values),
+            planned=run.manifest.n_planned if run.manifest else None,
+            partial_metrics=partial,
         )
+
+    @property
+    def status(self) -> str:
+        """``complete``, ``partial: k of n``, or ``failed: all n samples hit infrastructure errors``."""
+        if self.records and not self.scored:
+            return f"failed: all {len(self.records)} samples hit infrastructure errors"
+        if self.completed and (self.planned is None or len(self.records) >= self.planned):
+            return "complete"
+        if self.planned is None:
+            return f"partial: {len(self.scored)} done (unfinished; total not recorded)"
+        return f"partial: {len(self.scored)} of {self.planned}"
+
+    @property
+    def retry_command(self) -> str:
+        """The command that answers this run's infrastructure errors again."""
+        return f"toolmend bench {self.benchmark} --resume {self.path} --retry-errors"
 
     # Cached: a view is read-only once loaded, and score_of() asks for the primary key once per
     # record (recomputing it walked every record each time: quadratic in the run's size).
@@ -94,7 +129,8 @@ class RunView:
         keys: dict[str, None] = {}
         for r in self.scored:
             keys.update(dict.fromkeys(r.scores))
-        for k in _PRIMARY:
+        declared = getattr(_benchmark_class(self.benchmark), "headline", None)
+        for k in (declared, *_PRIMARY):
             if k in keys:
                 return k
         return next(iter(keys), None)
@@ -134,6 +170,41 @@ class RunView:
         ranked = [r for r in self.scored if (s := self.score_of(r)) is not None and s < 1.0]
         ranked.sort(key=lambda r: self.score_of(r) or 0.0)
         return ranked[:k]
+
+
+def _benchmark_class(name: str) -> type | None:
+    """The registered benchmark behind ``name`` (a suite's benchmark for a suite), if any."""
+    from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
+
+    try:
+        from toolmend.bench import SUITES
+
+        if name in SUITES:
+            name = SUITES.get(name).benchmark
+        load_builtin_benchmarks(name)
+        return BENCHMARKS.get(name) if name in BENCHMARKS else None
+    except ToolmendError:
+        return None
+
+
+def _aggregate(benchmark: str, mode: str, records: list[SampleRecord]) -> dict[str, float]:
+    """The benchmark's own aggregate over the records done so far; the mean of each score when the
+    benchmark is unknown."""
+    from toolmend.benchmarks import SampleScore, as_mode
+
+    cls = _benchmark_class(benchmark)
+    if cls is not None:
+        try:
+            scores = [SampleScore(id=r.id, values=r.scores, details=r.details) for r in records]
+            return dict(cls().aggregate(scores, as_mode(mode)))
+        except (ToolmendError, TypeError, ValueError, KeyError, ZeroDivisionError):
+            pass  # a benchmark that cannot aggregate a partial set falls back to plain means
+    sums: dict[str, list[float]] = {}
+    for r in records:
+        for k, v in r.scores.items():
+            if v is not None and not math.isnan(v):
+                sums.setdefault(k, []).append(v)
+    return {k: sum(v) / len(v) for k, v in sums.items()}
 
 
 def load_views(paths: list[str | Path]) -> list[RunView]:

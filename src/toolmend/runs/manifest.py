@@ -90,3 +90,5 @@ class Manifest(BaseModel):
     git_revision: str | None = Field(default_factory=lambda: git_revision(Path(__file__).resolve().parent))
     """The revision of the toolmend checkout that ran (``None`` for an installed wheel)."""
     dataset: DatasetInfo | None = None
+    n_planned: int | None = None
+    """How many samples the run was asked to answer (so that an unfinished run reads "k of n")."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["PERCENT_BENCHMARKS", "format_metric", "format_pct", "is_count", "reports_percent", "to_pct"]
+__all__ = ["PERCENT_BENCHMARKS", "format_metric", "format_pct", "is_count", "percent_keys", "to_pct"]
 
 PERCENT_BENCHMARKS: frozenset[str] = frozenset({"critictool", "critic"})
 """Benchmarks (and suites) whose official aggregate is already in percent."""
@@ -35,16 +35,19 @@ def is_count(name: str) -> bool:
     return base.startswith("n_") or any(w in base for w in _COUNT_WORDS)
 
 
-def reports_percent(benchmark: str, metrics: Mapping[str, float | None] | None = None) -> bool:
-    """Whether a run's aggregate metrics are already percentages: a known percent benchmark, or a
-    rate above 1 (a fraction never is)."""
-    if benchmark in PERCENT_BENCHMARKS:
-        return True
-    return any(
-        v is not None and not math.isnan(v) and v > 1.0
-        for k, v in (metrics or {}).items()
-        if not is_count(k) and "error" not in k
-    )
+def percent_keys(benchmark: str, metrics: Mapping[str, float | None]) -> set[str]:
+    """The metrics of a run that are already percentages: every rate of a known percent
+    benchmark, and any rate above 1 (a fraction never is).
+
+    >>> sorted(percent_keys("bfcl", {"accuracy": 0.5, "overall_pct": 50.0, "n_samples": 4}))
+    ['overall_pct']
+    """
+    every = benchmark in PERCENT_BENCHMARKS
+    return {
+        k
+        for k, v in metrics.items()
+        if not is_count(k) and (every or (v is not None and not math.isnan(v) and v > 1.0))
+    }
 
 
 def to_pct(value: float | None, *, percent: bool = False) -> float | None:
