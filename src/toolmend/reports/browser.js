@@ -41,14 +41,25 @@
     return diff;
   }
   function failed(s) { return s.r.some(function (e) { return e && e.x; }); }
+  // A sample's facet values: its own (category …) and those of each run's answer (error type …).
+  function facets(s) {
+    var out = {};
+    Object.keys(s.g).forEach(function (k) { out[k] = [s.g[k]]; });
+    s.r.forEach(function (e) {
+      if (e && e.g) Object.keys(e.g).forEach(function (k) {
+        (out[k] = out[k] || []).indexOf(e.g[k]) < 0 && out[k].push(e.g[k]);
+      });
+    });
+    return out;
+  }
   S.forEach(function (s) {
-    s._codes = codesOf(s); s._dec = decisionsOf(s); s._chg = changed(s); s._err = failed(s);
+    s._g = facets(s); s._codes = codesOf(s); s._dec = decisionsOf(s); s._chg = changed(s); s._err = failed(s);
     var texts = [s.id];
     s.r.forEach(function (e) { if (e) e.o.forEach(function (i) { texts.push(P[i]); }); });
     s._text = texts.join("\n").toLowerCase();
   });
   var FACETS = [["category", "category"], ["error_type", "error type"]];
-  Object.keys(S.reduce(function (acc, s) { Object.keys(s.g).forEach(function (k) { acc[k] = 1; }); return acc; }, {}))
+  Object.keys(S.reduce(function (acc, s) { Object.keys(s._g).forEach(function (k) { acc[k] = 1; }); return acc; }, {}))
     .forEach(function (k) { if (k !== "category" && k !== "error_type") FACETS.push([k, k.replace(/_/g, " ")]); });
 
   function options(select, values) {
@@ -69,7 +80,7 @@
     wrap.appendChild(sel); $("tm-filters").appendChild(wrap);
   }
   FACETS.forEach(function (f) {
-    addFilter(f[0], f[1], facetValues(function (s) { return s.g[f[0]] !== undefined ? [s.g[f[0]]] : []; }));
+    addFilter(f[0], f[1], facetValues(function (s) { return s._g[f[0]] || []; }));
   });
   addFilter("code", "finding code", facetValues(function (s) { return s._codes; }));
   addFilter("decision", "decision", facetValues(function (s) { return s._dec; }));
@@ -81,7 +92,7 @@
     var f = state.f, e = s.r[state.run];
     for (var i = 0; i < FACETS.length; i++) {
       var k = FACETS[i][0];
-      if (f[k] && s.g[k] !== f[k]) return false;
+      if (f[k] && (s._g[k] || []).indexOf(f[k]) < 0) return false;
     }
     if (f.code && s._codes.indexOf(f.code) < 0) return false;
     if (f.decision && s._dec.indexOf(f.decision) < 0) return false;
@@ -117,7 +128,7 @@
       var tr = el("tr", "tm-row"); tr.dataset.id = s.id;
       tr.appendChild(el("td", null, s.id));
       tr.appendChild(el("td", null, s.g.category || ""));
-      tr.appendChild(el("td", null, s.g.error_type || ""));
+      tr.appendChild(el("td", null, (s._g.error_type || []).filter(function (x) { return x !== "none"; }).join(", ")));
       s.r.forEach(function (e) {
         tr.appendChild(el("td", "num tm-score", e ? (e.x ? "error" : pct(e.s)) : ""));
       });
@@ -148,6 +159,7 @@
     if (!e) { col.appendChild(el("p", "facts", "not in this run")); return col; }
     if (e.x) col.appendChild(el("p", "warn", "infrastructure error: " + e.x));
     col.appendChild(el("p", "tm-headline", R[i].primary + " " + pct(e.s)));
+    if (e.g) col.appendChild(el("p", "facts", Object.keys(e.g).map(function (k) { return k + ": " + e.g[k]; }).join(" · ")));
     var tr = el("div", "tm-transcript");
     e.o.forEach(function (o, k) {
       tr.appendChild(message(["assistant", o, k === e.o.length - 1 ? e.c : [], e.o.length > 1 ? "turn " + (k + 1) : ""]));
@@ -182,7 +194,7 @@
     var d = $("tm-detail");
     d.textContent = "";
     d.appendChild(el("h3", null, s.id));
-    var g = Object.keys(s.g).map(function (k) { return k + ": " + s.g[k]; }).join(" · ");
+    var g = Object.keys(s._g).map(function (k) { return k + ": " + s._g[k].join(", "); }).join(" · ");
     if (g) d.appendChild(el("p", "facts", g));
     if (s.p) {
       var prompt = el("div", "tm-transcript tm-prompt");

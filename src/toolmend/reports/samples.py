@@ -6,11 +6,11 @@ prompt, the offered tools and the gold answer are not in the run directory; they
 the run's dataset (the manifest's path, checked against its SHA-256), and left out with a note
 when the data is gone or changed.
 
-Per sample: ``{"id", "g": {category, error_type, …}, "p": prompt, "t": tools, "gold", "r": [one
+Per sample: ``{"id", "g": {category, depth, …}, "p": prompt, "t": tools, "gold", "r": [one
 entry per run or null]}``; a run's entry holds ``s`` (headline score, 0–100), ``v`` (every
 per-sample metric, 0–100), ``o`` (outputs), ``c`` (parsed calls), ``f`` (findings), ``why`` (the
 scorer's reason), ``d`` (other details), ``u`` (tokens, requests, retries, cache hits, latency),
-``e`` (strategy events), ``x`` (infrastructure error).
+``e`` (strategy events), ``x`` (infrastructure error), ``g`` (the answer's error type / outcome).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ __all__ = ["REASON_KEYS", "browser_data", "dataset_samples", "is_correct"]
 
 REASON_KEYS: tuple[str, ...] = ("error", "reason", "explanation", "checker", "message", "verdict")
 """``details`` keys that hold the scorer's explanation of a sample's score."""
+
+RUN_KEYS: frozenset[str] = frozenset({"error_type", "outcome"})
+"""Breakdown keys that describe a run's answer rather than the sample (filtered per run)."""
 
 _SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
 
@@ -172,10 +175,15 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
             if r is None:
                 entries.append(None)
                 continue
+            entry = _entry(v, r, pool)
             for key in BREAKDOWN_KEYS:
-                if key in r.details and key not in groups and (g := _group_value(r.details[key])) is not None:
-                    groups[key] = g
-            entries.append(_entry(v, r, pool))
+                if key not in r.details or (g := _group_value(r.details[key])) is None:
+                    continue
+                if key in RUN_KEYS:
+                    entry.setdefault("g", {})[key] = g
+                else:
+                    groups.setdefault(key, g)
+            entries.append(entry)
         item: dict[str, Any] = {"id": sid, "g": groups, "r": entries}
         extra = ref.get(sid)
         if extra:
