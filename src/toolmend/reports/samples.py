@@ -135,7 +135,7 @@ def _entry(view: RunView, r: SampleRecord, pool: _Pool) -> dict[str, Any]:
     }
     if rest:
         entry["d"] = pool(json.dumps(rest, ensure_ascii=False, default=repr, sort_keys=True)[:4000])
-    events = getattr(r, "events", None)
+    events = r.events
     if events:
         entry["e"] = [e for e in events if isinstance(e, dict)][:200]
     if r.error is not None:

@@ -441,7 +441,7 @@ class Chart:
 
 
 def _events(r: SampleRecord) -> list[dict[str, Any]]:
-    raw = getattr(r, "events", None) or r.details.get("events") or []
+    raw = r.events or r.details.get("events") or []
     return [e for e in raw if isinstance(e, dict)]
 
 

@@ -67,6 +67,8 @@ class SampleRecord(BaseModel):
     error: InfraError | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     """Anything else a benchmark wants in reports (parse status, the error type, a judge's reason)."""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """Strategy telemetry (JSON-able dicts: a decision's ``code``, ``action``, ``attempt`` …)."""
 
     @property
     def ok(self) -> bool:
