@@ -89,3 +89,32 @@ def test_flip_links_open_the_sample(report: Path) -> None:
         sid = link.text
         link.click()
         assert driver.find_element("css selector", "#tm-detail h3").text == sid
+
+
+def test_many_samples_are_paged_and_filterable(tmp_path: Path) -> None:
+    """The 20,000 x 3 measurement's generator at 1,000 x 3: paging, the "changed" filter, and the
+    page's own open time (printed, never asserted; docs/benchmarks.md has the 20,000 x 3 figures)."""
+    import importlib.util
+
+    from selenium.webdriver.support.ui import Select
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "report_size.py"
+    spec = importlib.util.spec_from_file_location("report_size", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    html = write_report(module.make_runs(tmp_path / "runs", 1000, 3), out=tmp_path / "r", plots=False).html
+    with chromium() as driver:
+        driver.get(html.as_uri())
+        assert driver.execute_script("return document.body.dataset.tmReady") == "1"
+        count = driver.find_element("id", "tm-count")
+        assert count.text == "1000 of 1000 samples · page 1 of 20" and len(_rows(driver)) == 50
+        driver.find_element("id", "tm-next").click()
+        assert count.text.endswith("page 2 of 20")
+        assert _rows(driver)[0].get_attribute("data-id") == "parallel_50"  # the 51st sample
+        Select(driver.find_element("id", "tm-filter-changed")).select_by_visible_text("yes")
+        changed = int(count.text.split()[0])
+        assert 0 < changed < 1000
+        assert all("changed" in r.text for r in _rows(driver))
+        opened = driver.execute_script("return window.tmOpenMs")
+        print(f"1000 x 3: {html.stat().st_size / 1e6:.1f} MB, list rendered {opened:.0f} ms after navigation")
