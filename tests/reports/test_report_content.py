@@ -117,3 +117,39 @@ def test_a_run_with_one_group_still_gets_its_column_in_a_comparison(tmp_path: Pa
     md = render_markdown(build_report(load_views([runs[0], perfect])))
     assert "| none | 2 | 100.0 | 4 | 100.0 |" in md
     assert "| type_0 | 1 | 0.0 | 0 | – |" in md
+
+
+def test_worst_ranks_over_all_runs_and_breaks_ties_by_the_other_metrics(tmp_path: Path) -> None:
+    def run(model: str, scores: dict[str, dict[str, float]]) -> Path:
+        r = RunDir.create(tmp_path, Manifest(benchmark="critictool", model=model))
+        with r.writer() as w:
+            for sid, values in scores.items():
+                w.append(SampleRecord(id=sid, scores=values))
+        return r.path
+
+    a = run(
+        "a",
+        {
+            "s0": {"tool": 0.0, "args": 1.0},
+            "s1": {"tool": 0.0, "args": 0.0},
+            "s2": {"tool": 1.0, "args": 1.0},
+        },
+    )
+    b = run(
+        "b",
+        {
+            "s0": {"tool": 0.0, "args": 1.0},
+            "s1": {"tool": 1.0, "args": 1.0},
+            "s2": {"tool": 0.0, "args": 0.0},
+        },
+    )
+    worst = build_report(load_views([a, b]), worst=2).worst
+    # s0 is wrong in both runs (mean 0); s1 and s2 tie (mean 50 in both keys), s1 is seen first.
+    assert [(w.id, w.run, w.score) for w in worst] == [
+        ("s0", "a", 0.0),
+        ("s0", "b", 0.0),
+        ("s1", "a", 0.0),
+        ("s1", "b", 100.0),
+    ]
+    single = build_report(load_views([a]), worst=1).worst
+    assert [w.id for w in single] == ["s1"]  # wrong on more counts than s0, though later in id order

@@ -171,13 +171,13 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
         groups: dict[str, str] = {}
         entries: list[dict[str, Any] | None] = []
         for v, ids in zip(views, by_id, strict=True):
-            r = ids.get(sid)
-            if r is None:
+            rec = ids.get(sid)
+            if rec is None:
                 entries.append(None)
                 continue
-            entry = _entry(v, r, pool)
+            entry = _entry(v, rec, pool)
             for key in BREAKDOWN_KEYS:
-                if key not in r.details or (g := _group_value(r.details[key])) is None:
+                if key not in rec.details or (g := _group_value(rec.details[key])) is None:
                     continue
                 if key in RUN_KEYS:
                     entry.setdefault("g", {})[key] = g

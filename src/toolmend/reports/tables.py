@@ -348,7 +348,7 @@ def _worst(views: list[RunView], k: int) -> list[WorstSample]:
             if s is None:
                 continue
             known = [x for x in r.scores.values() if x is not None and not math.isnan(x)]
-            entry = stats.setdefault(r.id, [0.0, 0.0, 0])  # type: ignore[list-item]
+            entry = stats.setdefault(r.id, [0.0, 0.0, 0.0])
             entry[0] += s
             entry[1] += sum(known) / len(known) if known else s
             entry[2] += 1
@@ -358,28 +358,30 @@ def _worst(views: list[RunView], k: int) -> list[WorstSample]:
         key=lambda i: (stats[i][0] / stats[i][2], stats[i][1] / stats[i][2], order[i]),
     )[:k]
     rows: list[WorstSample] = []
+    wanted = set(ranked)
+    found = [{x.id: x for x in v.scored if x.id in wanted} for v in views]
     for sid in ranked:
-        for v in views:
-            r = next((x for x in v.scored if x.id == sid), None)
-            if r is None:
+        for v, records in zip(views, found, strict=True):
+            rec = records.get(sid)
+            if rec is None:
                 continue
             facts: dict[str, str] = {
-                key: str(r.details[key])
+                key: str(rec.details[key])
                 for key in ("category", "error_type", "depth", "part", "external_mode", "outcome")
-                if key in r.details and r.details[key] not in ("", None)
+                if key in rec.details and rec.details[key] not in ("", None)
             }
-            if r.details.get("error"):  # BFCL's checker message
-                facts["checker"] = str(r.details["error"])[:300]
-            if r.findings:
-                facts["findings"] = ", ".join(sorted({f.code for f in r.findings}))
+            if rec.details.get("error"):  # BFCL's checker message
+                facts["checker"] = str(rec.details["error"])[:300]
+            if rec.findings:
+                facts["findings"] = ", ".join(sorted({f.code for f in rec.findings}))
             rows.append(
                 WorstSample(
                     run=v.label,
-                    id=r.id,
-                    score=to_pct(v.score_of(r)),
+                    id=rec.id,
+                    score=to_pct(v.score_of(rec)),
                     score_key=v.primary or "score",
                     facts=facts,
-                    outputs=[_clip(o) for o in r.outputs],
+                    outputs=[_clip(o) for o in rec.outputs],
                 )
             )
     return rows
