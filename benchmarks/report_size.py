@@ -26,7 +26,7 @@ from toolmend.runs import Manifest, RunDir, SampleRecord
 from toolmend.schema import Finding, ToolCall
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "reports"))
-from browser import chromium  # noqa: E402
+from browser import chromium, open_report  # noqa: E402
 
 CATEGORIES = ["simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance", "java"]
 ERRORS = ["simple_function_checker:missing_required", "type_error:simple", "ast_decoder:decoder_failed",
@@ -96,8 +96,7 @@ def main() -> None:
     with chromium() as driver:
         opens = []
         for _ in range(3):
-            driver.get(html.as_uri())
-            assert driver.execute_script("return document.body.dataset.tmReady") == "1"
+            open_report(driver, html.as_uri())
             opens.append(driver.execute_script("return window.tmOpenMs"))
         rows = len(driver.find_elements("css selector", "#tm-list tr.tm-row"))
         count = driver.find_element("id", "tm-count").text

@@ -15,6 +15,14 @@ def _find(*names: str) -> str | None:
     return next((p for n in names if (p := shutil.which(n))), None)
 
 
+def open_report(driver: Any, url: str, timeout: float = 120.0) -> None:
+    """Load ``url`` and wait until the sample browser has rendered its list."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url)
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.body.dataset.tmReady"))
+
+
 @contextmanager
 def chromium(width: int = 1280, height: int = 1000) -> Iterator[Any]:
     """A headless chromium WebDriver (never downloads a driver: Debian's chromium-driver only)."""
