@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/report_size.py [--samples 20000] [--runs 3] [--out /tmp/report-size]
 
 Writes ``--runs`` synthetic run directories of ``--samples`` samples each (BFCL-like replies of
-60–300 characters, per-sample scores, category and error type, a checker message on failures,
+60–250 characters with random words in them, per-sample scores, category and error type, a checker message on failures,
 findings and two strategy decisions on a third of the samples; the runs disagree on a tenth of
 the samples), builds the comparison report, and opens it in headless chromium (Debian's
 chromium + chromium-driver through Selenium, as the browser test does). "open" is
@@ -29,6 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "repor
 from browser import chromium, open_report  # noqa: E402
 
 CATEGORIES = ["simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance", "java"]
+# Free text in the replies, so that the compressed size is not flattered by repetition.
+WORDS = ["the", "meeting", "room", "is", "booked", "for", "two", "hours", "next", "week", "please",
+         "confirm", "attendees", "budget", "approval", "flight", "to", "Osaka", "leaves", "at", "noon",
+         "with", "a", "layover", "in", "Seoul", "and", "the", "hotel", "is", "near", "the", "station",
+         "remind", "me", "about", "the", "invoice", "and", "send", "the", "summary", "to", "the",
+         "whole", "team", "before", "Friday"]  # fmt: skip
 ERRORS = ["simple_function_checker:missing_required", "type_error:simple", "ast_decoder:decoder_failed",
           "value_error:string", "simple_function_checker:wrong_func_name"]  # fmt: skip
 
@@ -45,7 +51,7 @@ def make_runs(root: Path, samples: int, runs: int, seed: int = 0) -> list[Path]:
                 ok = truth[i] != (rng.random() < 0.1)
                 name = f"get_{rng.choice(['weather', 'stock_price', 'flight', 'recipe'])}_{i % 97}"
                 args = {"city": rng.choice(["Paris", "Lima", "Osaka"]), "days": rng.randint(1, 9),
-                        "note": "x" * rng.randint(0, 200)}  # fmt: skip
+                        "note": " ".join(rng.choices(WORDS, k=rng.randint(0, 30)))}  # fmt: skip
                 details: dict[str, object] = {"category": CATEGORIES[i % len(CATEGORIES)], "valid": ok}
                 findings: list[Finding] = []
                 events: list[dict[str, object]] = []

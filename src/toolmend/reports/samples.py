@@ -149,7 +149,18 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
     notes: list[str] = []
     ref: dict[str, dict[str, Any]] = {}
     if with_dataset:
+        loaded: set[tuple[str, str, str]] = set()
         for v in views:
+            m = v.manifest
+            # Runs of one dataset with the same settings share their prompts: read it once.
+            ident = None
+            if m is not None and m.dataset is not None:
+                settings = {k: v for k, v in (m.config.get("bench") or {}).items() if k != "model"}
+                ident = (m.dataset.path, m.dataset.sha256, repr(sorted(settings.items())))
+            if ident in loaded:
+                continue
+            if ident is not None:
+                loaded.add(ident)
             found, note = dataset_samples(v)
             for k, val in found.items():
                 ref.setdefault(k, val)
