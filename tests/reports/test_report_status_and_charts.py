@@ -130,3 +130,12 @@ def test_runs_without_that_data_get_no_such_charts(tmp_path: Path) -> None:
     assert charts(build_report(load_views([run.path]))) == []
     notes = browser_data(load_views([run.path]))["notes"]
     assert notes == ["prompts, tools and gold answers need a run written by toolmend bench"]
+
+
+def test_provenance_renders_settings_stored_elsewhere_in_the_manifest(tmp_path: Path) -> None:
+    manifest = _manifest(config={"bench": {"seed": 1}, "settings": {"base_url": "http://h/v1", "api_key": "K9"},
+                                 "strategy": "reask"})  # fmt: skip
+    run = RunDir.create(tmp_path, manifest)
+    rows = dict(provenance(load_views([run.path])[0]))
+    assert rows["seed"] == "1" and rows["settings.base url"] == "http://h/v1" and rows["strategy"] == "reask"
+    assert "K9" not in " ".join(rows.values()) and not any("api" in k for k in rows)

@@ -217,12 +217,22 @@ def provenance(view: RunView) -> list[tuple[str, str]]:
     ]
     if m.dataset is not None:
         rows += [("dataset", m.dataset.path), ("dataset sha256", m.dataset.sha256)]
-    settings = m.config.get("bench")
-    if isinstance(settings, dict):
-        for key, value in settings.items():
-            if value in (None, "", [], {}) or _SECRET.search(key):
+    if m.n_planned is not None:
+        rows.append(("samples planned", str(m.n_planned)))
+    # Whatever else the manifest holds (the runner's settings under config["bench"], and any
+    # field a later version adds), flattened one level; the bench settings need no prefix.
+    known = {"benchmark", "model", "created", "command", "config", "toolmend_version", "python",
+             "git_revision", "dataset", "n_planned"}  # fmt: skip
+    extra = {k: v for k, v in m.model_dump().items() if k not in known}
+    for group, values in [*m.config.items(), *extra.items()]:
+        if _SECRET.search(group):
+            continue
+        items = values.items() if isinstance(values, dict) else [("", values)]
+        for key, value in items:
+            if value in (None, "", [], {}) or _SECRET.search(str(key)):
                 continue
-            rows.append((key.replace("_", " "), _setting(value)))
+            name = str(key) if group == "bench" else f"{group}.{key}" if key else group
+            rows.append((name.replace("_", " "), _setting(value)))
     if m.command:
         rows.append(("command", " ".join(_redact_argv(m.command))))
     return rows
