@@ -139,3 +139,20 @@ def test_provenance_renders_settings_stored_elsewhere_in_the_manifest(tmp_path: 
     rows = dict(provenance(load_views([run.path])[0]))
     assert rows["seed"] == "1" and rows["settings.base url"] == "http://h/v1" and rows["strategy"] == "reask"
     assert "K9" not in " ".join(rows.values()) and not any("api" in k for k in rows)
+
+
+def test_critictool_episodes_show_the_error_response_between_turns(tmp_path: Path) -> None:
+    from toolmend.bench import run_bench
+    from toolmend.benchmarks.critic.build import build_suite
+
+    suite = build_suite("world", seed=1, out=tmp_path / "suite", limit=8)
+    run = run_bench("critictool", "scripted", data=suite.root, runs_dir=tmp_path / "runs", progress=False,
+                    report=False, cache=False)  # fmt: skip
+    data = browser_data(load_views([run.run_dir]))
+    assert data["notes"] == []
+    episodes = [s for s in data["samples"] if "fb" in s]
+    assert episodes and all(s["g"]["part"] == "external" for s in episodes)
+    for s in episodes:
+        # The feedback is the prompt's last message (the tool's error), re-sent after each repeat.
+        assert s["fb"] == s["p"][-1] and "error" in data["pool"][s["fb"][1]]
+        assert len(s["r"][0]["o"]) == len(s["gold"]) >= 2

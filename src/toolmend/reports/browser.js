@@ -174,6 +174,7 @@
     if (e.g) col.appendChild(el("p", "facts", Object.keys(e.g).map(function (k) { return k + ": " + e.g[k]; }).join(" · ")));
     var tr = el("div", "tm-transcript");
     e.o.forEach(function (o, k) {
+      if (k > 0 && s.fb) tr.appendChild(message(s.fb));
       tr.appendChild(message(["assistant", o, k === e.o.length - 1 ? e.c : [], e.o.length > 1 ? "turn " + (k + 1) : ""]));
     });
     if (!e.o.length && e.c.length) tr.appendChild(message(["assistant", -1, e.c, ""]));

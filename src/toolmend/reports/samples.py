@@ -6,7 +6,8 @@ prompt, the offered tools and the gold answer are not in the run directory; they
 the run's dataset (the manifest's path, checked against its SHA-256), and left out with a note
 when the data is gone or changed.
 
-Per sample: ``{"id", "g": {category, depth, …}, "p": prompt, "t": tools, "gold", "r": [one
+Per sample: ``{"id", "g": {category, depth, …}, "p": prompt, "t": tools, "gold", "fb" (the
+message a multi-turn episode sends back before each later turn), "r": [one
 entry per run or null]}``; a run's entry holds ``s`` (headline score, 0–100), ``v`` (every
 per-sample metric, 0–100), ``o`` (outputs), ``c`` (parsed calls), ``f`` (findings), ``why`` (the
 scorer's reason), ``d`` (other details), ``u`` (tokens, requests, retries, cache hits, latency),
@@ -84,7 +85,12 @@ def dataset_samples(view: RunView) -> tuple[dict[str, dict[str, Any]], str | Non
                 gold: Any = gold_output(bench, s)
             except ToolmendError:
                 gold = None
-            out[s.id] = {"prompt": bench.prompt(s), "tools": s.tools, "gold": gold}
+            prompt = bench.prompt(s)
+            out[s.id] = {"prompt": prompt, "tools": s.tools, "gold": gold}
+            if bench.name == "critictool" and s.metadata.get("part") == "external" and prompt:
+                # CriticTool's retry loop answers each repeat of the failed call with the tool's
+                # error response again (the prompt's last message): shown between the turns.
+                out[s.id]["feedback"] = prompt[-1]
         return out, None
     except (ToolmendError, OSError, ValueError, KeyError, TypeError) as exc:
         return {}, f"prompts, tools and gold answers are not shown: {exc}"
@@ -204,6 +210,8 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
                     [t.model_dump(exclude_none=True) for t in extra["tools"]], ensure_ascii=False, indent=1
                 )
             )
+            if "feedback" in extra:
+                item["fb"] = _message(extra["feedback"], pool)
             gold = extra["gold"]
             if gold is not None:
                 item["gold"] = [pool(g) for g in ([gold] if isinstance(gold, str) else gold)]
