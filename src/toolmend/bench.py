@@ -309,10 +309,14 @@ async def arun_bench(
                       max_retries, model_options)  # fmt: skip
     if run is None:
         settings["model"] = llm.name if not isinstance(model, str) else model
+        # Connection settings of the session that created the run (a resume may use others);
+        # never the key itself, only the name of the variable it came from.
+        connection = {"base_url": base_url, "api_key_env": api_key_env,
+                      "max_connections": max_connections, "max_retries": max_retries}  # fmt: skip
         manifest = Manifest(
             benchmark=name,
             model=llm.name,
-            config={"bench": settings},
+            config={"bench": settings, "connection": connection},
             dataset=DatasetInfo.of(path),
             n_planned=len(samples_list),
         )

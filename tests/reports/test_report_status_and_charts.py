@@ -4,6 +4,9 @@ only when runs hold their data (per error type, recovery per code and fault kind
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from toolmend.reports import build_report, load_views, render_html, render_markdown
 from toolmend.reports.samples import browser_data
@@ -156,3 +159,25 @@ def test_critictool_episodes_show_the_error_response_between_turns(tmp_path: Pat
         # The feedback is the prompt's last message (the tool's error), re-sent after each repeat.
         assert s["fb"] == s["p"][-1] and "error" in data["pool"][s["fb"][1]]
         assert len(s["r"][0]["o"]) == len(s["gold"]) >= 2
+
+
+def test_a_served_run_records_and_shows_its_connection_but_never_the_key(
+    tmp_path: Path, data_dir: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolmend.bench import run_bench
+    from toolmend.reports import write_report
+
+    monkeypatch.setenv("H11_TEST_KEY", "sk-h11-secret-value-123")
+    result = run_bench("bfcl", "openai/echo", base_url=openai_server.base_url, api_key_env="H11_TEST_KEY",
+                       data=data_dir / "bfcl", categories=["simple_python"], limit=3, runs_dir=tmp_path / "runs",
+                       max_connections=2, max_retries=1, progress=False, report=False, cache=False)  # fmt: skip
+    manifest = (result.run_dir / "manifest.json").read_text()
+    assert "sk-h11-secret" not in manifest
+    rows = dict(provenance(load_views([result.run_dir])[0]))
+    assert rows["connection.base url"] == openai_server.base_url
+    assert rows["connection.max connections"] == "2" and rows["connection.max retries"] == "1"
+    assert rows["samples planned"] == "3" and rows["seed"] == "0" and rows["dataset sha256"]
+    files = write_report([result.run_dir], out=tmp_path / "r")
+    for f in (files.html, files.markdown):
+        text = f.read_text()
+        assert "sk-h11-secret" not in text and openai_server.base_url in text
