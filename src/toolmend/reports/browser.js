@@ -228,7 +228,8 @@
   function fromHash() {
     var m = /^#sample=(.*)$/.exec(location.hash);
     if (!m) return;
-    var id = decodeURIComponent(m[1]);
+    var id = m[1];
+    try { id = decodeURIComponent(id); } catch (err) { /* an id with a bare "%": use it as it is */ }
     for (var i = 0; i < S.length; i++) if (S[i].id === id) { show(S[i]); return; }
   }
 

@@ -50,7 +50,8 @@ def bar_chart(
     try:
         bar_h = 0.8 / n_series
         for i, (name, values) in enumerate(series.items()):
-            ys = [j + (n_series - 1 - i) * bar_h - 0.4 + bar_h / 2 for j in range(len(labels))]
+            # The y axis is inverted below: series 0 on top in each group, as in the legend.
+            ys = [j + i * bar_h - 0.4 + bar_h / 2 for j in range(len(labels))]
             vals = [v if v is not None else 0.0 for v in values]
             bars = ax.barh(ys, vals, height=bar_h * 0.92, label=name, color=_COLOURS[i % len(_COLOURS)])
             for bar, v in zip(bars, values, strict=True):
@@ -58,7 +59,7 @@ def bar_chart(
                     ax.text(
                         bar.get_width(),
                         bar.get_y() + bar.get_height() / 2,
-                        f" {int(v)}" if float(v).is_integer() else f" {v:.1f}",
+                        f" {v:.1f}",  # one precision, as in the tables
                         va="center",
                         fontsize=8,
                     )
