@@ -2,8 +2,8 @@
 
 Every function returns a ``data:image/png;base64,…`` URI, so the HTML report needs no other file.
 
->>> uri = bar_chart(["accuracy"], {"model-a": [0.8], "model-b": [0.6]}, title="metrics")  # doctest: +SKIP
->>> uri.startswith("data:image/png;base64,")                                              # doctest: +SKIP
+>>> uri = bar_chart(["accuracy"], {"model-a": [0.8], "model-b": [0.6]}, title="metrics")
+>>> uri.startswith("data:image/png;base64,")
 True
 """
 
