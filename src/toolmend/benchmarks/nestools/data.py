@@ -25,9 +25,9 @@ from toolmend.errors import DatasetError, SpecError
 from toolmend.formats.tools import load_tool
 from toolmend.schema import Message, Ref, Sample, Tool, ToolCall
 
-__all__ = ["PLACEHOLDER", "gold_chain", "load_nestools", "official_depth", "to_official_output"]
+__all__ = ["PLACEHOLDER_PREFIX", "gold_chain", "load_nestools", "official_depth", "to_official_output"]
 
-PLACEHOLDER = "API_call"
+PLACEHOLDER_PREFIX = "API_call"
 """The substring the official scorer looks for (``re.search``) to call a value nested."""
 
 DATA_FILE = "test_data.jsonl"
