@@ -69,7 +69,6 @@ __all__ = [
     "BenchToolMode",
     "Suite",
     "arun_bench",
-    "gold_output",
     "resolve_strategies",
     "run_bench",
 ]
@@ -155,11 +154,6 @@ class BenchResult:
             f"{self.failed} samples failed with infrastructure errors; "
             f"rerun with --resume {self.run_dir} --retry-errors"
         )
-
-
-def gold_output(bench: Benchmark, sample: Sample) -> Prediction:
-    """The reply a perfect model gives ``sample`` on ``bench`` (:meth:`Benchmark.gold`)."""
-    return bench.gold(sample)
 
 
 def resolve_strategies(strategy: str | Strategy | Sequence[Strategy] | None) -> tuple[str, list[Strategy]]:
