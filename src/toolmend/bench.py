@@ -300,6 +300,8 @@ async def arun_bench(
         raise ConfigError(f"--samples must be at least 1, got {samples}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {limit}")
+    if max_retries is not None and max_retries < 0:
+        raise ConfigError(f"--max-retries must be at least 0, got {max_retries}")
     strategy_name, strategies = resolve_strategies(strategy)
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     asked: dict[str, Any] = {
