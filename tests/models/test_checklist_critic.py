@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolmend.benchmarks.critic import build_suite, run_critic
-from toolmend.benchmarks.critictool import CriticToolBenchmark, Instructions, insert_instruction
+from toolmend.benchmarks.critictool import Instructions, insert_instruction
 from toolmend.models import get_model
 from toolmend.models.checklist import ChecklistCritic, critique, read_signal
 from toolmend.schema import Message
@@ -94,7 +94,7 @@ async def test_registered_backend_answers() -> None:
     assert json.loads(out.text)["error"] == "tool_hallucination_error"
 
 
-async def test_critic_on_a_world_suite_never_reads_gold(tmp_path: Path) -> None:
+async def test_critic_scores_on_a_world_suite(tmp_path: Path) -> None:
     suite = build_suite("world", seed=1, out=tmp_path, limit=40)
     result = await run_critic(suite, "checklist", similarity=lambda a, b: float(a == b))
     m = result.metrics
@@ -104,8 +104,5 @@ async def test_critic_on_a_world_suite_never_reads_gold(tmp_path: Path) -> None:
     assert m["tool_hallucination_error/category"] == 100.0
     assert m["tool_select_error/category"] == 0.0  # the documented blind spot
     assert 0.0 < m["overall"] < 100.0
-    # Same messages, same reply: the scores do not depend on the gold fields of the records.
-    bench = CriticToolBenchmark(similarity=lambda a, b: float(a == b))
-    for sample in bench.load(tmp_path, split="internal")[:10]:
-        stripped = [m.model_copy() for m in bench.prompt(sample)]
-        assert critique(stripped) == result.outputs[sample.id]
+    # That the replies never depend on gold is tested with decoy gold in
+    # tests/benchmarks/test_critic_suite_validity.py.

@@ -304,7 +304,9 @@ def build_suite(
             response = _run_prefix(trace, replay, k).execute(wrong)
             gold = replay.calls[k]
             history = _history(replay, k, tools)
-            history.append((wrong, _thought(gold, tools), _short(response.content)))
+            # The corrupted turn gets the thought of the call it makes: the gold step's thought
+            # would name the right tool (and its purpose) in every CoT prompt.
+            history.append((wrong, _thought(wrong, tools), _short(response.content)))
             extra = {
                 "error_type": injection.label,
                 "operator": injection.operator,
