@@ -7,10 +7,21 @@
 
 The files load with :func:`toolmend.benchmarks.critictool.load_critictool` and score with the
 CriticTool scorer unchanged; :func:`run_critic_main` builds, runs a model and scores in one go.
+``build_suite(..., variant="evolved")`` applies CriticTool's SRM evolution (:mod:`.evolve`);
+every sample passes the label checks of :mod:`.verify`; :func:`suite_quality` reports counts,
+drops, duplicates and contamination (:mod:`.quality`).
 """
 
-from toolmend.benchmarks.critic.build import INTERNAL_OPERATORS, SuiteInfo, build_suite, finish_message
+from toolmend.benchmarks.critic.build import (
+    INTERNAL_OPERATORS,
+    VARIANTS,
+    SuiteInfo,
+    build_suite,
+    finish_message,
+)
+from toolmend.benchmarks.critic.evolve import PLANS, STRATEGIES
 from toolmend.benchmarks.critic.main import CriticResult, run_critic, run_critic_main
+from toolmend.benchmarks.critic.quality import QualityReport, suite_quality
 from toolmend.benchmarks.critic.record import (
     SYSTEM_TEMPLATE,
     action_args,
@@ -19,10 +30,16 @@ from toolmend.benchmarks.critic.record import (
     tool_entry,
 )
 from toolmend.benchmarks.critic.traces import Source, Trace, load_traces
+from toolmend.benchmarks.critic.verify import CHECKS, check_sample
 
 __all__ = [
+    "CHECKS",
     "CriticResult",
     "INTERNAL_OPERATORS",
+    "PLANS",
+    "QualityReport",
+    "STRATEGIES",
+    "VARIANTS",
     "SYSTEM_TEMPLATE",
     "Source",
     "SuiteInfo",
@@ -30,10 +47,12 @@ __all__ = [
     "action_args",
     "action_text",
     "build_suite",
+    "check_sample",
     "finish_message",
     "load_traces",
     "run_critic",
     "run_critic_main",
+    "suite_quality",
     "system_prompt",
     "tool_entry",
 ]

@@ -547,7 +547,7 @@ def build_suite(
             path.write_text(text + "\n", encoding="utf-8")
             files.append(path)
     n_external = sum(external.values())
-    return SuiteInfo(
+    info = SuiteInfo(
         source=str(source),
         seed=seed,
         variant=variant,
@@ -564,3 +564,6 @@ def build_suite(
         fallbacks=dict(sorted(counts["fallback"].items())),
         files=files,
     )
+    # What was built and dropped, for the quality report (not one of the suite's data files).
+    (root / f"suite_{variant}.json").write_text(info.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return info

@@ -136,7 +136,8 @@ def _check_internal(
         return "not_an_error"
     env, response = _after(make, prefix, wrong)
     seen = observed_categories(wrong, gold, tools, response)
-    changes_effect = effect(env, response) != effect(*_after(make, prefix, gold))
+    gold_env, gold_response = _after(make, prefix, gold)
+    changes_effect = effect(env, response) != effect(gold_env, gold_response)
     if plan.label == "tool_select_error":
         # Valid for the checklist; the world may still refuse it (an id of another kind), which
         # is one way of not reaching the gold step's effect.
@@ -151,7 +152,7 @@ def _check_internal(
         quiet = not seen and response.ok and changes_effect
         if not (plan.label == "parameters_value_error" and same_slots and quiet):
             return "label_mismatch"
-    return None if _gold_runs(make, prefix, gold, tools) else "gold_fails"
+    return None if _valid(gold, tools) and gold_response.ok else "gold_fails"
 
 
 def _check_external(
