@@ -87,6 +87,9 @@ def critic(
             "noisy_query, harder_tools, mixed."
         ),  # fmt: skip
     ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible server URL for --model openai/...")
+    ] = None,
     report: Annotated[
         bool, typer.Option(help="Also build the other variant and write quality.md / quality.json.")
     ] = False,
@@ -107,8 +110,13 @@ def critic(
     variants = [variant, *([v for v in VARIANTS if v != variant] if report else [])]
     infos = {}
     try:
+        rewriter = None
+        if model is not None:
+            from toolmend.models import get_model
+
+            rewriter = get_model(model, **({"base_url": base_url} if base_url else {}))
         for name in variants:
-            extra = {"model": model, "evolutions": evolution} if name == "evolved" else {}
+            extra = {"model": rewriter, "evolutions": evolution} if name == "evolved" else {}
             infos[name] = build_suite(**options, variant=name, **extra)  # type: ignore[arg-type]
             out_console.print(_table(infos[name]))
             share = infos[name].finish_share
