@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_openai_server import FakeOpenAIServer, Reply, last_user_text  # type: ignore[import-not-found]
 
 from toolmend.benchmarks.critic import build_suite
 from toolmend.benchmarks.critic.build import SuiteInfo, _replay
@@ -22,8 +23,6 @@ from toolmend.formats.tools import load_tools
 from toolmend.models import get_model
 from toolmend.schema import Tool, ToolCall
 from toolmend.world import generate_tasks
-
-from fake_openai_server import FakeOpenAIServer, Reply, last_user_text  # type: ignore[import-not-found]
 
 LIMIT = 80
 
@@ -72,9 +71,13 @@ def _recheck(record: dict[str, Any], part: str) -> str | None:
         if label == "tool_hallucination_error" and wrong.name in names:
             return "hallucinated tool is offered"
         quiet = not seen and wrong.name == right.name and set(wrong.arguments) == set(right.arguments)
-        if label in ("parameters_key_error", "parameters_value_error") and label not in seen:
-            if not (label == "parameters_value_error" and quiet):
-                return f"{label} not seen ({seen})"
+        value_in_context = label == "parameters_value_error" and quiet
+        if (
+            label in ("parameters_key_error", "parameters_value_error")
+            and label not in seen
+            and not value_in_context
+        ):
+            return f"{label} not seen ({seen})"
     if gold["name"] != "FinishAction" and checker.check_call(_call(gold)):
         return "gold fails the checker"
     return None
