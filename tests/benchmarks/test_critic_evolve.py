@@ -3,6 +3,7 @@ balanced external golds, and model-driven rewrites with a counted fallback."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -289,3 +290,23 @@ def test_a_model_with_the_base_variant_or_an_unknown_variant_is_refused(tmp_path
         build_suite("world", out=tmp_path, limit=2, model="scripted")
     with pytest.raises(ConfigError, match="unknown evolution"):
         build_suite("world", out=tmp_path, limit=2, variant="evolved", evolutions=["shuffle"])
+
+
+def test_the_checklist_critic_scores_lower_on_the_evolved_variant(
+    suites: dict[tuple[int, str], SuiteInfo],
+) -> None:
+    from toolmend.models.checklist import critique
+
+    async def generate(messages: Any) -> str:
+        return critique(messages)
+
+    async def overall(seed: int, variant: str) -> dict[str, float]:
+        bench = CriticToolBenchmark(similarity=_exact)
+        samples = bench.load(suites[seed, variant].root, variant="evol" if variant == "evolved" else "base")
+        replies = [await bench.run(s, generate) for s in samples]
+        return bench.aggregate([bench.score(s, r) for s, r in zip(samples, replies, strict=True)])
+
+    for seed in (0, 1):
+        base, evolved = asyncio.run(overall(seed, "base")), asyncio.run(overall(seed, "evolved"))
+        assert evolved["overall"] < base["overall"], seed
+        assert evolved["args"] < base["args"]  # renamed, nested and close-enum parameters
