@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -114,7 +114,8 @@ def critic(
         if model is not None:
             from toolmend.models import get_model
 
-            rewriter = get_model(model, **({"base_url": base_url} if base_url else {}))
+            connection: dict[str, Any] = {"base_url": base_url} if base_url else {}
+            rewriter = get_model(model, **connection)
         for name in variants:
             extra = {"model": rewriter, "evolutions": evolution} if name == "evolved" else {}
             infos[name] = build_suite(**options, variant=name, **extra)  # type: ignore[arg-type]

@@ -350,7 +350,7 @@ def _plan_external(entries: Sequence[_Entry], source: str, seed: int, every: int
 
 def _fault_plan(calls: Sequence[ToolCall], k: int, kind: str, seed: int) -> FaultPlan:
     number = sum(1 for c in calls[: k + 1] if c.name == calls[k].name)
-    return FaultPlan(seed=seed, rules=[FaultRule(kind=kind, tool=calls[k].name, calls=[number])])  # type: ignore[arg-type]
+    return FaultPlan(seed=seed, rules=[FaultRule(kind=kind, tool=calls[k].name, calls=[number])])
 
 
 def _write_plan(
@@ -360,6 +360,7 @@ def _write_plan(
     tools = {t.name: t for t in trace.tools}
     calls, k = replay.calls, plan.k
     extra = {**plan.extra, "step": k, **common}
+    truth: list[tuple[str, Any, str]]
     if plan.kind == "error":
         assert plan.wrong is not None
         response = _run_prefix(trace, replay, k).execute(plan.wrong)

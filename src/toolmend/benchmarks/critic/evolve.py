@@ -174,7 +174,7 @@ class Hardener:
         out: dict[str, Any] = {}
         for key, value in args.items():
             if shape.group and key == shape.group and isinstance(value, dict):
-                out |= {back.get(k, k): v for k, v in value.items()}
+                out |= {back.get(str(k), str(k)): v for k, v in value.items()}
             else:
                 out[back.get(key, key)] = value
         return out
