@@ -77,7 +77,7 @@ def test_the_leak_check_catches_a_gold_thought(suite: SuiteInfo) -> None:
 def _decoy(root: Path, out: Path) -> Path:
     """A copy of the suite whose gold answers, labels and build notes are wrong."""
     shutil.copytree(root, out)
-    for path in out.rglob("*.json"):
+    for path in out.rglob("*_data_*_cot.json"):
         records = json.loads(path.read_text())
         for record in records.values():
             decoy = {"name": "decoy_tool", "args": {"decoy": 1}, "thought": "decoy"}
