@@ -19,7 +19,9 @@ the ones whose label no longer holds (:mod:`toolmend.benchmarks.critic.verify`).
   still executes for real.
 - ``mixed``: two to four of the above at once.
 
-Everything is seeded: the same seed gives the same evolution.
+Everything is seeded: the same seed gives the same evolution, byte for byte. The nearest
+distractors are ranked by sentence embeddings (rounded to 4 decimals), so another CPU could in
+rare cases break a near-tie differently.
 
 >>> hard = Hardener(seed=0)
 >>> tool = Tool(name="weather_now", description="Current weather. Uses the nearest station.",
@@ -235,7 +237,8 @@ def _similarities(texts: list[str], queries: list[str]) -> list[list[float]]:
         embedder = _embedder()
         vectors = embedder.encode(texts)
         probes = embedder.encode(queries)
-        return [[float(x) for x in row] for row in (probes @ vectors.T)]
+        # Rounded so that the last bits of a float (which differ between CPUs) rarely break a tie.
+        return [[round(float(x), 4) for x in row] for row in (probes @ vectors.T)]
     except ToolmendError:  # embeddings unavailable (no `embed` extra): fall back to characters
         from rapidfuzz import fuzz
 
