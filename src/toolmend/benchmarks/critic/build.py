@@ -290,7 +290,8 @@ class _Entry:
 
 def _plan_internal(
     entry: _Entry, seed: int, error_free_every: int, inject: Any, inject_context: Any, skipped: Counter[str]
-) -> random.Random:
+) -> None:
+    """Plan the trajectory's error-injected sample and, every ``error_free_every``-th, an error-free one."""
     trace, replay, index = entry.trace, entry.replay, entry.index
     rng = random.Random(f"toolmend.critic:{seed}:{trace.id}")
     sample_seed = rng.randrange(2**31)
@@ -316,7 +317,6 @@ def _plan_internal(
         entry.plans.append(Planned("error", injection.step, injection.label, wrong=wrong, extra=extra))
     if error_free_every and index % error_free_every == 0:
         entry.plans.append(Planned("ok", rng.randrange(len(replay.calls)), "", extra={"error_type": ""}))
-    return rng
 
 
 def _skippable(replay: _Replay) -> list[int]:

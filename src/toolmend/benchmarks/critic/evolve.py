@@ -40,7 +40,7 @@ import json
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from toolmend.benchmarks.critic.record import action_text
@@ -442,7 +442,6 @@ class Evolved:
     query_source: str = "original"
     """``rule``, ``model``, ``fallback`` (the model's rewrite failed a check) or ``original``."""
     fallback: str | None = None
-    notes: dict[str, Any] = field(default_factory=dict)
 
     def call(self, call: ToolCall) -> ToolCall:
         """``call`` as written for the evolved tools."""
