@@ -41,7 +41,7 @@ output whose type is unknown satisfies any type.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,6 +362,8 @@ class Checker:
             self._tools[tool.name] = tool
         self._specs: dict[str, CompiledSpec] = {}
         self._outputs: dict[str, dict[str, tuple[str, ...]]] = {}
+        # The proven-clean tests of compiled tools whose clean answer needs no depth walk.
+        self._fast: dict[str, Callable[[Any], bool]] = {}
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -376,6 +378,8 @@ class Checker:
             if tool is None:
                 return None
             spec = self._specs[name] = compile_parameters(name, tool.parameters)
+            if spec.fast is not None and not spec.recursive:
+                self._fast[name] = spec.fast
         return spec
 
     def verify(self) -> None:
@@ -429,6 +433,14 @@ class Checker:
 
     def check_call(self, call: ToolCall, index: int = 0) -> list[Finding]:
         """Findings for one call on its own (no duplicate, count or reference-binding checks)."""
+        fields = call.__dict__  # one lookup instead of two model attribute reads on the hot path
+        fast = self._fast.get(fields["name"])
+        if fast is not None:
+            try:
+                if fast(fields["arguments"]):
+                    return []
+            except Exception:  # noqa: S110 - a value the generated test cannot take: the full check decides
+                pass
         out: list[Finding] = []
         self._check_call(call, index, out, None)
         return out
@@ -475,7 +487,7 @@ class Checker:
         if spec.fast is not None:
             try:
                 clean = spec.fast(args)
-            except (RecursionError, TypeError, ValueError):
+            except Exception:  # a value the generated test cannot take: the full check decides
                 clean = False
             if clean and not (spec.recursive and value_too_deep(args)):
                 return

@@ -40,6 +40,8 @@ _PY = {
     "object": (dict,),
     "null": (type(None),),
 }
+# Types whose exact-type test the generator writes as ``type(v) is <name>``.
+_NAMES = {str: "str", int: "int", float: "float", bool: "bool", list: "list", dict: "dict"}
 _WRITTEN = frozenset(
     {
         "type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum",
@@ -50,6 +52,11 @@ _WRITTEN = frozenset(
 )  # fmt: skip
 _ASSERTING = frozenset(ToolValidator.VALIDATORS) - {"format"}  # formats are annotations here
 _SCALARS = (str, int, float, bool, type(None))
+_BOUNDS = (("minimum", "<"), ("maximum", ">"), ("exclusiveMinimum", "<="), ("exclusiveMaximum", ">="))
+_SIZES: tuple[tuple[str, str, tuple[type, ...]], ...] = (
+    ("minLength", "<", (str,)), ("maxLength", ">", (str,)),
+    ("minItems", "<", (list, tuple)), ("maxItems", ">", (list, tuple)),
+)  # fmt: skip
 
 
 def _plain(value: Any) -> bool:
@@ -110,112 +117,147 @@ class _Writer:
             return
         types = schema.get("type")
         names = [types] if isinstance(types, str) else types if isinstance(types, list) else None
-        py: tuple[type, ...] = tuple(t for n in names or () for t in _PY[n])
-        if py:
-            only_str = py == (str,)
-            if only_str and schema.get(NONEMPTY):
-                out.append(f"{pad}if type({var}) is not str or not {var}: return False")
-            else:
-                allowed = self.name("t", frozenset(py))
-                out.append(f"{pad}if type({var}) not in {allowed}: return False")
-        elif not _covers(schema):
+        py = tuple(dict.fromkeys(t for n in names or () for t in _PY[n]))
+        # After a one-type test the generated code knows the value's exact type and drops guards.
+        exact = py[0] if len(py) == 1 else None
+        nonempty = bool(schema.get(NONEMPTY))
+        enum = schema.get("enum")
+        str_enum = isinstance(enum, list) and all(type(e) is str for e in enum)
+        if exact is str and str_enum:
+            # A string enum without "" already refuses the empty string and every other type.
+            members = self.name("e", frozenset(enum))  # type: ignore[arg-type]
+            out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
+            enum = None
+        elif exact is str and nonempty:
+            out.append(f"{pad}if type({var}) is not str or not {var}: return False")
+            nonempty = False
+        elif exact is not None:
+            out.append(f"{pad}if type({var}) is not {self._type(exact)}: return False")
+        elif py:
+            out.append(f"{pad}if type({var}) not in {self.name('t', frozenset(py))}: return False")
+        elif "enum" not in schema and "const" not in schema:
             out.append(f"{pad}if not _plain({var}): return False")
-        if schema.get(NONEMPTY) and py != (str,):
+        if nonempty and exact is None:
             out.append(f'{pad}if {var} == "" and type({var}) is str: return False')
-        self.values(schema, var, out, pad)
-        if any(k in schema for k in ("properties", "required", "additionalProperties")):
-            self.object(schema, var, out, depth)
-        if any(k in schema for k in ("items", "prefixItems")) or (py and list in py):
-            self.array(schema, var, out, depth)
-        self.applicators(schema, var, out, depth)
-
-    def values(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
-        if "enum" in schema:
-            enum = schema["enum"]
-            if all(type(e) is str for e in enum):
-                allowed = self.name("e", frozenset(enum))
-                out.append(f"{pad}if type({var}) is not str or {var} not in {allowed}: return False")
+        if enum is not None:
+            if str_enum:
+                members = self.name("e", frozenset(enum))
+                out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
             else:
                 out.append(f"{pad}if not _enum({var}, {self.name('e', list(enum))}): return False")
+        self.values(schema, var, out, pad, exact)
+        objects = dict in py or any(k in schema for k in ("properties", "required", "additionalProperties"))
+        if objects and exact in (None, dict):
+            self.object(schema, var, out, depth, exact)
+        if (list in py or any(k in schema for k in ("items", "prefixItems"))) and exact in (None, list):
+            self.array(schema, var, out, depth, exact)
+        self.applicators(schema, var, out, depth)
+
+    def _guard(self, var: str, kinds: tuple[type, ...], exact: type | None) -> str | None:
+        """The test that ``var`` is of ``kinds``: ``""`` when known true, ``None`` when known false."""
+        if exact is not None:
+            return "" if exact in kinds else None
+        if len(kinds) == 1:
+            return f"type({var}) is {self._type(kinds[0])}"
+        return f"type({var}) in {self.name('t', frozenset(kinds))}"
+
+    def values(self, schema: dict[str, Any], var: str, out: list[str], pad: str, exact: type | None) -> None:
         if "const" in schema:
             out.append(f"{pad}if not _equal({var}, {self.name('c', [schema['const']])}[0]): return False")
         checks = []
-        for key, op in (
-            ("minimum", "<"),
-            ("maximum", ">"),
-            ("exclusiveMinimum", "<="),
-            ("exclusiveMaximum", ">="),
-        ):
+        for key, op in _BOUNDS:
             if key in schema:
                 checks.append(f"{var} {op} {self.name('n', schema[key])}")
+        tests: list[tuple[tuple[type, ...], str]] = []
         if checks:
-            nums = self.name("t", frozenset((int, float)))
-            out.append(f"{pad}if type({var}) in {nums} and ({' or '.join(checks)}): return False")
-        for key, op, kinds in (
-            ("minLength", "<", "str"), ("maxLength", ">", "str"),
-            ("minItems", "<", "list"), ("maxItems", ">", "list"),
-        ):  # fmt: skip
+            tests.append(((int, float), " or ".join(checks)))
+        for key, op, kinds in _SIZES:
             if key in schema:
-                test = f"type({var}) is str" if kinds == "str" else f"type({var}) in {self._arrays()}"
-                out.append(f"{pad}if {test} and len({var}) {op} {self.name('n', schema[key])}: return False")
+                tests.append((kinds, f"len({var}) {op} {self.name('n', schema[key])}"))
         if "pattern" in schema:
             regex = self.name("p", re.compile(schema["pattern"]))
-            out.append(f"{pad}if type({var}) is str and {regex}.search({var}) is None: return False")
+            tests.append(((str,), f"{regex}.search({var}) is None"))
+        for kinds, test in tests:
+            guard = self._guard(var, kinds, exact)
+            if guard is not None:
+                out.append(f"{pad}if {guard + ' and ' if guard else ''}({test}): return False")
 
-    def _arrays(self) -> str:
-        if "_ARR" not in self.env:
-            self.env["_ARR"] = frozenset((list, tuple))
-        return "_ARR"
-
-    def object(self, schema: dict[str, Any], var: str, out: list[str], depth: int) -> None:
-        pad, inner = "    " * depth, "    " * (depth + 1)
+    def object(
+        self, schema: dict[str, Any], var: str, out: list[str], depth: int, exact: type | None
+    ) -> None:
+        if exact is None:
+            out.append(f"{'    ' * depth}if type({var}) is dict:")
+            depth += 1
+        inner = "    " * depth
         props = schema.get("properties") or {}
         required = [r for r in schema.get("required", ()) if isinstance(r, str)]
         extra = schema.get("additionalProperties", True)
-        out.append(f"{pad}if type({var}) is dict:")
         known = self.name("k", frozenset(props))
-        if required:
-            out.append(f"{inner}if not {self.name('r', frozenset(required))} <= {var}.keys(): return False")
+        out.append(f"{inner}pass")
+        # A required property is read with ``[]``: a KeyError sends the call to the full check.
+        for key in required:
+            if key not in props:
+                out.append(f"{inner}if {key!r} not in {var}: return False")
         if extra is False:
-            out.append(f"{inner}if not {var}.keys() <= {known}: return False")
-        elif isinstance(extra, dict):
-            key, item = self.name("q"), self.name("y")
-            out.append(f"{inner}for {key}, {item} in {var}.items():")
-            out.append(f"{inner}    if {key} not in {known}:")
-            self.emit(extra, item, out, depth + 2)
+            # Every required property is read below, so a count equal to theirs plus the optional
+            # ones given proves that no other key is there.
+            count = sum(1 for key in set(required) if key in props)
+            optional = [key for key in props if key not in required]
+            if len(optional) <= 4:
+                given = "".join(f" + ({key!r} in {var})" for key in optional)
+                out.append(f"{inner}if len({var}) != {count}{given}: return False")
+            else:
+                within = self.name("w", frozenset(props).issuperset)
+                out.append(f"{inner}if len({var}) != {count} and not {within}({var}): return False")
         else:
             key, item = self.name("q"), self.name("y")
             out.append(f"{inner}for {key}, {item} in {var}.items():")
-            out.append(f"{inner}    if {key} not in {known} and not _plain({item}): return False")
+            if isinstance(extra, dict):
+                out.append(f"{inner}    if {key} not in {known}:")
+                out.append(f"{inner}        pass")
+                self.emit(extra, item, out, depth + 2)
+            else:
+                out.append(f"{inner}    if {key} not in {known} and not _plain({item}): return False")
         for prop, sub in props.items():
             item = self.name("y")
-            out.append(f"{inner}{item} = {var}.get({prop!r}, _M)")
-            skip = "" if prop in required else f" and {item} is not None"
-            out.append(f"{inner}if {item} is not _M{skip}:")
-            body: list[str] = []
-            self.emit(sub, item, body, depth + 2)
-            out.extend(body or [f"{inner}    pass"])
+            if prop in required:
+                out.append(f"{inner}{item} = {var}[{prop!r}]")
+                self.emit(sub, item, out, depth)
+                continue
+            out.append(f"{inner}{item} = {var}.get({prop!r})")
+            out.append(f"{inner}if {item} is not None:")
+            out.append(f"{inner}    pass")
+            self.emit(sub, item, out, depth + 1)
 
-    def array(self, schema: dict[str, Any], var: str, out: list[str], depth: int) -> None:
-        pad, inner = "    " * depth, "    " * (depth + 1)
+    def array(self, schema: dict[str, Any], var: str, out: list[str], depth: int, exact: type | None) -> None:
+        if exact is None:
+            out.append(f"{'    ' * depth}if type({var}) in {self._arrays()}:")
+            depth += 1
+        inner = "    " * depth
         prefix = schema.get("prefixItems") or []
         items = schema.get("items", True)
-        out.append(f"{pad}if type({var}) in {self._arrays()}:")
         out.append(f"{inner}pass")
         for i, sub in enumerate(prefix):
             item = self.name("y")
             out.append(f"{inner}if len({var}) > {i}:")
             out.append(f"{inner}    {item} = {var}[{i}]")
-            self.emit(sub, item, out, depth + 2)
-        rest = f"{var}[{len(prefix)}:]" if prefix else var
+            self.emit(sub, item, out, depth + 1)
         if items is False:
             out.append(f"{inner}if len({var}) > {len(prefix)}: return False")
         else:
             item = self.name("y")
+            rest = f"{var}[{len(prefix)}:]" if prefix else var
             out.append(f"{inner}for {item} in {rest}:")
-            body: list[str] = []
-            self.emit(items, item, body, depth + 2)
-            out.extend(body or [f"{inner}    pass"])
+            out.append(f"{inner}    pass")
+            self.emit(items, item, out, depth + 1)
+
+    def _type(self, kind: type) -> str:
+        return _NAMES.get(kind) or self.name("t", kind)
+
+    def _arrays(self) -> str:
+        if "_ARR" not in self.env:
+            self.env["_ARR"] = frozenset((list, tuple))
+        return "_ARR"
 
     def applicators(self, schema: dict[str, Any], var: str, out: list[str], depth: int) -> None:
         pad = "    " * depth
@@ -233,11 +275,6 @@ class _Writer:
             out.append(f"{pad}if ({tests}) != 1: return False")
         if "not" in schema:
             out.append(f"{pad}if not _plain({var}) or {self.function(schema['not'])}({var}): return False")
-
-
-def _covers(schema: dict[str, Any]) -> bool:
-    """Whether the generated code checks every part of the value without a type (enum/const)."""
-    return "enum" in schema or "const" in schema
 
 
 def build_fast_path(schema: dict[str, Any], validator: Any) -> Callable[[Any], bool] | None:
