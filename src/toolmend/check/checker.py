@@ -241,7 +241,8 @@ def _finding(err: ValidationError, call: _Call) -> None:
 def _combinator(err: ValidationError, call: _Call, loc: Loc) -> None:
     branches: dict[Any, list[ValidationError]] = {}
     for sub in err.context or ():
-        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        branch = sub.relative_schema_path[0] if sub.relative_schema_path else id(sub)
+        branches.setdefault(branch, []).append(sub)
     if not branches:  # oneOf: more than one branch fits
         call.add("invalid_value", loc, f"'{_name(loc)}' fits more than one of the allowed shapes",
                  "Give a value that fits exactly one of them.", keyword=str(err.validator))  # fmt: skip

@@ -81,7 +81,8 @@ class _Writer:
         self.validator = validator
         self.env: dict[str, Any] = {"_plain": _plain, "_enum": _enum, "_equal": equal, "_M": object()}
         self.defs: list[str] = []
-        self.funcs: dict[int, str] = {}
+        self.funcs: dict[tuple[int, bool], str] = {}
+        self.safe = False
         self.count = 0
 
     def name(self, prefix: str, value: Any = None) -> str:
@@ -91,13 +92,20 @@ class _Writer:
             self.env[name] = value
         return name
 
-    def function(self, schema: Any) -> str:
-        """The name of a generated ``def`` testing ``schema`` (memoised, so recursion works)."""
-        key = id(schema)
+    def function(self, schema: Any, *, branch: bool = False) -> str:
+        """The name of a generated ``def`` testing ``schema`` (memoised, so recursion works).
+
+        A ``branch`` (of ``anyOf``, ``oneOf``, ``not``) must answer False rather than raise, so
+        it tests required keys instead of reading them with ``[]``; so does all it calls.
+        """
+        safe = branch or self.safe
+        key = (id(schema), safe)
         if key not in self.funcs:
             name = self.funcs[key] = self.name("s")
             body: list[str] = []
+            outer, self.safe = self.safe, safe
             self.emit(schema, "x", body, 1)
+            self.safe = outer
             self.defs.append("\n".join([f"def {name}(x):", *body, "    return True"]))
         return self.funcs[key]
 
@@ -221,7 +229,13 @@ class _Writer:
         for prop, sub in props.items():
             item = self.name("y")
             if prop in required:
-                out.append(f"{inner}{item} = {var}[{prop!r}]")
+                out.append(
+                    f"{inner}{item} = {var}[{prop!r}]"
+                    if not self.safe
+                    else f"{inner}{item} = {var}.get({prop!r}, _M)"
+                )
+                if self.safe:
+                    out.append(f"{inner}if {item} is _M: return False")
                 self.emit(sub, item, out, depth)
                 continue
             out.append(f"{inner}{item} = {var}.get({prop!r})")
@@ -268,13 +282,15 @@ class _Writer:
         for part in schema.get("allOf", ()):
             self.emit(part, var, out, depth)
         if "anyOf" in schema:
-            tests = " or ".join(f"{self.function(p)}({var})" for p in schema["anyOf"])
+            tests = " or ".join(f"{self.function(p, branch=True)}({var})" for p in schema["anyOf"])
             out.append(f"{pad}if not ({tests}): return False")
         if "oneOf" in schema:
-            tests = " + ".join(f"{self.function(p)}({var})" for p in schema["oneOf"])
+            tests = " + ".join(f"{self.function(p, branch=True)}({var})" for p in schema["oneOf"])
             out.append(f"{pad}if ({tests}) != 1: return False")
         if "not" in schema:
-            out.append(f"{pad}if not _plain({var}) or {self.function(schema['not'])}({var}): return False")
+            out.append(
+                f"{pad}if not _plain({var}) or {self.function(schema['not'], branch=True)}({var}): return False"
+            )
 
 
 def build_fast_path(schema: dict[str, Any], validator: Any) -> Callable[[Any], bool] | None:
