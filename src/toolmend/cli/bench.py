@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,7 @@ from toolmend.bench import BenchResult, run_bench
 from toolmend.benchmarks import as_mode
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
+from toolmend.runs import load_run
 
 __all__ = ["register"]
 
@@ -22,6 +24,12 @@ def _categories(values: list[str] | None) -> list[str] | None:
         return None
     # Accept both "--categories a --categories b" and "--categories a,b".
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def _causes(result: BenchResult) -> str:
+    """``infrastructure errors by cause: HTTP 500 ×2, timed out after 5 s ×1``."""
+    counts = Counter(r.error.cause for r in load_run(result.run_dir).records if r.error is not None)
+    return "infrastructure errors by cause: " + ", ".join(f"{c} ×{n}" for c, n in counts.most_common())
 
 
 def _print_result(result: BenchResult) -> None:
@@ -44,6 +52,7 @@ def _print_result(result: BenchResult) -> None:
     hint = result.retry_hint()
     if hint:
         out.print(hint)
+        out.print(_causes(result))
 
 
 def bench_command(
@@ -159,6 +168,7 @@ def bench_command(
         hint = result.retry_hint()
         if hint:
             typer.echo(hint, err=True)
+            typer.echo(_causes(result), err=True)
     else:
         _print_result(result)
     if result.summary.n_scored == 0:
