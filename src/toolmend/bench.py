@@ -47,7 +47,7 @@ from toolmend.benchmarks import (
     load_builtin_benchmarks,
 )
 from toolmend.benchmarks.templates import template_options
-from toolmend.errors import ConfigError
+from toolmend.errors import ConfigError, DatasetError
 from toolmend.formats.calls import parse_calls, write_calls
 from toolmend.models import Completion, GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models.cache import default_cache_dir
@@ -192,7 +192,15 @@ def _load_samples(bench: Benchmark, data: Path, settings: dict[str, Any]) -> lis
         options.setdefault("seed", settings["seed"])
         if limit is not None:
             options.setdefault("limit", limit)
+    known = bench.load_options
+    unknown = sorted(set(options) - set(known or ())) if known is not None else []
+    if unknown:
+        raise ConfigError(
+            f"unknown --option key(s) for {bench.name}: {', '.join(unknown)}; it takes: {', '.join(known or ()) or 'none'}"
+        )
     samples = bench.load(data, **options)
+    if not samples:
+        raise DatasetError(f"no {bench.name} samples found", path=data)
     return samples[:limit] if limit is not None else samples
 
 
@@ -369,7 +377,12 @@ def _make_model(
         return model
     options = dict(model_options or {})
     if model == "scripted":
-        return _oracle(bench, float(options.pop("delay", 0.0)), max_connections)
+        delay = float(options.pop("delay", 0.0))
+        if options:
+            raise ConfigError(
+                f"unknown --model-option key(s) for scripted: {', '.join(sorted(options))}; it takes: delay"
+            )
+        return _oracle(bench, delay, max_connections)
     if model.startswith("openai/"):
         options.setdefault("max_connections", max_connections)
         options.setdefault("tool_mode", "native" if native else "prompt")

@@ -134,6 +134,9 @@ def load_api_bank(folder: str | Path, *, first_only: bool = False) -> list[Sampl
 class ApiBank(CallListBenchmark):
     """API-Bank level-1 (given descriptions), scored with HiTEC's F1s plus ToolACE-R accuracy/overlap."""
 
+    load_options = ("first_only",)
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "api-bank"
     default_data = "data/api-bank"
 

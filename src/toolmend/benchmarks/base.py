@@ -60,6 +60,8 @@ class Benchmark(ABC):
     """Base class of the benchmarks registered in :data:`BENCHMARKS`."""
 
     name: str = ""
+    load_options: tuple[str, ...] | None = None
+    """The option keys :meth:`load` takes; ``None``: not declared, so not checked."""
     default_data: str = ""
     """Path of the default data relative to the shared folder (``data/nestools``)."""
 

@@ -112,6 +112,9 @@ def load_seal_tools(folder: str | Path, split: Split = "all", subset: Subset = "
 class SealTools(CallListBenchmark):
     """Seal-Tools, scored with HiTEC's F1 Name / F1 Name + Parameter (plus ToolACE-R accuracy/overlap)."""
 
+    load_options = ("split", "subset")
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "seal-tools"
     default_data = "data/seal-tools"
 

@@ -40,6 +40,10 @@ def template_options(benchmark: str, path: str | Path) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise DatasetError(f"cannot read the prompt template: {exc.strerror or exc}", path=p) from exc
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"the prompt template is not UTF-8 text ({exc.reason} at byte {exc.start})", path=p
+        ) from exc
     if benchmark == "nestools":
         return {"prompt_template": p}
     if benchmark in _SYSTEM_TEXT:

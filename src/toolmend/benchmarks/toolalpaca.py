@@ -199,6 +199,9 @@ def load_toolalpaca(folder: str | Path, split: Split = "real") -> list[Sample]:
 class ToolAlpaca(CallListBenchmark):
     """ToolAlpaca, scored with HiTEC's F1s plus ToolACE-R accuracy/overlap (``split``: real by default)."""
 
+    load_options = ("split",)
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "toolalpaca"
     default_data = "data/toolalpaca"
 

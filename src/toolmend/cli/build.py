@@ -34,6 +34,8 @@ def critic(
 
     if source not in ("world", "nestools", "bfcl"):
         fail(f"--source must be world, nestools or bfcl; got {source!r}")
+    if limit is not None and limit < 1:
+        fail(f"--limit must be 1 or more, got {limit}")
     try:
         info = build_suite(source, seed=seed, out=out, limit=limit, data=data)
     except ToolmendError as exc:

@@ -113,6 +113,9 @@ class BFCLBenchmark(Benchmark):
     replaces :data:`DEFAULT_SYSTEM_PROMPT` (keep ``{functions}`` in it).
     """
 
+    load_options = ("categories",)
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "bfcl"
     default_data = "data/bfcl"
 
@@ -126,7 +129,10 @@ class BFCLBenchmark(Benchmark):
         """Samples from ``path`` (default: the shared ``data/bfcl``); option ``categories``
         restricts the categories (default: every supported category with a file present)."""
         root = Path(path) if path is not None else shared_dir() / self.default_data
-        return load_bfcl(root, categories=options.get("categories"))
+        categories = options.get("categories")
+        if isinstance(categories, str):  # -o categories=simple_python,multiple
+            categories = [c.strip() for c in categories.split(",") if c.strip()]
+        return load_bfcl(root, categories=categories)
 
     def prompt(self, sample: Sample) -> list[Message]:
         """A system message with the instructions and function docs, then the question; a

@@ -36,6 +36,9 @@ class ReflectionBench(Benchmark):
     Each attempt also gets the paper's reward, with ``reward_config`` / ``similarity``.
     """
 
+    load_options = ()
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "reflection-bench"
     default_data = "data/tool-reflection-bench"
 
