@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,17 +331,24 @@ async def arun_bench(
         scores = [SampleScore(id=r.id, values=r.scores, details=r.details) for r in records]
         return bench.aggregate(scores, mode_) if scores else {}
 
-    async with llm:
-        summary = await run_samples(
-            samples_list,
-            solve,
-            run,
-            max_samples=_samples_in_flight(llm, max_connections),
-            retry_errors=retry_errors,
-            progress=progress,
-            score_key=_SCORE_KEY.get(bench.name),
-            aggregate=aggregate,
+    try:
+        async with llm:
+            summary = await run_samples(
+                samples_list,
+                solve,
+                run,
+                max_samples=_samples_in_flight(llm, max_connections),
+                retry_errors=retry_errors,
+                progress=progress,
+                score_key=_SCORE_KEY.get(bench.name),
+                aggregate=aggregate,
+            )
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Ctrl-C: every finished sample is on disk; say how to go on from there.
+        print(
+            f"\ninterrupted; continue with: toolmend bench --resume {run.path}", file=sys.stderr, flush=True
         )
+        raise
     result = BenchResult(run_dir=run.path, benchmark=name, model=llm.name, mode=mode_, summary=summary)
     if report:
         from toolmend.reports import write_report
