@@ -14,7 +14,8 @@ asks for N generations per sample (Repair@N on ``reflection-bench``; a temperatu
 when none is given, and each generation's index is part of the cache key).
 
 The model ``"scripted"`` is an oracle that answers every sample with the benchmark's gold reply,
-to check a pipeline end to end (its score must be 100%); ``"replay/<file>"`` replays saved outputs.
+to check a pipeline end to end (100%, except where the official compat scorer cannot give the
+gold replies full marks: reflection-bench, toolalpaca); ``"replay/<file>"`` replays saved outputs.
 
 A benchmark name can also be a *suite* (:data:`SUITES`): a function that builds the data for a
 seed into a folder, the benchmark that reads it, and a default model::

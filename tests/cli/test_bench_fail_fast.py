@@ -116,3 +116,23 @@ def test_model_configuration_errors_come_before_any_request(
     folder.mkdir()
     line = _one_error_line(_invoke("bench", "bfcl", "--model", f"hf/{folder}", "--runs-dir", tmp_path))
     assert "not a model folder" in line
+
+
+def test_scripted_oracle_says_where_compat_scoring_cannot_give_100(tmp_path: Path) -> None:
+    res = _invoke(
+        "bench",
+        "reflection-bench",
+        "--model",
+        "scripted",
+        "--limit",
+        "2",
+        "--runs-dir",
+        tmp_path,
+        "--no-report",
+    )
+    assert res.exit_code == 0, res.output
+    assert "does not give them 100%" in res.output
+    res = _invoke(
+        "bench", "bfcl", "--model", "scripted", "--limit", "2", "--runs-dir", tmp_path, "--no-report"
+    )
+    assert res.exit_code == 0 and "100%" not in res.output
