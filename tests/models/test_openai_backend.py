@@ -240,10 +240,10 @@ def test_one_model_across_event_loops(openai_server: Any) -> None:
     assert (first.text, second.text) == ("test-model: first loop", "test-model: second loop")
 
 
-async def test_an_invalid_url_is_a_configuration_error() -> None:
-    async with OpenAIModel("m", base_url="http:///v1", retry=FAST, cache=None) as model:
+def test_an_invalid_url_is_a_configuration_error() -> None:
+    for url in ("http:///v1", "http://[not a host/v1", "localhost:8000/v1", "http://h:99999/v1"):
         with pytest.raises(EndpointError, match="not a valid URL"):
-            await model.generate(user("x"))
+            OpenAIModel("m", base_url=url, retry=FAST, cache=None)
 
 
 async def test_a_refused_connection_is_configuration_first_then_an_outage() -> None:

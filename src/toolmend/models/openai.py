@@ -82,6 +82,13 @@ class OpenAIModel(Model):
             raise ConfigError("tool_prompt must contain the placeholder {tools}")
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL).rstrip("/")
+        try:
+            parts = urllib.parse.urlsplit(self.base_url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+        except ValueError as exc:
+            raise EndpointError(self.base_url, f"not a valid URL ({exc})") from None
+        if not valid:
+            raise EndpointError(self.base_url, "not a valid URL: it needs http:// or https:// and a host")
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key and self.base_url == _OPENAI_URL:
             raise ConfigError(f"no API key for {self.base_url}: pass api_key= or set ${api_key_env}")
