@@ -194,12 +194,7 @@ def _load_samples(bench: Benchmark, data: Path, settings: dict[str, Any]) -> lis
         options.setdefault("seed", settings["seed"])
         if limit is not None:
             options.setdefault("limit", limit)
-    known = bench.load_options
-    unknown = sorted(set(options) - set(known or ())) if known is not None else []
-    if unknown:
-        raise ConfigError(
-            f"unknown --option key(s) for {bench.name}: {', '.join(unknown)}; it takes: {', '.join(known or ()) or 'none'}"
-        )
+    bench.check_load_options(options)
     samples = bench.load(data, **options)
     if not samples:
         raise DatasetError(f"no {bench.name} samples found", path=data)

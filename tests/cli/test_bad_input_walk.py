@@ -70,6 +70,7 @@ def _cases(f: dict[str, Path]) -> list[tuple[str, list[Any]]]:
         ("build --out a file", ["build", "critic", "--limit", "2", "--out", f["a_file"]]),
         ("build --out under a file", ["build", "critic", "--limit", "2", "--out", f["a_file"] / "suite"]),
         ("score unknown benchmark", ["score", "nope", "--predictions", calls]),
+        ("score unknown -o key", ["score", "bfcl", "--predictions", calls, "-o", "colour=red"]),
     ]
     return cases
 

@@ -10,7 +10,7 @@ differ in their denominators).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,6 +68,15 @@ class Benchmark(ABC):
     @abstractmethod
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Read the benchmark's data files; a :class:`~toolmend.DatasetError` names what is wrong."""
+
+    def check_load_options(self, options: Mapping[str, Any]) -> None:
+        """Raise :class:`~toolmend.ConfigError` for option keys :attr:`load_options` does not list."""
+        known = self.load_options
+        unknown = sorted(set(options) - set(known)) if known is not None else []
+        if unknown:
+            raise ConfigError(
+                f"unknown --option key(s) for {self.name}: {', '.join(unknown)}; it takes: {', '.join(known or ()) or 'none'}"
+            )
 
     @abstractmethod
     def prompt(self, sample: Sample) -> list[Message]:
