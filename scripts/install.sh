@@ -5,8 +5,14 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
-# torch first, pinned: left to itself pip would resolve a multi-GB CUDA build.
-.venv/bin/python -m pip install -q "torch==2.13.0"
+# torch first, pinned, so that nothing later resolves another version. Which build arrives depends
+# on pip's index (plain PyPI on Linux: the CUDA build). TORCH_INDEX opts into another index, e.g.
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU build; unset, nothing changes.
+if [ -n "${TORCH_INDEX:-}" ]; then
+  .venv/bin/python -m pip install -q "torch==2.13.0" --index-url "$TORCH_INDEX"
+else
+  .venv/bin/python -m pip install -q "torch==2.13.0"
+fi
 .venv/bin/python -m pip install -q -e ".[embed,viz]" --group dev
 # Headless chromium for the report's browser test (tests/reports/test_report_browser.py); without
 # it that test is skipped and says why.

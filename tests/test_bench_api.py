@@ -203,7 +203,7 @@ def test_resume_refuses_another_model_or_benchmark(tmp_path: Path, data_dir: Pat
 
 
 def test_bad_settings_are_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown reflection-bench load option.*categories"):
+    with pytest.raises(ConfigError, match=r"unknown --option key\(s\) for reflection-bench: categories"):
         run_bench("reflection-bench", "scripted", categories=["x"], runs_dir=tmp_path, progress=False)
     with pytest.raises(ConfigError, match="--model is required"):
         run_bench("bfcl", runs_dir=tmp_path, progress=False)

@@ -17,7 +17,8 @@ the runner gives it (CriticTool's interactive retry loop and Repair@N are their 
 the strategies registered as ``a`` and ``b`` (:data:`~toolmend.benchmarks.STRATEGIES`).
 
 The model ``"scripted"`` is an oracle that answers every sample with the benchmark's gold reply,
-to check a pipeline end to end (its score must be 100%); ``"replay/<file>"`` replays saved outputs.
+to check a pipeline end to end (100%, except where the official compat scorer cannot give the
+gold replies full marks: a benchmark says so in :attr:`~toolmend.benchmarks.Benchmark.gold_ceiling`); ``"replay/<file>"`` replays saved outputs.
 
 Everything that decides a run's results is one typed :class:`BenchSettings`, stored in the run's
 manifest; ``resume=<run dir>`` reads it back (a setting given again with another value is refused).
@@ -32,6 +33,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +56,7 @@ from toolmend.benchmarks import (
     as_mode,
 )
 from toolmend.benchmarks.templates import with_prompt_template
-from toolmend.errors import ConfigError
+from toolmend.errors import ConfigError, DatasetError
 from toolmend.formats.calls import parse_calls
 from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models.cache import default_cache_dir
@@ -242,7 +244,10 @@ def _load_samples(plan: _Plan) -> list[Sample]:
     options = {**(plan.suite.load_options if plan.suite else {}), **s.load_options}
     if s.categories:
         options["categories"] = list(s.categories)
+    plan.bench.check_load_options(options)
     samples = plan.bench.load_run(plan.path, options, limit=s.limit, seed=s.seed)
+    if not samples:
+        raise DatasetError(f"no {plan.bench.name} samples found", path=plan.path)
     return plan.bench.for_native_tools(samples) if s.tool_mode == "native" else samples
 
 
@@ -380,17 +385,24 @@ async def arun_bench(
         scores = [SampleScore(id=r.id, values=r.scores, details=r.details) for r in records]
         return bench.aggregate(scores, mode_) if scores else {}
 
-    async with llm:
-        summary = await run_samples(
-            samples_list,
-            solve,
-            run,
-            max_samples=_samples_in_flight(llm, max_connections),
-            retry_errors=retry_errors,
-            progress=progress,
-            score_key=bench.headline,
-            aggregate=aggregate,
+    try:
+        async with llm:
+            summary = await run_samples(
+                samples_list,
+                solve,
+                run,
+                max_samples=_samples_in_flight(llm, max_connections),
+                retry_errors=retry_errors,
+                progress=progress,
+                score_key=bench.headline,
+                aggregate=aggregate,
+            )
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Ctrl-C: every finished sample is on disk; say how to go on from there.
+        print(
+            f"\ninterrupted; continue with: toolmend bench --resume {run.path}", file=sys.stderr, flush=True
         )
+        raise
     return BenchResult(
         run_dir=run.path, benchmark=name, model=llm.name, mode=mode_, summary=summary, settings=settings
     )
@@ -424,7 +436,12 @@ def _make_model(
         return model
     options = dict(model_options or {})
     if model == "scripted":
-        return _oracle(bench, float(options.pop("delay", 0.0)), max_connections)
+        delay = float(options.pop("delay", 0.0))
+        if options:
+            raise ConfigError(
+                f"unknown --model-option key(s) for scripted: {', '.join(sorted(options))}; it takes: delay"
+            )
+        return _oracle(bench, delay, max_connections)
     if model.startswith("openai/"):
         options.setdefault("max_connections", max_connections)
         options.setdefault("tool_mode", "native" if native else "prompt")

@@ -19,6 +19,7 @@ from pathlib import Path
 __all__ = [
     "ConfigError",
     "DatasetError",
+    "EndpointError",
     "MissingExtraError",
     "ModelError",
     "ParseError",
@@ -35,6 +36,20 @@ class ToolmendError(Exception):
 
 class ConfigError(ToolmendError):
     """An option, flag or argument combination that cannot work."""
+
+
+class EndpointError(ConfigError):
+    """The configured server cannot be the one meant: nothing listens there, the URL is invalid,
+    the path does not exist (HTTP 404), or it answers a web page instead of JSON.
+
+    Unlike a :class:`ModelError` this is never retried and never recorded as one sample's fate:
+    it stops the run at once, because every other request would fail the same way.
+    """
+
+    def __init__(self, url: str, cause: str) -> None:
+        super().__init__(f"{url}: {cause}")
+        self.url = url
+        self.cause = cause
 
 
 class SpecError(ToolmendError):

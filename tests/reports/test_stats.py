@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from toolmend.errors import ConfigError
 from toolmend.reports.stats import bootstrap_ci, paired_test
 
 
@@ -37,7 +38,7 @@ def test_bootstrap_ci_matches_scipy_on_the_same_draws() -> None:
 def test_unpaired_bootstrap_resamples_each_run() -> None:
     ci = bootstrap_ci([0.0, 0.0, 0.0], [1.0, 1.0], paired=False)
     assert (ci.delta, ci.low, ci.high, ci.paired) == (1.0, 1.0, 1.0, False)
-    with pytest.raises(ValueError, match="differ in length"):
+    with pytest.raises(ConfigError, match="differ in length"):
         bootstrap_ci([0.0], [1.0, 1.0])
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
@@ -132,6 +132,8 @@ class Benchmark(ABC):
     """
 
     name: str = ""
+    load_options: tuple[str, ...] | None = None
+    """The option keys :meth:`load` takes; ``None``: not declared, so not checked."""
     default_data: str = ""
     """Path of the default data relative to the shared folder (``data/nestools``)."""
     reply_format: ClassVar[CallFormat] = "json"
@@ -140,6 +142,9 @@ class Benchmark(ABC):
     """The per-sample score the progress bar shows and reports rank samples by."""
     detail_keys: ClassVar[tuple[str, ...]] = ()
     percent_scale: ClassVar[bool] = False
+    gold_ceiling: ClassVar[str | None] = None
+    """Why the official scorer in compat mode gives the gold replies less than 100% (shown when
+    the ``scripted`` oracle runs); ``None`` where gold scores full marks."""
     """Whether :meth:`aggregate` already returns percentages (0–100), as CriticTool's official
     scorer does; displays then show them as they are instead of scaling fractions."""
     """Keys of :attr:`SampleScore.details` that reports break results down by."""
@@ -148,12 +153,15 @@ class Benchmark(ABC):
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Read the benchmark's data files; a :class:`~toolmend.DatasetError` names what is wrong."""
 
-    def check_options(self, options: dict[str, Any], *allowed: str) -> None:
-        """A :class:`~toolmend.ConfigError` naming the keys of ``options`` not in ``allowed``."""
-        unknown = sorted(set(options) - set(allowed))
+    def check_load_options(self, options: Mapping[str, Any]) -> None:
+        """Raise :class:`~toolmend.ConfigError` for option keys :attr:`load_options` does not list."""
+        known = self.load_options
+        unknown = sorted(set(options) - set(known)) if known is not None else []
         if unknown:
-            takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
-            raise ConfigError(f"unknown {self.name} load option(s): {', '.join(unknown)} ({takes})")
+            takes = ", ".join(known or ()) or "none"
+            raise ConfigError(
+                f"unknown --option key(s) for {self.name}: {', '.join(unknown)}; it takes: {takes}"
+            )
 
     def load_run(
         self, path: Path, options: dict[str, Any], *, limit: int | None = None, seed: int = 0

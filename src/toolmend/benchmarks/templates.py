@@ -36,9 +36,12 @@ def read_prompt_template(path: str | Path) -> str:
     p = Path(path)
     try:
         return p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise DatasetError(f"cannot read the prompt template: {reason}", path=p) from exc
+    except OSError as exc:
+        raise DatasetError(f"cannot read the prompt template: {exc.strerror or exc}", path=p) from exc
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"the prompt template is not UTF-8 text ({exc.reason} at byte {exc.start})", path=p
+        ) from exc
 
 
 def with_prompt_template(benchmark: str, path: str | Path | None, **options: Any) -> Benchmark:

@@ -199,10 +199,14 @@ def load_toolalpaca(folder: str | Path, split: Split = "real") -> list[Sample]:
 class ToolAlpaca(CallListBenchmark):
     """ToolAlpaca, scored with HiTEC's F1s plus ToolACE-R accuracy/overlap (``split``: real by default)."""
 
+    gold_ceiling = "Hammer's F1 rule for a tool called more than once lowers even the gold reply"
+    load_options = ("split",)
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "toolalpaca"
     default_data = "data/toolalpaca"
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Option ``split``: real (HiTEC's 114 queries, default), simulated or all."""
-        self.check_options(options, "split")
+        self.check_load_options(options)
         return load_toolalpaca(self._data_path(path), options.get("split", "real"))

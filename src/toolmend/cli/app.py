@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
 
 from toolmend._version import __version__
 from toolmend.benchmarks import BENCHMARKS, STRATEGIES, SUITES
@@ -23,7 +27,32 @@ def _help() -> str:
     )
 
 
+def _os_reason(exc: OSError | UnicodeError) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, UnicodeError):
+        return f"text cannot be written ({exc})"
+    name = exc.filename
+    if isinstance(exc, FileExistsError) and name is not None and not Path(name).is_dir():
+        return f"{name}: exists and is not a directory"
+    reason = exc.strerror or str(exc)
+    return f"{name}: {reason.lower()}" if name is not None else reason
+
+
+class _OneLineErrors(TyperGroup):
+    """Unreadable or unwritable paths end as one ``error:`` line and exit 2, never a traceback,
+    whichever command hits them (an ``--out`` that is a file, a folder without write access)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (OSError, UnicodeError) as exc:
+            typer.echo(f"error: {_os_reason(exc)}", err=True)
+            raise typer.Exit(2) from None
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="toolmend",
     help=_help(),
     no_args_is_help=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from toolmend.benchmarks import as_mode, benchmark_class
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
 from toolmend.reports import write_report
+from toolmend.runs import load_run
 from toolmend.runs.scale import format_metric, percent_keys
 
 __all__ = ["register"]
@@ -24,6 +26,23 @@ def _categories(values: list[str] | None) -> list[str] | None:
         return None
     # Accept both "--categories a --categories b" and "--categories a,b".
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def _causes(result: BenchResult) -> str:
+    """``infrastructure errors by cause: HTTP 500 ×2, timed out after 5 s ×1``."""
+    counts = Counter(r.error.cause for r in load_run(result.run_dir).records if r.error is not None)
+    return "infrastructure errors by cause: " + ", ".join(f"{c} ×{n}" for c, n in counts.most_common())
+
+
+def _oracle_note(result: BenchResult) -> str | None:
+    bench = benchmark_class(result.benchmark)
+    ceiling = bench.gold_ceiling if bench is not None else None
+    if result.model == "scripted" and result.mode == "compat" and ceiling:
+        return (
+            f"note: --model scripted answers with the gold replies, yet {result.benchmark}'s official "
+            f"scorer (compat mode) does not give them 100%: {ceiling}. That is the scorer's ceiling, not a fault"
+        )
+    return None
 
 
 def _print_result(result: BenchResult, report: Path | None) -> None:
@@ -50,6 +69,10 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
     hint = result.retry_hint()
     if hint:
         out.print(hint)
+        out.print(_causes(result))
+    note = _oracle_note(result)
+    if note:
+        out.print(note)
 
 
 def bench_command(
@@ -170,6 +193,10 @@ def bench_command(
         hint = result.retry_hint()
         if hint:
             typer.echo(hint, err=True)
+            typer.echo(_causes(result), err=True)
+        note = _oracle_note(result)
+        if note:
+            typer.echo(note, err=True)
     else:
         _print_result(result, report)
     if result.summary.n_scored == 0:

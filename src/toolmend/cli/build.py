@@ -103,6 +103,8 @@ def critic(
     if model is not None and variant != "evolved":
         fail("--model rewrites requests of the evolved variant: add --variant evolved")
     out_console = console()
+    if limit is not None and limit < 1:
+        fail(f"--limit must be 1 or more, got {limit}")
     options = {"source": source, "seed": seed, "out": out, "limit": limit, "data": data}
     variants = [variant, *([v for v in VARIANTS if v != variant] if report else [])]
     infos = {}

@@ -86,7 +86,9 @@ def score_command(
         mode_ = as_mode(mode)
         bench = BENCHMARKS.get(benchmark)()
         path = data if data is not None else shared_dir() / bench.default_data
-        samples = bench.load(path, **key_values(option or [], "--option"))
+        options = key_values(option or [], "--option")
+        bench.check_load_options(options)
+        samples = bench.load(path, **options)
         preds = read_predictions(predictions)
         report = score_predictions(bench, samples, preds, mode=mode_, missing_as_empty=missing_as_empty)
     except ToolmendError as exc:

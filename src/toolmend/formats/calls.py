@@ -86,6 +86,9 @@ def _parse(text: str, format: str) -> ParseResult:
     result.think = think
     if problem:
         result.flag("invalid_format", problem)
+    if format != "auto" and result.format == "none" and not result.findings and rest.strip():
+        # A reader the caller chose found nothing it recognises: that is not a clean empty answer.
+        result.flag("invalid_format", f"the output does not read as {format} tool calls", raw=rest[:200])
     return result
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toolmend.errors import ConfigError
+
 __all__ = ["DeltaCI", "PairedTest", "bootstrap_ci", "paired_test"]
 
 _RESAMPLES = 2000
@@ -71,12 +73,12 @@ def bootstrap_ci(
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(x) == 0 or len(y) == 0:
-        raise ValueError("bootstrap_ci needs at least one value in each run")
+        raise ConfigError("bootstrap_ci needs at least one value in each run")
     rng = np.random.default_rng(seed)
     alpha = (1.0 - level) / 2
     if paired:
         if len(x) != len(y):
-            raise ValueError(f"paired samples differ in length: {len(x)} and {len(y)}")
+            raise ConfigError(f"paired samples differ in length: {len(x)} and {len(y)}")
         d = y - x
         means = _resampled_means(d, resamples, rng)
         delta, n = float(d.mean()), len(d)
@@ -110,7 +112,7 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> Pai
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(x) != len(y):
-        raise ValueError(f"paired samples differ in length: {len(x)} and {len(y)}")
+        raise ConfigError(f"paired samples differ in length: {len(x)} and {len(y)}")
     binary = bool(np.isin(x, (0.0, 1.0)).all() and np.isin(y, (0.0, 1.0)).all())
     if binary:
         a_only = int(((x == 1) & (y == 0)).sum())

@@ -35,6 +35,15 @@ class InfraError(BaseModel):
     retryable: bool = False
     """True when trying again later may help; ``retry_errors=True`` on resume re-runs these."""
 
+    @property
+    def cause(self) -> str:
+        """A short label to count failures by: ``HTTP 500``, ``timed out after 5 s``, ``connection failed``."""
+        if self.status is not None and self.status >= 400:
+            return f"HTTP {self.status}"
+        head, sep, rest = self.message.partition(": ")
+        text = rest if sep and "://" in head else self.message  # drop the URL the message starts with
+        return text.split(" (", 1)[0].strip() or self.type
+
     @classmethod
     def from_exception(cls, exc: BaseException) -> InfraError:
         """The record of ``exc`` (a :class:`~toolmend.ModelError` keeps its status and retryability)."""

@@ -113,6 +113,9 @@ class BFCLBenchmark(Benchmark):
     replaces the system prompt :data:`DEFAULT_SYSTEM_PROMPT` (keep ``{functions}`` in it).
     """
 
+    load_options = ("categories",)
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "bfcl"
     default_data = "data/bfcl"
     reply_format = "python"
@@ -126,9 +129,12 @@ class BFCLBenchmark(Benchmark):
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Samples from ``path`` (default: the shared ``data/bfcl``); option ``categories``
         restricts the categories (default: every supported category with a file present)."""
-        self.check_options(options, "categories")
+        self.check_load_options(options)
         root = Path(path) if path is not None else shared_dir() / self.default_data
-        return load_bfcl(root, categories=options.get("categories"))
+        categories = options.get("categories")
+        if isinstance(categories, str):  # -o categories=simple_python,multiple
+            categories = [c.strip() for c in categories.split(",") if c.strip()]
+        return load_bfcl(root, categories=categories)
 
     def gold(self, sample: Sample) -> Prediction:
         """The gold calls as a Python call list (the first accepted value of each argument)."""

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from toolmend.check import Checker, critictool_category
 from toolmend.env import Environment, ToolResponse
+from toolmend.errors import ConfigError
 from toolmend.schema import ERROR_CODES, Tool, ToolCall
 
 __all__ = ["CHECKS", "Planned", "check_sample", "effect", "gold_values", "observed_categories", "renderings"]
@@ -191,7 +192,7 @@ def check_sample(
         ok = nxt >= len(calls) or _gold_runs(make, calls[:nxt], calls[nxt], tools)
         return None if ok else "gold_fails"
     if faulty is None:
-        raise ValueError("an external sample needs the faulty environment")
+        raise ConfigError("an external sample needs the faulty environment")
     return _check_external(plan, calls, tools, make, faulty)
 
 

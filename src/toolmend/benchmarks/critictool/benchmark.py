@@ -79,6 +79,9 @@ class CriticToolBenchmark(Benchmark):
     gives 0 argument credit to calls with keys the gold call lacks.
     """
 
+    load_options = ("variant", "cot", "split", "external_modes")
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "critictool"
     default_data = "data/critictool"
     reply_format = "json"

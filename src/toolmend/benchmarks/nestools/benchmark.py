@@ -150,6 +150,9 @@ class NesTools(Benchmark):
     for an API failure (the official ``-1``): it is left out of every denominator.
     """
 
+    load_options = ("limit", "distractors", "seed")
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "nestools"
     default_data = "data/nestools"
     reply_format = "nestools"

@@ -37,6 +37,13 @@ class ReflectionBench(Benchmark):
     Each attempt also gets the paper's reward, with ``reward_config`` / ``similarity``.
     """
 
+    gold_ceiling = (
+        "the official harness rejects list and object arguments, and its bare-call pattern also "
+        "fires on calls quoted inside <reflect>"
+    )
+    load_options = ()
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "reflection-bench"
     default_data = "data/tool-reflection-bench"
     reply_format = "tags"
@@ -58,7 +65,7 @@ class ReflectionBench(Benchmark):
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Read one JSONL file, or every ``*.jsonl`` in a folder (default: the shared sample)."""
-        self.check_options(options)
+        self.check_load_options(options)
         target = Path(path) if path is not None else shared_dir() / self.default_data
         if target.is_dir():
             files = sorted(target.glob("*.jsonl"))
