@@ -1,0 +1,127 @@
+"""One assistant turn as the guard sees it: text and/or tool calls, possibly several in parallel.
+
+A turn comes from native function calling (each call with its provider id, its raw argument
+string and, when that string was not a JSON object, the reason) or from text in a benchmark's
+reply format. Either way the guard decides on the same :class:`Turn`.
+
+>>> t = Turn.from_text('[get_weather(city="Oslo")]')
+>>> t.format, [c.name for c in t.calls], t.calls[0].arguments
+('python', ['get_weather'], {'city': 'Oslo'})
+>>> t = Turn.from_openai({"role": "assistant", "content": None, "tool_calls": [
+...     {"id": "call_1", "type": "function",
+...      "function": {"name": "f", "arguments": '{"a": 1'}}]})
+>>> t.calls[0].arguments is None, t.calls[0].error is not None
+(True, True)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolmend.formats import parse_calls
+from toolmend.formats.result import CallFormat
+from toolmend.schema import Finding, Message, ToolCall
+
+__all__ = ["Turn", "TurnCall"]
+
+
+class TurnCall(BaseModel):
+    """One call of a turn. ``arguments`` is ``None`` when ``raw_arguments`` could not be read as a
+    JSON object (``error`` says why); such a call is a model error, never dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] | None = None
+    id: str | None = None
+    raw_arguments: str | None = None
+    error: str | None = None
+
+    def to_call(self) -> ToolCall:
+        """As a :class:`~toolmend.ToolCall` (empty arguments when they did not parse)."""
+        return ToolCall(name=self.name, arguments=dict(self.arguments or {}), id=self.id)
+
+
+class Turn(BaseModel):
+    """An assistant turn: its prose, its calls, and where they came from.
+
+    ``format`` is ``"native"`` for provider tool calls, else the text format the calls were read
+    in (``"none"`` when the text held no call). ``findings`` are the parser's (an unparsable
+    call-like block is ``invalid_format``; prose around calls is ``redundant_information``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = ""
+    calls: list[TurnCall] = Field(default_factory=list)
+    format: str = "native"
+    findings: list[Finding] = Field(default_factory=list)
+    final: str | None = None
+    """A final answer given instead of calls (``<final>``, CriticTool's ``FinishAction``)."""
+
+    @property
+    def native(self) -> bool:
+        """Whether the calls came as provider tool calls (so each needs a ``tool`` reply)."""
+        return self.format == "native"
+
+    @classmethod
+    def from_text(cls, text: str, format: CallFormat = "auto") -> Turn:
+        """Read ``text`` in a reply format (``auto`` detects); never raises on model text."""
+        parsed = parse_calls(text, format)
+        calls = [TurnCall(name=c.name, arguments=dict(c.arguments), id=c.id) for c in parsed.calls]
+        return cls(
+            text=text, calls=calls, format=parsed.format, findings=list(parsed.findings), final=parsed.final
+        )
+
+    @classmethod
+    def from_native(cls, text: str, calls: Sequence[Mapping[str, Any]]) -> Turn:
+        """From native calls given as ``{"id", "name", "arguments"}`` where ``arguments`` is the raw
+        JSON string (or an already decoded object)."""
+        out = []
+        for i, c in enumerate(calls):
+            raw = c.get("arguments")
+            cid = c.get("id") or f"call_{i}"
+            name = str(c.get("name") or "")
+            if isinstance(raw, Mapping):
+                out.append(TurnCall(name=name, arguments=dict(raw), id=cid, raw_arguments=json.dumps(raw)))
+                continue
+            text_args = "" if raw is None else str(raw)
+            args, error = _decode(text_args)
+            out.append(TurnCall(name=name, arguments=args, id=cid, raw_arguments=text_args, error=error))
+        return cls(text=text or "", calls=out, format="native")
+
+    @classmethod
+    def from_openai(cls, message: Mapping[str, Any]) -> Turn:
+        """From an OpenAI chat ``message`` dict (``content`` and ``tool_calls``)."""
+        calls = []
+        for c in message.get("tool_calls") or []:
+            fn = c.get("function") or {}
+            calls.append({"id": c.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
+        content = message.get("content")
+        return cls.from_native(content if isinstance(content, str) else "", calls)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """The calls as :class:`~toolmend.ToolCall` objects (see :meth:`TurnCall.to_call`)."""
+        return [c.to_call() for c in self.calls]
+
+    def message(self) -> Message:
+        """The turn as the assistant :class:`~toolmend.Message` to put back into the history."""
+        if self.native:
+            return Message(role="assistant", content=self.text, tool_calls=self.tool_calls())
+        return Message(role="assistant", content=self.text)
+
+
+def _decode(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    if not raw.strip():
+        return {}, None  # providers send "" for a call without arguments
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
