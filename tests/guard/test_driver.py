@@ -52,7 +52,9 @@ async def test_reask_is_a_second_request_with_the_feedback() -> None:
 
 async def test_abort_is_terminal_and_has_no_calls() -> None:
     out = await drive(
-        Guard(TOOLS, GuardPolicy(max_reasks_per_turn=1, escalate_after=9)), Script("[f()]", "[f(a=[1])]"), []
+        Guard(TOOLS, GuardPolicy(max_reasks_per_turn=1, escalate_after=9)),
+        Script("[f()]", "[f(a='many')]"),
+        [],
     )
     assert out.status == "aborted" and out.calls == []
 
