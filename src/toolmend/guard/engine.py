@@ -118,7 +118,7 @@ class Guard:
         if reason and (not self.policy.reask or self.policy.on_exhausted == "fail_to_model"):
             return Decision(
                 action="fail_to_model",
-                calls=work.kept + [work.calls[i] for i in valid],  # type: ignore[misc]
+                calls=work.kept + [work.calls[i] for i in valid],
                 keep=valid,
                 messages=self._tool_results(work, bad),
                 reason=reason,
@@ -129,7 +129,7 @@ class Guard:
         self.reasks_used += 1
         return Decision(
             action="reask",
-            calls=(work.kept if keep or not work.whole else []) + [work.calls[i] for i in keep],  # type: ignore[misc]
+            calls=(work.kept if keep or not work.whole else []) + [work.calls[i] for i in keep],
             keep=keep,
             messages=self._reask_messages(work, bad, keep, escalated),
             escalated=escalated,

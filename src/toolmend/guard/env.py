@@ -101,6 +101,9 @@ _FAULTS = {
 }
 
 
+_GIVE_UP: dict[str, Literal["skip", "finish"]] = {"permission_denied": "finish", "not_found": "skip", "other": "skip"}
+
+
 class EnvDecision(BaseModel):
     """What to do about one tool result (``proceed`` when it is not a fault)."""
 
@@ -133,9 +136,7 @@ class EnvPolicy(BaseModel):
     max_retries_per_run: int = 10
     backoff_s: float = 1.0
     max_wait_s: float = 60.0
-    on_give_up: dict[str, Literal["skip", "finish"]] = Field(
-        default_factory=lambda: {"permission_denied": "finish", "not_found": "skip", "other": "skip"}
-    )
+    on_give_up: dict[str, Literal["skip", "finish"]] = Field(default_factory=lambda: dict(_GIVE_UP))
     default_give_up: Literal["skip", "finish"] = "skip"
     retries_used: int = 0
 

@@ -6,6 +6,7 @@
 ``vllm/<path>``        vLLM offline engine, in-process, GPU (extra ``vllm``)
 ``scripted``           replies from ``script=`` (a list, or a function of the messages)
 ``replay/<path>``      outputs saved in a ``{"id", "output"}`` JSONL file
+``noisy/<model>``      ``<model>`` with seeded, labelled mistakes (:mod:`toolmend.models.noisy`)
 =====================  ===================================================================
 
 >>> model = get_model("scripted", script=["hello"])
@@ -104,6 +105,17 @@ def _replay(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> 
         raise ConfigError("replay needs a predictions file: replay/<path>")
     _check_empty("replay", options)
     return ReplayModel(rest)
+
+
+@MODELS.register("noisy")
+def _noisy(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
+    from toolmend.models.noisy import NoisyModel
+
+    if not rest:
+        raise ConfigError("noisy needs an inner backend: noisy/<model>, e.g. noisy/scripted")
+    kw = _take(options, "rates", "noise", "p_fix_precise", "p_fix_vague", "p_break", "seed", "tools")
+    provider, _, inner_rest = rest.partition("/")
+    return NoisyModel(MODELS.get(provider)(inner_rest, cache, options), **kw)
 
 
 def get_model(
