@@ -142,7 +142,7 @@ class Guard:
         work = _Work(turn=turn, calls=[])
         for i, c in enumerate(turn.calls):
             if c.arguments is not None:
-                work.calls.append(ToolCall(name=c.name, arguments=dict(c.arguments), id=c.id))
+                work.calls.append(c.to_call())
                 continue
             value = None
             if self.policy.lenient_json and c.raw_arguments:

@@ -101,7 +101,11 @@ _FAULTS = {
 }
 
 
-_GIVE_UP: dict[str, Literal["skip", "finish"]] = {"permission_denied": "finish", "not_found": "skip", "other": "skip"}
+_GIVE_UP: dict[str, Literal["skip", "finish"]] = {
+    "permission_denied": "finish",
+    "not_found": "skip",
+    "other": "skip",
+}
 
 
 class EnvDecision(BaseModel):

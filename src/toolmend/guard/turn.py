@@ -40,10 +40,20 @@ class TurnCall(BaseModel):
     id: str | None = None
     raw_arguments: str | None = None
     error: str | None = None
+    outputs: list[str] = Field(default_factory=list)
+    output_fields: list[str] = Field(default_factory=list)
+    extras: dict[str, Any] = Field(default_factory=dict)
+    """Keys the reply format carried beside name and arguments (NesTools' ``api_id``, a thought)."""
 
     def to_call(self) -> ToolCall:
         """As a :class:`~toolmend.ToolCall` (empty arguments when they did not parse)."""
-        return ToolCall(name=self.name, arguments=dict(self.arguments or {}), id=self.id)
+        return ToolCall(
+            name=self.name,
+            arguments=dict(self.arguments or {}),
+            id=self.id,
+            outputs=list(self.outputs),
+            output_fields=list(self.output_fields),
+        )
 
 
 class Turn(BaseModel):
@@ -72,7 +82,12 @@ class Turn(BaseModel):
     def from_text(cls, text: str, format: CallFormat = "auto") -> Turn:
         """Read ``text`` in a reply format (``auto`` detects); never raises on model text."""
         parsed = parse_calls(text, format)
-        calls = [TurnCall(name=c.name, arguments=dict(c.arguments), id=c.id) for c in parsed.calls]
+        extras = parsed.extras if len(parsed.extras) == len(parsed.calls) else [{} for _ in parsed.calls]
+        calls = [
+            TurnCall(name=c.name, arguments=dict(c.arguments), id=c.id, outputs=list(c.outputs),
+                     output_fields=list(c.output_fields), extras=dict(e))
+            for c, e in zip(parsed.calls, extras, strict=True)
+        ]  # fmt: skip
         return cls(
             text=text, calls=calls, format=parsed.format, findings=list(parsed.findings), final=parsed.final
         )
