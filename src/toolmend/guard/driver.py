@@ -31,7 +31,7 @@ from toolmend.guard.engine import Guard
 from toolmend.guard.turn import Turn
 from toolmend.schema import Message, ToolCall
 
-__all__ = ["GuardOutcome", "Reply", "Respond", "Status", "drive"]
+__all__ = ["GuardOutcome", "Reply", "Respond", "Status", "drive", "drive_sync"]
 
 Status = Literal["accepted", "repaired", "recovered", "failed_to_model", "aborted"]
 
@@ -76,6 +76,56 @@ class GuardOutcome:
         return self.decisions[-1]
 
 
+class _Loop:
+    """The decisions of one turn, apart from how requests are made (async or not)."""
+
+    def __init__(self, guard: Guard, messages: list[Message]) -> None:
+        self.guard = guard
+        self.history = list(messages)
+        self.outcome = GuardOutcome(status="accepted", calls=[], turn=Turn())
+        self.attempt = 0
+        self.kept: list[ToolCall] = []
+        self.failures = 0
+
+    def failed(self, exc: ModelError) -> None:
+        """A transport error: retried (the same request) while the budget lasts, else raised."""
+        if not exc.retryable or self.failures >= self.guard.policy.transport_retries:
+            raise exc
+        self.failures += 1
+        self.outcome.transport_retries += 1
+
+    def answered(self, got: Turn | Reply, started: float) -> list[Message] | None:
+        """Decide on an answer; the next request's messages, or ``None`` when the turn is over."""
+        self.failures = 0
+        reply = got if isinstance(got, Reply) else Reply(turn=got)
+        out = self.outcome
+        if self.attempt:
+            out.extra_requests += 1
+            out.extra_tokens += reply.input_tokens + reply.output_tokens
+            out.recovery_latency_s += time.perf_counter() - started
+        out.turn = reply.turn
+        decision = self.guard.decide(reply.turn, attempt=self.attempt, kept=self.kept)
+        out.decisions.append(decision)
+        recovery = bool(self.attempt)
+        out.events.append(
+            decision.event(
+                tokens=reply.input_tokens + reply.output_tokens if recovery else 0, requests=int(recovery)
+            )
+        )
+        if decision.action == "reask":
+            self.kept = list(decision.calls)
+            self.history.extend(decision.messages)
+            out.messages.extend(decision.messages)
+            self.attempt += 1
+            return list(self.history)
+        out.calls = list(decision.calls)
+        if decision.action == "fail_to_model":
+            out.messages.extend(decision.messages)
+        out.status = _status(decision, self.attempt)
+        out.events[-1]["recovery_latency_s"] = round(out.recovery_latency_s, 6)
+        return None
+
+
 async def drive(
     guard: Guard, respond: Respond, messages: list[Message], *, first: Turn | Reply | None = None
 ) -> GuardOutcome:
@@ -84,57 +134,49 @@ async def drive(
     Returns a :class:`GuardOutcome`; never raises on model output. A non-retryable
     :class:`~toolmend.ModelError`, or a retryable one past ``policy.transport_retries``, propagates.
     """
-    outcome = GuardOutcome(status="accepted", calls=[], turn=Turn())
-    history = list(messages)
-
-    async def ask(recovery: bool) -> Reply:
-        failures = 0
-        while True:
-            start = time.perf_counter()
-            try:
-                got = respond(list(history))
-                reply = await got if inspect.isawaitable(got) else got
-            except ModelError as exc:
-                if not exc.retryable or failures >= guard.policy.transport_retries:
-                    raise
-                failures += 1
-                outcome.transport_retries += 1
-                continue
-            reply = reply if isinstance(reply, Reply) else Reply(turn=reply)
-            if recovery:
-                outcome.extra_requests += 1
-                outcome.extra_tokens += reply.input_tokens + reply.output_tokens
-                outcome.recovery_latency_s += time.perf_counter() - start
-            return reply
-
-    reply = (
-        (first if isinstance(first, Reply) else Reply(turn=first)) if first is not None else await ask(False)
-    )
-    attempt = 0
-    kept: list[ToolCall] = []
+    loop = _Loop(guard, messages)
+    pending: list[Message] | None = None if first is not None else list(messages)
+    started = time.perf_counter()
+    got = first
     while True:
-        outcome.turn = reply.turn
-        decision = guard.decide(reply.turn, attempt=attempt, kept=kept)
-        outcome.decisions.append(decision)
-        outcome.events.append(
-            decision.event(
-                tokens=reply.input_tokens + reply.output_tokens if attempt else 0,
-                requests=1 if attempt else 0,
-            )
-        )
-        if decision.action != "reask":
-            break
-        kept = list(decision.calls)
-        history.extend(decision.messages)
-        outcome.messages.extend(decision.messages)
-        attempt += 1
-        reply = await ask(True)
-    outcome.calls = list(decision.calls)
-    if decision.action == "fail_to_model":
-        outcome.messages.extend(decision.messages)
-    outcome.status = _status(decision, attempt)
-    outcome.events[-1]["recovery_latency_s"] = round(outcome.recovery_latency_s, 6)
-    return outcome
+        if pending is not None:
+            started = time.perf_counter()
+            try:
+                answer = respond(pending)
+                got = await answer if inspect.isawaitable(answer) else answer
+            except ModelError as exc:
+                loop.failed(exc)
+                continue
+        assert got is not None
+        pending = loop.answered(got, started)
+        if pending is None:
+            return loop.outcome
+
+
+def drive_sync(
+    guard: Guard,
+    respond: Callable[[list[Message]], Turn | Reply],
+    messages: list[Message],
+    *,
+    first: Turn | Reply | None = None,
+) -> GuardOutcome:
+    """:func:`drive` for a blocking ``respond`` (a sync client), with no event loop."""
+    loop = _Loop(guard, messages)
+    pending: list[Message] | None = None if first is not None else list(messages)
+    started = time.perf_counter()
+    got = first
+    while True:
+        if pending is not None:
+            started = time.perf_counter()
+            try:
+                got = respond(pending)
+            except ModelError as exc:
+                loop.failed(exc)
+                continue
+        assert got is not None
+        pending = loop.answered(got, started)
+        if pending is None:
+            return loop.outcome
 
 
 def _status(decision: Decision, attempts: int) -> Status:
