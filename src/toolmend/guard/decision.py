@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
 
 from toolmend.schema import Finding, Message, ToolCall
 
@@ -27,10 +27,9 @@ __all__ = ["Action", "Decision", "GuardFix"]
 Action = Literal["accept", "repaired", "reask", "fail_to_model", "abort"]
 
 
-class GuardFix(BaseModel):
+@dataclass(slots=True)
+class GuardFix:
     """One safe change the guard made, with the code of the finding it answers."""
-
-    model_config = ConfigDict(extra="forbid")
 
     code: str
     action: str
@@ -40,19 +39,19 @@ class GuardFix(BaseModel):
     after: Any = None
 
 
-class Decision(BaseModel):
-    """The guard's verdict on one turn (see the module docstring)."""
-
-    model_config = ConfigDict(extra="forbid")
+@dataclass(slots=True)
+class Decision:
+    """The guard's verdict on one turn (see the module docstring). Plain data: a dataclass, so
+    that deciding a clean turn costs little next to the check itself."""
 
     action: Action
-    calls: list[ToolCall] = Field(default_factory=list)
-    fixes: list[GuardFix] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    fixes: list[GuardFix] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     """What was found and not fixed (what the re-ask or the tool results are about)."""
-    reask: list[int] = Field(default_factory=list)
-    keep: list[int] = Field(default_factory=list)
-    messages: list[Message] = Field(default_factory=list)
+    reask: list[int] = field(default_factory=list)
+    keep: list[int] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     attempt: int = 0
     """0 for the model's first answer, k for the answer to the k-th re-ask."""
     escalated: bool = False

@@ -87,16 +87,29 @@ class Guard:
         """
         if attempt == 0:
             self._last, self._repeats = None, 0
+        if not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
+            # The hot path: a clean turn costs its calls and one check.
+            calls = [c.to_call() for c in turn.calls]
+            if not self.checker.check(calls, self.policy.expected_count) and (
+                calls or not self.policy.expected_count
+            ):
+                return Decision(action="accept", calls=calls, keep=list(range(len(calls))), attempt=attempt)
         work = self._read(turn)
         work.kept = list(kept)
         self._check(work)
+        if not work.per_call and not work.parse_errors and not work.whole:
+            action: Action = "repaired" if work.fixes else "accept"
+            calls = [*work.kept, *(c for c in work.calls if c is not None)]
+            return Decision(
+                action=action,
+                calls=calls,
+                fixes=work.fixes,
+                keep=list(range(len(turn.calls))),
+                attempt=attempt,
+            )
         bad = sorted(set(work.per_call) | set(work.parse_errors))
         findings = [f for i in bad for f in work.per_call.get(i, [])] + work.whole
         valid = [i for i, c in enumerate(work.calls) if c is not None and i not in bad]
-        if not bad and not work.whole:
-            calls = work.kept + [c for c in work.calls if c is not None]
-            action: Action = "repaired" if work.fixes else "accept"
-            return Decision(action=action, calls=calls, fixes=work.fixes, keep=valid, attempt=attempt)
         signature = tuple(sorted((f.code, f.call, f.path) for f in findings)) + tuple(
             ("parse", i) for i in sorted(work.parse_errors)
         )
@@ -118,7 +131,7 @@ class Guard:
         if reason and (not self.policy.reask or self.policy.on_exhausted == "fail_to_model"):
             return Decision(
                 action="fail_to_model",
-                calls=work.kept + [work.calls[i] for i in valid],
+                calls=work.kept + [c for i in valid if (c := work.calls[i]) is not None],
                 keep=valid,
                 messages=self._tool_results(work, bad),
                 reason=reason,
@@ -129,7 +142,8 @@ class Guard:
         self.reasks_used += 1
         return Decision(
             action="reask",
-            calls=(work.kept if keep or not work.whole else []) + [work.calls[i] for i in keep],
+            calls=(work.kept if keep or not work.whole else [])
+            + [c for i in keep if (c := work.calls[i]) is not None],
             keep=keep,
             messages=self._reask_messages(work, bad, keep, escalated),
             escalated=escalated,
@@ -170,16 +184,22 @@ class Guard:
 
     def _check(self, work: _Work) -> None:
         # Kept calls lead the list (positions -k..-1), so count and repeat checks see the whole turn.
-        index = [-len(work.kept) + j for j in range(len(work.kept))]
-        index += [i for i, c in enumerate(work.calls) if c is not None]
-        calls = [*work.kept, *(c for c in work.calls if c is not None)]
+        if not work.kept and not work.parse_errors:
+            index, calls = list(range(len(work.calls))), work.calls
+        else:
+            index = [-len(work.kept) + j for j in range(len(work.kept))]
+            index += [i for i, c in enumerate(work.calls) if c is not None]
+            calls = [*work.kept, *(c for c in work.calls if c is not None)]
         expected = self.policy.expected_count
         if not calls:
             if expected and not work.parse_errors and not work.whole and work.turn.final is None:
                 work.whole.extend(self.checker.check([], expected))
             return
-        if self.policy.repair:
-            result = repair(calls, self.checker, expected)
+        findings = self.checker.check(calls, expected)  # type: ignore[arg-type]
+        where = index
+        if self.policy.repair and findings:
+            # Repair only what has findings: a clean turn (the common case) costs one check.
+            result = repair(calls, self.checker, expected)  # type: ignore[arg-type]
             dropped = {index[fx.call] for fx in result.fixes if fx.action == "drop_call"}
             for fx in result.fixes:
                 work.fixes.append(GuardFix(code=fx.finding.code, action=fx.action, call=index[fx.call],
@@ -195,8 +215,6 @@ class Guard:
                     work.kept[i] = call
             work.kept = [c for j, c in enumerate(work.kept) if j - len(work.kept) not in dropped]
             findings = result.findings
-        else:
-            findings, where = self.checker.check(calls, expected), index
         for f in findings:
             if f.call is None or f.call >= len(where) or where[f.call] < 0:
                 work.whole.append(f)

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
 
 from toolmend.formats import parse_calls
 from toolmend.formats.result import CallFormat
@@ -29,34 +29,34 @@ from toolmend.schema import Finding, Message, ToolCall
 __all__ = ["Turn", "TurnCall"]
 
 
-class TurnCall(BaseModel):
+@dataclass(slots=True)
+class TurnCall:
     """One call of a turn. ``arguments`` is ``None`` when ``raw_arguments`` could not be read as a
     JSON object (``error`` says why); such a call is a model error, never dropped."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     arguments: dict[str, Any] | None = None
     id: str | None = None
     raw_arguments: str | None = None
     error: str | None = None
-    outputs: list[str] = Field(default_factory=list)
-    output_fields: list[str] = Field(default_factory=list)
-    extras: dict[str, Any] = Field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+    output_fields: list[str] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)
     """Keys the reply format carried beside name and arguments (NesTools' ``api_id``, a thought)."""
 
     def to_call(self) -> ToolCall:
         """As a :class:`~toolmend.ToolCall` (empty arguments when they did not parse)."""
         return ToolCall(
             name=self.name,
-            arguments=dict(self.arguments or {}),
+            arguments=self.arguments or {},
             id=self.id,
-            outputs=list(self.outputs),
-            output_fields=list(self.output_fields),
+            outputs=self.outputs,
+            output_fields=self.output_fields,
         )
 
 
-class Turn(BaseModel):
+@dataclass(slots=True)
+class Turn:
     """An assistant turn: its prose, its calls, and where they came from.
 
     ``format`` is ``"native"`` for provider tool calls, else the text format the calls were read
@@ -64,12 +64,10 @@ class Turn(BaseModel):
     call-like block is ``invalid_format``; prose around calls is ``redundant_information``).
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     text: str = ""
-    calls: list[TurnCall] = Field(default_factory=list)
+    calls: list[TurnCall] = field(default_factory=list)
     format: str = "native"
-    findings: list[Finding] = Field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     final: str | None = None
     """A final answer given instead of calls (``<final>``, CriticTool's ``FinishAction``)."""
 
@@ -101,11 +99,12 @@ class Turn(BaseModel):
             raw = c.get("arguments")
             cid = c.get("id") or f"call_{i}"
             name = str(c.get("name") or "")
+            args: dict[str, Any] | None
             if isinstance(raw, Mapping):
-                out.append(TurnCall(name=name, arguments=dict(raw), id=cid, raw_arguments=json.dumps(raw)))
-                continue
-            text_args = "" if raw is None else str(raw)
-            args, error = _decode(text_args)
+                args, error, text_args = dict(raw), None, json.dumps(raw)
+            else:
+                text_args = "" if raw is None else str(raw)
+                args, error = _decode(text_args)
             out.append(TurnCall(name=name, arguments=args, id=cid, raw_arguments=text_args, error=error))
         return cls(text=text or "", calls=out, format="native")
 
