@@ -16,9 +16,8 @@ kept ones otherwise.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from toolmend.schema import Finding, Message, ToolCall
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
-
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolmend.formats import parse_calls
 from toolmend.formats.result import CallFormat
