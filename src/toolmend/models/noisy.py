@@ -156,6 +156,8 @@ class NoisyModel(Model):
             "untouched": 0,
         }
         self.labels: dict[str, int] = {}
+        self.first_label: dict[str, str | None] = {}
+        """Per ``sample_id``: the label of the error in the first answer (epoch 0), or None."""
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -200,6 +202,8 @@ class NoisyModel(Model):
         )  # fmt: skip
         rng = self._rng(messages, request.epoch, "first")
         answer, label = self._corrupt(gold, request, rng, rng.random())
+        if request.sample_id is not None and request.epoch == 0:
+            self.first_label.setdefault(request.sample_id, label)
         self._remember(messages, gold, answer, label, 0)
         return answer
 

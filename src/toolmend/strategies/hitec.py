@@ -196,7 +196,7 @@ class HitecICL:
         async def hitec(messages: list[Message], *, epoch: int | None = None) -> str:
             first = _with_global(messages, self.global_template)
             reply = await generate(first, epoch=epoch)
-            event: dict[str, Any] = {"kind": "hitec-icl", "rounds": 1}
+            event: dict[str, Any] = {"kind": "hitec-icl", "rounds": 1, "requests": 0}
             if self.second_round and tools:
                 named = {c.name for c in read_reply(reply, fmt).calls}
                 chosen = [t for t in tools if t.name in named] or tools[: self.max_tools]
