@@ -150,9 +150,9 @@ def fmt_labels(out: Outcome, base: Outcome) -> str:
 def table(name: str, results: dict[tuple[float, str], Outcome], noisy: dict[str, Any], n: int) -> None:
     print(f"\n### {name} — SIMULATION (noisy/scripted, {n} samples; p_fix_precise={noisy['p_fix_precise']}, "
           f"p_fix_vague={noisy['p_fix_vague']}, p_break={noisy['p_break']}, seed={noisy['seed']})\n")  # fmt: skip
-    print(
-        "| noise | strategy | score | regressions | fixed | +requests/sample | +tokens/sample | injected errors ending correct |"
-    )
+    key = HEADLINE["critictool" if name == "critic" else name.split(":")[0]]
+    print(f"| noise | strategy | {key} % | regressions | fixed | +requests/sample | +tokens/sample "
+          "| injected errors ending correct |")  # fmt: skip
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for (noise, spec), out in results.items():
         base = results[(noise, "none")]

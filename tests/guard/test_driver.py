@@ -71,7 +71,8 @@ async def test_first_answer_can_be_given() -> None:
         ('{"error": {"code": 503, "message": "down for maintenance"}}', "service_unavailable", "retry"),
         ("Connection reset by peer (ECONNRESET)", "connection_reset", "retry"),
         ({"error": {"code": 403, "message": "no"}}, "permission_denied", "finish"),
-        ({"error": "No such file"}, "not_found", "skip"),
+        ({"error": "No such file"}, "not_found", "proceed"),
+        ({"error": {"code": 400, "message": "invalid argument 'x'"}}, "other", "proceed"),
         ({"ok": True}, None, "proceed"),
     ],
 )

@@ -101,11 +101,7 @@ _FAULTS = {
 }
 
 
-_GIVE_UP: dict[str, Literal["skip", "finish"]] = {
-    "permission_denied": "finish",
-    "not_found": "skip",
-    "other": "skip",
-}
+_GIVE_UP: dict[str, Literal["skip", "finish"]] = {"permission_denied": "finish"}
 
 
 class EnvDecision(BaseModel):
@@ -130,7 +126,9 @@ class EnvPolicy(BaseModel):
     ``retry`` lists the faults worth retrying; ``max_retries`` bounds retries per call and
     ``max_retries_per_run`` over a run; waits grow ``backoff_s * 2**attempt`` up to
     ``max_wait_s`` unless the fault names a ``Retry-After``. ``on_give_up`` says what happens to a
-    call that still fails per fault (``finish`` for permissions: no retry can grant access).
+    call that still fails per fault (``finish`` for permissions: no retry can grant access;
+    ``default_give_up`` for the retried faults). Any other error (a bad argument, an unknown id)
+    is the model's to handle: ``proceed``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -158,6 +156,9 @@ class EnvPolicy(BaseModel):
             wait = after if after is not None else min(self.max_wait_s, self.backoff_s * 2**attempt)
             return EnvDecision(action="retry", fault=fault, wait_s=float(wait), attempt=attempt,
                                reason="Retry-After" if after is not None else "backoff")  # fmt: skip
+        if fault not in self.retry and fault not in self.on_give_up:
+            # Not an environment fault (a bad argument, an unknown id): the model's to handle.
+            return EnvDecision(action="proceed", fault=fault, attempt=attempt, reason="for the model")
         give_up = self.on_give_up.get(fault, self.default_give_up)
         why = "not retryable" if fault not in self.retry else "retries spent"
         return EnvDecision(action=give_up, fault=fault, attempt=attempt, reason=why)

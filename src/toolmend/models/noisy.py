@@ -343,9 +343,8 @@ def _writable(parsed: Any) -> bool:
 
 def _write(parsed: Any, calls: list[ToolCall]) -> str:
     if parsed.format == "nestools":
-        ids = {
-            c.name: e["api_id"] for c, e in zip(parsed.calls, parsed.extras, strict=False) if "api_id" in e
-        }
+        # By position: a call whose name the error changed keeps the id the model would write.
+        ids = [e.get("api_id") for e in parsed.extras]
         return write_calls(calls, "nestools", api_ids=ids)
     return write_calls(calls, parsed.format)
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 from toolmend.formats import write_calls
 from toolmend.formats.result import CallFormat
 from toolmend.guard import Turn
-from toolmend.schema import ToolCall
+from toolmend.schema import Tool, ToolCall
 
 __all__ = ["reply_format", "read_reply", "write_reply"]
 
@@ -28,9 +28,12 @@ def read_reply(text: str, fmt: str) -> Turn:
     return Turn.from_text(text, cast(CallFormat, fmt if fmt in _READABLE else "auto"))
 
 
-def write_reply(calls: Sequence[ToolCall], fmt: str, like: Turn | None = None) -> str:
-    """``calls`` written in ``fmt`` (the format ``like`` was read in when ``fmt`` is ``auto``),
-    carrying over per-call extras ``like`` had (NesTools' ``api_id``)."""
+def write_reply(
+    calls: Sequence[ToolCall], fmt: str, like: Turn | None = None, tools: Sequence[Tool] = ()
+) -> str:
+    """``calls`` written in ``fmt`` (the format ``like`` was read in when ``fmt`` is ``auto``).
+    NesTools' ``api_id`` comes from the offered tool of that name (a repaired name gets its
+    tool's id), else from what ``like`` carried."""
     target = (
         fmt
         if fmt in _READABLE
@@ -38,5 +41,6 @@ def write_reply(calls: Sequence[ToolCall], fmt: str, like: Turn | None = None) -
     )
     if target == "nestools":
         ids = {c.name: c.extras["api_id"] for c in (like.calls if like else []) if "api_id" in c.extras}
+        ids.update({t.name: t.metadata["api_id"] for t in tools if isinstance(t.metadata.get("api_id"), int)})
         return write_calls(calls, "nestools", api_ids=ids)
     return write_calls(calls, cast(CallFormat, target))

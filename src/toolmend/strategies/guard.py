@@ -49,6 +49,6 @@ class GuardStrategy:
                 final.action == "accept" and not final.fixes and len(final.calls) == len(out.turn.calls)
             ):
                 return last[-1]  # as the model wrote it
-            return write_reply(out.calls, fmt, out.turn)
+            return write_reply(out.calls, fmt, out.turn, state.sample.tools)
 
         return guarded

@@ -71,7 +71,7 @@ class Reflect:
                     reply, ended = parsed.final, "final"
                     break
                 elif parsed.calls:
-                    reply = write_reply(parsed.tool_calls(), fmt, turn)
+                    reply = write_reply(parsed.tool_calls(), fmt, turn, state.sample.tools)
                 else:
                     reply = answer
                 ended = "budget" if rounds >= self.max_rounds else "clean"
