@@ -44,7 +44,10 @@ from toolmend.formats import load_tool, parse_calls, write_calls
 from toolmend.models.base import Completion, GenerateRequest, Model, RawToolCall, Usage
 from toolmend.schema import Message, Tool, ToolCall
 
-__all__ = ["DEFAULT_OPERATORS", "NoisyModel", "sample_tools"]
+__all__ = ["DEFAULT_OPERATORS", "NOISY_OPTIONS", "NoisyModel", "sample_tools"]
+
+NOISY_OPTIONS = ("rates", "noise", "p_fix_precise", "p_fix_vague", "p_break", "seed", "tools")
+"""The keyword options of ``noisy/``; any other option goes to the inner backend."""
 
 DEFAULT_OPERATORS: tuple[str, ...] = (
     "hitec_wrong_tool_name",
@@ -145,6 +148,15 @@ class NoisyModel(Model):
         self.inner = inner
         self.p_fix_precise, self.p_fix_vague, self.p_break = p_fix_precise, p_fix_vague, p_break
         self.seed = seed
+        # The parameters are part of the name, so that runs and reports say what was simulated.
+        tag = (
+            [f"noise={noise}"]
+            if noise is not None
+            else ([f"rates={_digest(self.rates)[:8]}"] if self.rates else [])
+        )
+        tag += [f"{k}={v}" for k, v, d in (("p_fix_precise", p_fix_precise, 0.9), ("p_fix_vague", p_fix_vague, 0.3),
+                                          ("p_break", p_break, 0.05), ("seed", seed, 0)) if v != d]  # fmt: skip
+        self.name = f"noisy[{','.join(tag)}]/{inner.name}" if tag else f"noisy/{inner.name}"
         self.tools = [t if isinstance(t, Tool) else load_tool(t) for t in tools] if tools else None
         self._said: dict[str, _Said] = {}
         self.stats: dict[str, int] = {
@@ -174,7 +186,7 @@ class NoisyModel(Model):
         """The label every figure measured with this model carries."""
         rates = ", ".join(f"{k}: {round(v, 4)}" for k, v in sorted(self.rates.items()))
         return (
-            f"simulation: {self.name} rates={{{rates}}} p_fix_precise={self.p_fix_precise} "
+            f"simulation: noisy/{self.inner.name} rates={{{rates}}} p_fix_precise={self.p_fix_precise} "
             f"p_fix_vague={self.p_fix_vague} p_break={self.p_break} seed={self.seed}"
         )
 

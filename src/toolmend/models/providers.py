@@ -117,7 +117,9 @@ def _noisy(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> M
 
     if not rest:
         raise ConfigError("noisy needs an inner backend: noisy/<model>, e.g. noisy/scripted")
-    kw = _take(options, "rates", "noise", "p_fix_precise", "p_fix_vague", "p_break", "seed", "tools")
+    from toolmend.models.noisy import NOISY_OPTIONS
+
+    kw = _take(options, *NOISY_OPTIONS)
     provider, _, inner_rest = rest.partition("/")
     return NoisyModel(MODELS.get(provider)(inner_rest, cache, options), **kw)
 

@@ -24,15 +24,8 @@
 ['reask', 'accept']
 """
 
-from toolmend.strategies.base import (
-    STRATEGIES,
-    Generate,
-    SolveState,
-    Strategy,
-    apply_strategies,
-    resolve_strategies,
-    strategy_name,
-)
+from toolmend.benchmarks.base import STRATEGIES, Generate, SolveState, Strategy
+from toolmend.strategies.base import apply_strategies, resolve_strategies, strategy_name
 
 __all__ = [
     "STRATEGIES",

@@ -1,6 +1,6 @@
-"""The solver seam the strategies plug into (see ``interface.md``): ``Generate``, ``SolveState``,
-``Strategy`` and the :data:`STRATEGIES` registry, plus :func:`resolve_strategies` for the
-``"a+b"`` form the CLI takes.
+"""Resolving strategies by name, with options: :func:`resolve_strategies` for the ``"a+b"`` form
+the CLI takes. The seam itself (``Generate``, ``SolveState``, ``Strategy``, :data:`STRATEGIES`)
+lives in :mod:`toolmend.benchmarks.base`; the built-ins are registered there lazily.
 
 >>> [s.name for s in resolve_strategies("hitec-icl+guard")]
 ['hitec-icl', 'guard']
@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from toolmend.benchmarks.base import STRATEGIES, Generate, SolveState, Strategy
 from toolmend.errors import ConfigError
-from toolmend.registry import Registry
-from toolmend.schema import Message, Sample
 
 __all__ = [
     "STRATEGIES",
@@ -34,37 +32,15 @@ __all__ = [
 ]
 
 
-class Generate(Protocol):
-    """One model request: the reply text in the benchmark's reply format."""
-
-    async def __call__(self, messages: list[Message], *, epoch: int | None = None) -> str: ...
-
-
-@dataclass
-class SolveState:
-    """What a strategy knows about the sample being solved; ``events`` is its telemetry."""
-
-    sample: Sample
-    benchmark: Any
-    events: list[dict[str, Any]] = field(default_factory=list)
+def _factory(name: str) -> Callable[..., Strategy]:
+    factory: Callable[..., Strategy] = STRATEGIES.get(name)
+    return factory
 
 
-@runtime_checkable
-class Strategy(Protocol):
-    """Wraps ``generate`` for one sample; several compose (the later wraps the earlier)."""
-
-    name: str
-
-    def wrap(self, generate: Generate, state: SolveState) -> Generate: ...
-
-
-StrategyFactory = Callable[..., Strategy]
-STRATEGIES: Registry[StrategyFactory] = Registry("strategy")
-"""Strategy factories by name; the options a factory takes are its keyword arguments."""
-
-
-def _load_builtin() -> None:
-    import toolmend.strategies.builtin  # noqa: F401  (registers)
+def _no_strategy(opts: Mapping[str, Any]) -> list[Strategy]:
+    if opts:
+        raise ConfigError(f"strategy options {', '.join(sorted(opts))} need a --strategy that takes them")
+    return []
 
 
 def resolve_strategies(
@@ -74,15 +50,14 @@ def resolve_strategies(
     order), or strategy objects. ``options`` go to the factories that take them; an option no
     chosen strategy takes is a :class:`~toolmend.ConfigError` (a bad combination)."""
     opts = {k: v for k, v in dict(options or {}).items() if v is not None}
-    if spec is None or isinstance(spec, str) and spec.strip() in ("", "none"):
-        if opts:
-            raise ConfigError(f"strategy options {', '.join(sorted(opts))} need a --strategy that takes them")
-        return []
-    if isinstance(spec, Strategy):
-        return [spec]
     if not isinstance(spec, str):
-        return list(spec)
-    _load_builtin()
+        if spec is None:
+            return _no_strategy(opts)
+        if opts:
+            raise ConfigError("strategy options go with strategy names; configure strategy objects directly")
+        return list(spec) if isinstance(spec, Sequence) else [spec]  # type: ignore[arg-type]  # (mypy keeps str here)
+    if spec.strip() in ("", "none"):
+        return _no_strategy(opts)
     names = [n.strip() for n in spec.split("+")]
     if "none" in names:
         raise ConfigError(f"--strategy: 'none' cannot be combined with other strategies (got {spec!r})")
@@ -94,7 +69,7 @@ def resolve_strategies(
     out: list[Strategy] = []
     used: set[str] = set()
     for name in names:
-        factory = STRATEGIES.get(name)
+        factory = _factory(name)
         accepted = set(inspect.signature(factory).parameters)
         mine = {k: v for k, v in opts.items() if k in accepted}
         used |= set(mine)
