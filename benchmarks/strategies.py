@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from toolmend._shared import shared_dir
-from toolmend.bench import gold_output
 from toolmend.benchmarks import BENCHMARKS, Benchmark, Prediction, load_builtin_benchmarks
 from toolmend.models import get_model
 from toolmend.models.noisy import NoisyModel, sample_tools
@@ -44,17 +43,21 @@ STRATEGIES = [
     "hitec-icl+guard",
 ]
 HEADLINE = {"bfcl": "accuracy", "nestools": "tree_pass", "critictool": "tool"}
+# Aggregate metrics shown beside the headline (CriticTool's behaviour scores are where env-policy acts).
+EXTRA = {"critictool": ["overall", "retry", "break", "skip_finish_tool"]}
 _CURRENT: contextvars.ContextVar[tuple[Benchmark, Sample, list[int]]] = contextvars.ContextVar("sample")
 
 
 def oracle(messages: list[Message]) -> str:
-    bench, sample, turn = _CURRENT.get()
-    gold = gold_output(bench, sample)
+    bench, sample, _ = _CURRENT.get()
+    gold = bench.gold(sample)
     if isinstance(gold, str):
         return gold
-    i = min(turn[0], len(gold) - 1)
-    turn[0] += 1
-    return gold[i]
+    # As the runner's oracle: the k-th reply of an episode answers its k-th turn.
+    done = sum(m.role == "assistant" for m in messages) - sum(
+        m.role == "assistant" for m in bench.prompt(sample)
+    )
+    return gold[min(max(done, 0), len(gold) - 1)]
 
 
 @dataclass
@@ -97,14 +100,7 @@ async def solve_all(bench: Benchmark, samples: list[Sample], spec: str, noisy: d
 
         state = SolveState(sample=sample, benchmark=bench)
         wrapped = apply_strategies(strategies, generate, state)
-        solve = getattr(bench, "solve", None)
-        run = getattr(bench, "run", None)
-        if callable(solve) and solve.__func__ is not Benchmark.__dict__.get("solve"):  # type: ignore[attr-defined]
-            prediction = await solve(sample, wrapped)
-        elif callable(run):
-            prediction = await run(sample, wrapped)
-        else:
-            prediction = await wrapped(bench.prompt(sample), epoch=0)
+        prediction = await bench.solve(sample, wrapped)
         out.predictions[sample.id] = prediction
         out.requests[sample.id], out.tokens[sample.id] = counts
         out.events.extend(state.events)
@@ -150,10 +146,12 @@ def fmt_labels(out: Outcome, base: Outcome) -> str:
 def table(name: str, results: dict[tuple[float, str], Outcome], noisy: dict[str, Any], n: int) -> None:
     print(f"\n### {name} — SIMULATION (noisy/scripted, {n} samples; p_fix_precise={noisy['p_fix_precise']}, "
           f"p_fix_vague={noisy['p_fix_vague']}, p_break={noisy['p_break']}, seed={noisy['seed']})\n")  # fmt: skip
-    key = HEADLINE["critictool" if name == "critic" else name.split(":")[0]]
-    print(f"| noise | strategy | {key} % | regressions | fixed | +requests/sample | +tokens/sample "
+    bench = "critictool" if name == "critic" else name.split(":")[0]
+    key, extra = HEADLINE[bench], EXTRA.get(bench, [])
+    head = "".join(f" {m} |" for m in extra)
+    print(f"| noise | strategy | {key} % |{head} regressions | fixed | +requests/sample | +tokens/sample "
           "| injected errors ending correct |")  # fmt: skip
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|" + "---:|" * len(extra) + "---:|---:|---:|---:|---|")
     for (noise, spec), out in results.items():
         base = results[(noise, "none")]
         valid = [v for v in out.scores.values() if v is not None]
@@ -163,9 +161,9 @@ def table(name: str, results: dict[tuple[float, str], Outcome], noisy: dict[str,
         fix = sum(base.scores[k] != 1.0 and out.scores[k] == 1.0 for k in both)
         req = (sum(out.requests.values()) - sum(base.requests.values())) / max(1, len(out.requests))
         tok = (sum(out.tokens.values()) - sum(base.tokens.values())) / max(1, len(out.tokens))
-        print(
-            f"| {noise} | {spec} | {score:.1f} | {reg} | {fix} | {req:.2f} | {tok:.0f} | {fmt_labels(out, base)} |"
-        )
+        cols = "".join(f" {out.metrics.get(m, float('nan')):.1f} |" for m in extra)
+        print(f"| {noise} | {spec} | {score:.1f} |{cols} {reg} | {fix} | {req:.2f} | {tok:.0f} "
+              f"| {fmt_labels(out, base)} |")  # fmt: skip
 
 
 def guard_recovery(results: dict[tuple[float, str], Outcome]) -> None:

@@ -198,13 +198,16 @@ _CURRENT: contextvars.ContextVar[tuple[Sample, list[int]]] = contextvars.Context
 
 def _oracle(bench: Benchmark, delay: float, max_connections: int) -> ScriptedModel:
     def answer(messages: list[Message]) -> str:
-        sample, turn = _CURRENT.get()
+        sample, _ = _CURRENT.get()
         gold = bench.gold(sample)
         if isinstance(gold, str):
             return gold
-        i = min(turn[0], len(gold) - 1)
-        turn[0] += 1
-        return gold[i]
+        # The k-th reply of an episode answers its k-th turn: count the replies the conversation
+        # already holds (a strategy may answer a turn itself, e.g. retry a failed call).
+        done = sum(m.role == "assistant" for m in messages) - sum(
+            m.role == "assistant" for m in bench.prompt(sample)
+        )
+        return gold[min(max(done, 0), len(gold) - 1)]
 
     return ScriptedModel(answer, delay=delay, name="scripted", max_connections=max_connections)
 

@@ -202,16 +202,17 @@ class NoisyModel(Model):
         self.stats["answers"] += 1
         messages = request.messages
         prev = self._previous(messages)
-        if prev is not None:
-            k, said = prev
-            after = messages[k + 1 :]
-            asked = any(m.role == "user" for m in after)
-            if said.wrong or asked:
-                return self._react(request, k, said, after)
+        if prev is not None and prev[1].wrong:
+            return self._react(request, prev[1], messages[prev[0] + 1 :])
         gold = await self.inner.generate(
             messages, tools=request.tools or None, tool_choice=request.tool_choice,
             config=request.config, epoch=request.epoch, sample_id=request.sample_id,
         )  # fmt: skip
+        if prev is not None:
+            k, said = prev
+            asked = any(m.role == "user" for m in messages[k + 1 :])
+            if asked and _answer_key(gold) == _answer_key(said.gold):
+                return self._reconsider(request, said, gold)
         rng = self._rng(messages, request.epoch, "first")
         answer, label = self._corrupt(gold, request, rng, rng.random())
         if request.sample_id is not None and request.epoch == 0:
@@ -236,31 +237,33 @@ class NoisyModel(Model):
     ) -> None:
         self._said[_key(prefix)] = _Said(gold, answer, label is not None, label, round)
 
-    def _react(self, request: GenerateRequest, k: int, said: _Said, after: list[Message]) -> Completion:
+    def _react(self, request: GenerateRequest, said: _Said, after: list[Message]) -> Completion:
+        """Told about a wrong answer: fix it (p_fix_precise / p_fix_vague) or repeat it."""
         messages = request.messages
-        rng = self._rng(messages, request.epoch, "react")
-        draw = rng.random()
-        if said.wrong:
-            precise = self._precise(said, after)
-            p = self.p_fix_precise if precise else self.p_fix_vague
-            if draw < p:
-                self.stats["fixed"] += 1
-                answer, label = said.gold, None
-            else:
-                self.stats["repeated"] += 1
-                answer, label = said.answer, said.label
-        else:
-            # Asked to look again at a correct answer: sometimes it talks itself out of it.
+        draw = self._rng(messages, request.epoch, "react").random()
+        p = self.p_fix_precise if self._precise(said, after) else self.p_fix_vague
+        if draw < p:
+            self.stats["fixed"] += 1
             answer, label = said.gold, None
-            if draw < self.p_break:
-                answer, label = self._corrupt(said.gold, request, rng, None)
-            if label is not None:
-                self.stats["broken"] += 1
+        else:
+            self.stats["repeated"] += 1
+            answer, label = said.answer, said.label
         self._remember(messages, said.gold, answer, label, said.round + 1)
         words = sum(len(m.content.split()) for m in messages)
         return answer.model_copy(
             update={"usage": Usage(input_tokens=words, output_tokens=len(answer.text.split()))}
         )
+
+    def _reconsider(self, request: GenerateRequest, said: _Said, gold: Completion) -> Completion:
+        """Asked to look again at a correct answer (the inner model still gives the same one):
+        sometimes it talks itself out of it (p_break)."""
+        rng = self._rng(request.messages, request.epoch, "react")
+        answer, label = gold, None
+        if rng.random() < self.p_break:
+            answer, label = self._corrupt(gold, request, rng, None)
+            self.stats["broken"] += label is not None
+        self._remember(request.messages, gold, answer, label, said.round + 1)
+        return answer
 
     def _precise(self, said: _Said, after: list[Message]) -> bool:
         """Whether the feedback names the difference between the answer and the gold."""
