@@ -99,3 +99,19 @@ def test_guard_reask_is_a_real_second_request(
         assert result.summary.metrics["overall_sample_weighted"] == 1.0
     finally:
         server.stop()
+
+
+def test_report_puts_strategies_side_by_side(tmp_path: Path) -> None:
+    from toolmend.reports import write_report
+
+    common: dict[str, Any] = {"categories": ["simple_python"], "limit": 20, "model_options": {"noise": 0.5},
+                              "progress": False, "runs_dir": tmp_path / "runs"}  # fmt: skip
+    none = run_bench("bfcl", "noisy/scripted", **common)
+    guarded = run_bench("bfcl", "noisy/scripted", strategy="guard", **common)
+    text = write_report([none.run_dir, guarded.run_dir], out=tmp_path / "report").markdown.read_text()
+    section = text.split("## Recovery strategies", 1)[1]
+    assert "Recovery per finding code" in section and "| regressions | fixed |" in section
+    against = section.split("Against the first run", 1)[1]
+    row = next(line for line in against.splitlines() if line.startswith("| noisy"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "0" and int(cells[4]) > 0  # no regressions, some samples fixed

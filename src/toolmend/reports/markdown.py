@@ -6,6 +6,7 @@ import re
 
 from toolmend.reports.tables import Report
 from toolmend.reports.tables import format_number as _num
+from toolmend.strategies.report import strategy_lines
 
 __all__ = ["render_markdown"]
 
@@ -38,6 +39,7 @@ def render_markdown(report: Report) -> str:
         lines += _table(*report.metrics_table())
     else:
         lines += ["No metrics yet (the run has not finished).", ""]
+    lines += strategy_lines(views)
     for b in report.breakdowns:
         lines += [f"## By {b.key.replace('_', ' ')}", ""]
         lines += _table(*report.breakdown_table(b))
