@@ -28,9 +28,9 @@ from typing import Any
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import BENCHMARKS, Benchmark, Prediction, load_builtin_benchmarks
 from toolmend.models import get_model
-from toolmend.models.noisy import NoisyModel, sample_tools
 from toolmend.schema import Message, Sample
 from toolmend.strategies import SolveState, apply_strategies, resolve_strategies
+from toolmend.strategies.noisy import NoisyModel, sample_tools
 
 STRATEGIES = [
     "none",

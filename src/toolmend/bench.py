@@ -57,10 +57,10 @@ from toolmend.errors import ConfigError
 from toolmend.formats.calls import parse_calls
 from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models.cache import default_cache_dir
-from toolmend.models.noisy import sample_tools
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs.progress import Progress
 from toolmend.schema import Message, Sample
+from toolmend.strategies.noisy import sample_tools
 
 __all__ = [
     "SUITES",
@@ -428,7 +428,7 @@ def _make_model(
     if model == "scripted":
         return _oracle(bench, float(options.pop("delay", 0.0)), max_connections)
     if model.startswith("noisy/"):
-        from toolmend.models.noisy import NOISY_OPTIONS, NoisyModel
+        from toolmend.strategies.noisy import NOISY_OPTIONS, NoisyModel
 
         noisy = {k: options.pop(k) for k in NOISY_OPTIONS if k in options}
         inner = _make_model(bench, model.removeprefix("noisy/"), native, cache, cache_root, max_connections,

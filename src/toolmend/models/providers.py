@@ -7,7 +7,7 @@
 ``scripted``           replies from ``script=`` (a list, or a function of the messages)
 ``replay/<path>``      outputs saved in a ``{"id", "output"}`` JSONL file
 ``checklist``          the rule-based CriticTool critic (no LLM; CriticTool prompts only)
-``noisy/<model>``      ``<model>`` with seeded, labelled mistakes (:mod:`toolmend.models.noisy`)
+``noisy/<model>``      ``<model>`` with seeded, labelled mistakes (:mod:`toolmend.strategies.noisy`)
 =====================  ===================================================================
 
 >>> model = get_model("scripted", script=["hello"])
@@ -36,6 +36,7 @@ ModelFactory = Callable[[str, ResponseCache | None, dict[str, Any]], Model]
 MODELS: Registry[ModelFactory] = Registry("model backend", group="toolmend.models")
 # Factories that live above this layer, imported on first use.
 MODELS.add_lazy("checklist", "toolmend.benchmarks.critictool.checklist:checklist_backend")
+MODELS.add_lazy("noisy", "toolmend.strategies.noisy:noisy_backend")
 
 
 def resolve_cache(cache: bool | str | Path | ResponseCache | None) -> ResponseCache | None:
@@ -109,19 +110,6 @@ def _replay(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> 
         raise ConfigError("replay needs a predictions file: replay/<path>")
     _check_empty("replay", options)
     return ReplayModel(rest)
-
-
-@MODELS.register("noisy")
-def _noisy(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
-    from toolmend.models.noisy import NoisyModel
-
-    if not rest:
-        raise ConfigError("noisy needs an inner backend: noisy/<model>, e.g. noisy/scripted")
-    from toolmend.models.noisy import NOISY_OPTIONS
-
-    kw = _take(options, *NOISY_OPTIONS)
-    provider, _, inner_rest = rest.partition("/")
-    return NoisyModel(MODELS.get(provider)(inner_rest, cache, options), **kw)
 
 
 def get_model(

@@ -8,8 +8,8 @@ from toolmend.errors import ConfigError
 from toolmend.formats import parse_calls
 from toolmend.guard import Guard, Turn
 from toolmend.models import Completion, get_model
-from toolmend.models.noisy import NoisyModel
 from toolmend.schema import Message, Tool, ToolCall
+from toolmend.strategies.noisy import NoisyModel
 
 TOOLS = [
     Tool(

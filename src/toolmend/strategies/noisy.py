@@ -42,9 +42,10 @@ from typing import Any
 from toolmend.errors import ConfigError
 from toolmend.formats import load_tool, parse_calls, write_calls
 from toolmend.models.base import Completion, GenerateRequest, Model, RawToolCall, Usage
+from toolmend.models.cache import ResponseCache
 from toolmend.schema import Message, Tool, ToolCall
 
-__all__ = ["DEFAULT_OPERATORS", "NOISY_OPTIONS", "NoisyModel", "sample_tools"]
+__all__ = ["DEFAULT_OPERATORS", "NOISY_OPTIONS", "NoisyModel", "noisy_backend", "sample_tools"]
 
 NOISY_OPTIONS = ("rates", "noise", "p_fix_precise", "p_fix_vague", "p_break", "seed", "tools")
 """The keyword options of ``noisy/``; any other option goes to the inner backend."""
@@ -383,3 +384,15 @@ def _native_answer(gold: Completion, calls: list[ToolCall], label: str, rng: ran
         good = good[1:]
     text = _PREAMBLE.strip() if label == "redundant_information" else gold.text
     return gold.model_copy(update={"tool_calls": good, "raw_tool_calls": raw, "text": text})
+
+
+def noisy_backend(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
+    """The ``noisy/<model>`` entry of :data:`toolmend.models.MODELS`: ``<model>`` built with the
+    options noisy does not take, wrapped."""
+    from toolmend.models.providers import MODELS
+
+    if not rest:
+        raise ConfigError("noisy needs an inner backend: noisy/<model>, e.g. noisy/scripted")
+    kw = {k: options.pop(k) for k in NOISY_OPTIONS if k in options}
+    provider, _, inner_rest = rest.partition("/")
+    return NoisyModel(MODELS.get(provider)(inner_rest, cache, options), **kw)
