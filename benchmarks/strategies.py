@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmend._shared import shared_dir
+from toolmend.bench import episode_turn
 from toolmend.benchmarks import BENCHMARKS, Benchmark, Prediction, load_builtin_benchmarks
 from toolmend.models import get_model
 from toolmend.schema import Message, Sample
@@ -53,11 +54,7 @@ def oracle(messages: list[Message]) -> str:
     gold = bench.gold(sample)
     if isinstance(gold, str):
         return gold
-    # As the runner's oracle: the k-th reply of an episode answers its k-th turn.
-    done = sum(m.role == "assistant" for m in messages) - sum(
-        m.role == "assistant" for m in bench.prompt(sample)
-    )
-    return gold[min(max(done, 0), len(gold) - 1)]
+    return gold[min(episode_turn(bench.prompt(sample), messages), len(gold) - 1)]
 
 
 @dataclass

@@ -196,18 +196,27 @@ def _strategy_label(settings: BenchSettings) -> str:
 _CURRENT: contextvars.ContextVar[tuple[Sample, list[int]]] = contextvars.ContextVar("toolmend_bench_sample")
 
 
+def episode_turn(prompt: Sequence[Message], messages: Sequence[Message]) -> int:
+    """Which turn of an episode ``messages`` asks for: the replies after ``prompt`` that the
+    environment answered (a ``tool`` message, or the prompt's last message repeated, as CriticTool's
+    retry loop does). A strategy's own exchanges (a re-ask, a review) are not turns; a turn a
+    strategy answered itself (a retry) is one."""
+    last = prompt[-1].content if prompt else None
+    return sum(
+        1
+        for i in range(len(prompt), len(messages) - 1)
+        if messages[i].role == "assistant"
+        and (messages[i + 1].role == "tool" or messages[i + 1].content == last)
+    )
+
+
 def _oracle(bench: Benchmark, delay: float, max_connections: int) -> ScriptedModel:
     def answer(messages: list[Message]) -> str:
         sample, _ = _CURRENT.get()
         gold = bench.gold(sample)
         if isinstance(gold, str):
             return gold
-        # The k-th reply of an episode answers its k-th turn: count the replies the conversation
-        # already holds (a strategy may answer a turn itself, e.g. retry a failed call).
-        done = sum(m.role == "assistant" for m in messages) - sum(
-            m.role == "assistant" for m in bench.prompt(sample)
-        )
-        return gold[min(max(done, 0), len(gold) - 1)]
+        return gold[min(episode_turn(bench.prompt(sample), messages), len(gold) - 1)]
 
     return ScriptedModel(answer, delay=delay, name="scripted", max_connections=max_connections)
 

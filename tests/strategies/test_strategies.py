@@ -200,3 +200,21 @@ async def test_composition_applies_in_order() -> None:
 def test_bad_specs(spec: str, options: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         resolve_strategies(spec, options)
+
+
+async def test_guard_rewrite_keeps_critictool_fields() -> None:
+    reply = '{"error": "parameters_value_error", "name": "get_wether", "args": {"city": "Oslo"}}'
+    out, _ = await run("guard", Script(reply), state(CRITIC))
+    assert json.loads(out) == {
+        "error": "parameters_value_error",
+        "name": "get_weather",
+        "args": {"city": "Oslo"},
+    }
+
+
+async def test_reflect_leaves_transient_faults_to_the_environment() -> None:
+    script = Script(FAILED)
+    st = state(CRITIC)
+    gen = apply_strategies(resolve_strategies("reflect"), script, st)
+    assert await gen(episode('{"error": {"code": 503, "type": "service_unavailable"}}')) == FAILED
+    assert len(script.seen) == 1

@@ -43,4 +43,9 @@ def write_reply(
         ids = {c.name: c.extras["api_id"] for c in (like.calls if like else []) if "api_id" in c.extras}
         ids.update({t.name: t.metadata["api_id"] for t in tools if isinstance(t.metadata.get("api_id"), int)})
         return write_calls(calls, "nestools", api_ids=ids)
+    if target == "json" and like is not None and like.calls:
+        # Keep what the reply carried beside each call (CriticTool's "error" label) and its key.
+        key = "args" if '"args"' in like.text else "arguments"
+        extras = [c.extras for c in like.calls] if len(like.calls) == len(calls) else None
+        return write_calls(calls, "json", key=key, extras=extras)
     return write_calls(calls, cast(CallFormat, target))

@@ -41,11 +41,15 @@ class Reflect:
         async def reflect(messages: list[Message], *, epoch: int | None = None) -> str:
             reply = await generate(messages, epoch=epoch)
             history = list(messages)
-            tool_error = (
-                bool(messages)
-                and messages[-1].role in ("tool", "user")
-                and classify_fault(messages[-1].content)[0] is not None
+            # A tool error the model caused (a bad argument, an unknown id) is reflected on; a
+            # transient or permission fault is the environment's (env-policy), not a mistake.
+            last = messages[-1] if messages else None
+            fault = (
+                classify_fault(last.content)[0]
+                if last is not None and last.role in ("tool", "user")
+                else None
             )
+            tool_error = fault in ("other", "not_found")
             rounds, ended = 0, "clean"
             while rounds < self.max_rounds:
                 turn = read_reply(reply, fmt)
