@@ -45,13 +45,10 @@ class TurnCall:
 
     def to_call(self) -> ToolCall:
         """As a :class:`~toolmend.ToolCall` (empty arguments when they did not parse)."""
-        return ToolCall(
-            name=self.name,
-            arguments=self.arguments or {},
-            id=self.id,
-            outputs=self.outputs,
-            output_fields=self.output_fields,
-        )
+        if self.outputs or self.output_fields:
+            return ToolCall(name=self.name, arguments=self.arguments or {}, id=self.id,
+                            outputs=self.outputs, output_fields=self.output_fields)  # fmt: skip
+        return ToolCall(name=self.name, arguments=self.arguments or {}, id=self.id)
 
 
 @dataclass(slots=True)
@@ -97,14 +94,17 @@ class Turn:
         for i, c in enumerate(calls):
             raw = c.get("arguments")
             cid = c.get("id") or f"call_{i}"
-            name = str(c.get("name") or "")
+            name = c.get("name") or ""
             args: dict[str, Any] | None
-            if isinstance(raw, Mapping):
+            if type(raw) is str:
+                text_args = raw
+                args, error = _decode(raw)
+            elif isinstance(raw, Mapping):
                 args, error, text_args = dict(raw), None, json.dumps(raw)
             else:
                 text_args = "" if raw is None else str(raw)
                 args, error = _decode(text_args)
-            out.append(TurnCall(name=name, arguments=args, id=cid, raw_arguments=text_args, error=error))
+            out.append(TurnCall(str(name), args, cid, text_args, error))
         return cls(text=text or "", calls=out, format="native")
 
     @classmethod
