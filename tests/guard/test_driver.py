@@ -89,3 +89,26 @@ def test_env_retry_after_and_backoff_and_budget() -> None:
     assert policy.decide(timeout, attempt=2).action == "skip"  # per-call retries spent
     assert policy.decide(timeout, attempt=0).action == "retry"  # third retry of the run
     assert policy.decide(timeout, attempt=0).action == "skip"  # run budget spent
+
+
+async def test_corrected_call_goes_back_to_its_place() -> None:
+    tools = [
+        *TOOLS,
+        {
+            "name": "g",
+            "parameters": {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]},
+        },
+    ]
+    first = Turn.from_text("[f(), g(b=2)]")  # f is bad, g is kept
+    out = await drive(Guard(tools), Script("[f(a=1)]"), [], first=first)
+    assert [c.name for c in out.calls] == ["f", "g"] and out.status == "recovered"
+
+
+async def test_abort_returns_no_kept_calls() -> None:
+    tools = [
+        *TOOLS,
+        {"name": "g", "parameters": {"type": "object", "properties": {"b": {"type": "integer"}}}},
+    ]
+    policy = GuardPolicy(max_reasks_per_turn=1, escalate_after=9)
+    out = await drive(Guard(tools, policy), Script("[f(a='x')]"), [], first=Turn.from_text("[f(), g(b=2)]"))
+    assert out.status == "aborted" and out.calls == []

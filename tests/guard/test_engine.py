@@ -228,3 +228,16 @@ def test_bad_policy_is_a_config_error() -> None:
 def test_calls_as_toolcall_objects() -> None:
     d = Guard(TOOLS).decide(Turn.from_text('[get_weather(city="Oslo")]'))
     assert d.calls == [ToolCall(name="get_weather", arguments={"city": "Oslo"})]
+
+
+def test_cut_off_reply_is_reasked_not_rewritten_from_its_complete_part() -> None:
+    text = '[{"name": "get_weather", "arguments": {"city": "Oslo"}}, {"name": "get_weather", "arguments": {"city": "Ber'
+    turn = Turn.from_text(text)
+    assert len(turn.calls) == 1  # the parser kept the complete call
+    d = Guard(TOOLS).decide(turn)
+    assert d.action == "reask" and "invalid_format" in d.codes
+
+
+def test_python_quoted_json_is_rewritten() -> None:
+    d = Guard(TOOLS).decide(Turn.from_text("[{'name': 'get_weather', 'arguments': {'city': 'Oslo'}}]"))
+    assert d.action == "repaired" and [f.action for f in d.fixes] == ["rewrite"]

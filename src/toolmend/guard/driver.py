@@ -86,6 +86,9 @@ class _Loop:
         self.attempt = 0
         self.kept: list[ToolCall] = []
         self.failures = 0
+        # Where each call of the turn goes: kept calls stay at their places and corrected ones
+        # fill the places of the calls they replace (call order matters for nested calls).
+        self.slots: list[ToolCall | None] | None = None
 
     def failed(self, exc: ModelError) -> None:
         """A transport error: retried (the same request) while the budget lasts, else raised."""
@@ -113,17 +116,46 @@ class _Loop:
             )
         )
         if decision.action == "reask":
+            self._place(decision.calls[len(self.kept) :], decision.keep, len(reply.turn.calls), final=False)
             self.kept = list(decision.calls)
             self.history.extend(decision.messages)
             out.messages.extend(decision.messages)
             self.attempt += 1
             return list(self.history)
-        out.calls = list(decision.calls)
+        if decision.action == "abort":
+            out.calls = []
+        elif self.kept:
+            self._place(decision.calls[len(self.kept) :], [], 0, final=True)
+            out.calls = [c for c in self.slots or [] if c is not None]
+        else:
+            out.calls = list(decision.calls)
         if decision.action == "fail_to_model":
             out.messages.extend(decision.messages)
         out.status = _status(decision, self.attempt)
         out.events[-1]["recovery_latency_s"] = round(out.recovery_latency_s, 6)
         return None
+
+    def _place(self, new: list[ToolCall], keep: list[int], n: int, *, final: bool) -> None:
+        """Put this round's accepted calls into the turn's slots (see ``slots``)."""
+        if not new and not keep and not final:
+            self.slots = None  # everything is asked again (hold all, or a count problem)
+            return
+        if self.slots is None:
+            # First round: the turn's calls by position, the re-asked ones as holes.
+            slots: list[ToolCall | None] = [None] * n
+            for call, i in zip(new, keep, strict=False):
+                slots[i] = call
+            self.slots = slots
+            return
+        holes = [p for p, c in enumerate(self.slots) if c is None]
+        placed = list(zip(keep, new, strict=False)) if not final else list(enumerate(new))
+        for i, call in placed:
+            if i < len(holes):
+                self.slots[holes[i]] = call
+            else:
+                self.slots.append(call)
+        if final:
+            self.slots = [c for c in self.slots if c is not None]
 
 
 async def drive(

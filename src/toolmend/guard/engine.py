@@ -35,6 +35,8 @@ __all__ = ["Guard"]
 # Parser findings that a rewrite of the parsed calls removes: prose around calls, and a
 # call-like block the parser could still read.
 _TEXT_FIXABLE = {"redundant_information"}
+# How formats.lenient read text that was not strict JSON but held whole values.
+_COMPLETE_READS = {"python", "repaired"}
 
 
 @dataclass
@@ -175,8 +177,9 @@ class Guard:
         for f in turn.findings:
             if f.code in _TEXT_FIXABLE and turn.calls:
                 work.fixes.append(GuardFix(code=f.code, action="strip_text", call=f.call, before=f.message))
-            elif f.code == "invalid_format" and turn.calls:
-                # The parser recovered the calls; writing them out again is the fix.
+            elif f.code == "invalid_format" and turn.calls and f.data.get("method") in _COMPLETE_READS:
+                # Read whole by a lenient reader (quoting, trailing commas): writing it out again
+                # is the fix. A cut-off reply keeps only its complete calls, so it is re-asked.
                 work.fixes.append(GuardFix(code=f.code, action="rewrite", call=f.call, before=f.message))
             elif f.code == "invalid_format":
                 work.whole.append(f)
