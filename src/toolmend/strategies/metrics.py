@@ -1,5 +1,6 @@
-"""What a strategy did, measured: recovery per finding code from the guard's telemetry,
-regressions and improvements between two runs' per-sample scores, and extra requests.
+"""What a strategy did, measured: recovery per finding code from the guard's telemetry, and the
+extra requests the strategies report. (Regressions between runs are the report's paired
+comparison: right → wrong.)
 
 >>> events = [
 ...     {"kind": "guard", "action": "reask", "fixed": ["invalid_type"], "unfixed": ["missing_required"]},
@@ -10,8 +11,6 @@ regressions and improvements between two runs' per-sample scores, and extra requ
 {'found': 1, 'repair': 0, 'reask': 1, 'gave_up': 0}
 >>> recovery_by_code(events)["wrong_tool_name"]["gave_up"]
 1
->>> compare_scores({"a": 1.0, "b": 0.0, "c": 1.0}, {"a": 0.0, "b": 1.0, "c": 1.0})
-{'regressions': ['a'], 'improvements': ['b'], 'both': 3}
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["compare_scores", "extra_requests", "recovery_by_code"]
+__all__ = ["extra_requests", "recovery_by_code"]
 
 
 def recovery_by_code(events: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
@@ -42,15 +41,6 @@ def recovery_by_code(events: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
             row["repair" if code not in unfixed else ("reask" if ok else "gave_up")] += 1
         fixed, unfixed = set(), set()
     return out
-
-
-def compare_scores(before: Mapping[str, float | None], after: Mapping[str, float | None]) -> dict[str, Any]:
-    """Samples right before and wrong after (``regressions``), the reverse (``improvements``),
-    over the samples both runs scored; "right" is a full score."""
-    both = [k for k in before if k in after and before[k] is not None and after[k] is not None]
-    regressions = [k for k in both if before[k] == 1.0 and after[k] != 1.0]
-    improvements = [k for k in both if before[k] != 1.0 and after[k] == 1.0]
-    return {"regressions": regressions, "improvements": improvements, "both": len(both)}
 
 
 def extra_requests(events: Iterable[Mapping[str, Any]]) -> int:

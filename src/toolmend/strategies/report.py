@@ -1,6 +1,7 @@
 """The "Recovery strategies" part of ``toolmend report``: what each run's strategies did and cost,
-recovery per finding code, and — with several runs of one benchmark — regressions and extra cost
-of each run against the first.
+recovery per finding code, and — with several runs of one benchmark — the extra requests and
+tokens of each run against the first (its regressions, right → wrong, are in the report's paired
+comparison).
 
 >>> from types import SimpleNamespace as NS
 >>> rec = lambda i, s, req, ev: NS(id=i, requests=req, usage=NS(total_tokens=10 * req), events=ev, error=None)
@@ -24,11 +25,11 @@ Recovery per finding code (guard decisions: fixed by repair / recovered after a 
 |---|---|---|---|---|---|
 | guard | missing_required | 1 | 0 | 1 | 0 |
 <BLANKLINE>
-Against the first run (samples both scored; right = full score):
+Extra cost against the first run (samples both scored):
 <BLANKLINE>
-| run | vs | samples | regressions | fixed | +requests/sample | +tokens/sample |
-|---|---|---|---|---|---|---|
-| guard | none | 2 | 0 | 1 | 0.50 | 5 |
+| run | vs | samples | +requests/sample | +tokens/sample |
+|---|---|---|---|---|
+| guard | none | 2 | 0.50 | 5 |
 <BLANKLINE>
 """
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolmend.strategies.metrics import compare_scores, recovery_by_code
+from toolmend.strategies.metrics import recovery_by_code
 
 __all__ = ["strategy_lines"]
 
@@ -80,21 +81,15 @@ def strategy_lines(views: Sequence[Any]) -> list[str]:
     first = views[0]
     pairs = [v for v in views[1:] if v.benchmark == first.benchmark]
     if pairs:
-        base_scores = {r.id: first.score_of(r) for r in first.scored}
         base = {r.id: r for r in first.scored}
-        cmp_rows = []
+        cost_rows = []
         for v in pairs:
-            diff = compare_scores(base_scores, {r.id: v.score_of(r) for r in v.scored})
             both = [r for r in v.scored if r.id in base]
             n = max(1, len(both))
             extra_req = sum(r.requests - base[r.id].requests for r in both) / n
             extra_tok = sum(r.usage.total_tokens - base[r.id].usage.total_tokens for r in both) / n
-            cmp_rows.append([
-                v.label, first.label, str(diff["both"]), str(len(diff["regressions"])), str(len(diff["improvements"])),
-                f"{extra_req:.2f}", f"{extra_tok:.0f}",
-            ])  # fmt: skip
-        lines += ["Against the first run (samples both scored; right = full score):", ""]
-        lines += _table(
-            ["run", "vs", "samples", "regressions", "fixed", "+requests/sample", "+tokens/sample"], cmp_rows
-        )
+            cost_rows.append([v.label, first.label, str(len(both)), f"{extra_req:.2f}", f"{extra_tok:.0f}"])
+        # Regressions (right → wrong) are in the paired comparison above; this is what they cost.
+        lines += ["Extra cost against the first run (samples both scored):", ""]
+        lines += _table(["run", "vs", "samples", "+requests/sample", "+tokens/sample"], cost_rows)
     return lines

@@ -1,9 +1,14 @@
 """The CriticTool benchmark behind the common :class:`~toolmend.benchmarks.Benchmark` interface.
 
->>> bench = BENCHMARKS.get("critictool")()                            # doctest: +SKIP
->>> samples = bench.load("CriticTool-Dataset", variant="base")       # doctest: +SKIP
->>> outputs = [await bench.solve(s, generate) for s in samples]      # doctest: +SKIP
->>> bench.aggregate([bench.score(s, o) for s, o in zip(samples, outputs)])["overall"]  # doctest: +SKIP
+>>> import asyncio
+>>> from toolmend.benchmarks.critic import build_suite
+>>> bench = CriticToolBenchmark(similarity=lambda a, b: float(a == b))
+>>> samples = bench.load(build_suite("world", seed=0, out=tmp_path, limit=8).root)
+>>> async def generate(messages, *, epoch=None):  # any model; here: always give up
+...     return '{"name": "FinishAction", "args": "I cannot help."}'
+>>> outputs = [asyncio.run(bench.solve(s, generate)) for s in samples]
+>>> 0 <= bench.aggregate([bench.score(s, o) for s, o in zip(samples, outputs)])["overall"] < 100
+True
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ class CriticToolBenchmark(Benchmark):
     reply_format = "json"
     headline = "tool"
     detail_keys = ("part", "error_type", "external_mode", "variant")
+    percent_scale = True
 
     def __init__(
         self,
@@ -122,6 +128,14 @@ class CriticToolBenchmark(Benchmark):
         return load_critictool(
             root, variants=variants, cot=cot, parts=_SPLITS[split], external_modes=external_modes
         )
+
+    def turn_feedback(self, sample: Sample) -> Message | None:
+        # The retry loop answers each repeat of the failed call with the tool's error response
+        # again: the prompt's last message.
+        if sample.metadata.get("part") != "external":
+            return None
+        prompt = self.prompt(sample)
+        return prompt[-1] if prompt else None
 
     def prompt(self, sample: Sample) -> list[Message]:
         """The sample's conversation with the mode instruction inserted into the system prompt."""
