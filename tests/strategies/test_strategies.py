@@ -79,14 +79,25 @@ async def test_hitec_two_rounds_with_global_and_local_checklists() -> None:
     assert out == '[get_weather(city="Oslo", days=1)]' and st.events[0]["rounds"] == 2
 
 
-async def test_hitec_model_checklist_is_cached_per_schema(tmp_path: Path) -> None:
-    strategy = HitecICL(model_checklists=True, checklist_cache=tmp_path / "c.sqlite")
+async def test_hitec_checklist_model_writes_once_per_schema_into_sqlite(tmp_path: Path) -> None:
+    from toolmend.models import ScriptedModel
+
+    writer = ScriptedModel(lambda messages: "- never drop city", name="writer")
     for _ in range(2):
+        strategy = HitecICL(checklist_model=writer, checklist_cache=tmp_path / "c.sqlite")
+        script = Script('[get_weather(city="Oslo")]', '[get_weather(city="Oslo")]')
+        await strategy.wrap(script, state())(PROMPT)
+        assert "never drop city" in script.seen[1][0][-1].content
+    assert writer.calls == 1  # the second strategy (a new run) read it from SQLite
+
+
+async def test_hitec_solving_model_checklist_is_written_once_per_run() -> None:
+    strategy = HitecICL(model_checklists=True)
+    for i in range(2):
         script = Script('[get_weather(city="Oslo")]', "- never drop city", '[get_weather(city="Oslo")]')
-        gen = strategy.wrap(script, state())
-        await gen(PROMPT)
-    # first sample: answer, checklist, review; second: answer, review (checklist from SQLite)
-    assert len(script.seen) == 2 and "never drop city" in script.seen[1][0][-1].content
+        await strategy.wrap(script, state())(PROMPT)
+        assert len(script.seen) == (3 if i == 0 else 2)
+        assert "never drop city" in script.seen[-1][0][-1].content
 
 
 async def test_reflect_on_a_finding() -> None:

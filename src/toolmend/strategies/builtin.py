@@ -17,12 +17,18 @@ def guard(**policy: Any) -> Strategy:
 
 
 def hitec_icl(
-    model_checklists: bool = False, checklist_cache: str | None = None, second_round: bool = True
+    model_checklists: bool = False,
+    checklist_model: str | None = None,
+    checklist_cache: str | None = None,
+    second_round: bool = True,
 ) -> Strategy:
     from toolmend.strategies.hitec import HitecICL
 
     return HitecICL(
-        model_checklists=model_checklists, checklist_cache=checklist_cache, second_round=second_round
+        model_checklists=model_checklists,
+        checklist_model=checklist_model,
+        checklist_cache=checklist_cache,
+        second_round=second_round,
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from toolmend.models.base import Model
 from toolmend.models.cache import default_cache_dir
 from toolmend.schema import Message, Tool
 from toolmend.strategies._reply import read_reply, reply_format
@@ -154,9 +155,15 @@ class ChecklistCache:
 
 
 class HitecICL:
-    """See the module docstring. ``model_checklists=True`` asks the solving model (once per tool
-    schema, cached under ``checklist_cache``) for a checklist of its own to add to the derived
-    one; ``second_round=False`` keeps only the global checklist (HiTEC's "w/o local")."""
+    """See the module docstring.
+
+    ``model_checklists=True`` adds a model-written checklist per tool to the derived one. With
+    ``checklist_model`` (a model string or :class:`~toolmend.models.Model`, as HiTEC had a larger
+    model write them) it is written once per tool schema and kept in SQLite under the schema's
+    hash and that model's name (``checklist_cache``: the file; default in the cache folder);
+    without, the solving model writes it, once per tool schema in this run (it is part of what
+    is measured, so it is not reused across runs). ``second_round=False`` keeps only the global
+    checklist (HiTEC's "w/o local")."""
 
     name = "hitec-icl"
 
@@ -167,31 +174,40 @@ class HitecICL:
         review_template: str = DEFAULT_REVIEW_TEMPLATE,
         second_round: bool = True,
         model_checklists: bool = False,
+        checklist_model: str | Model | None = None,
         checklist_cache: str | Path | None = None,
         max_tools: int = 5,
     ) -> None:
         self.global_template = global_template
         self.review_template = review_template
         self.second_round = second_round
-        self.model_checklists = model_checklists
-        self.cache = ChecklistCache(checklist_cache) if model_checklists else None
+        self.model_checklists = model_checklists or checklist_model is not None
+        self.checklist_model = checklist_model
+        self.cache = ChecklistCache(checklist_cache) if checklist_model is not None else None
+        self._run_cache: dict[str, str] = {}
         self.max_tools = max_tools
 
-    async def _written(self, tool: Tool, generate: Generate, writer: str) -> str:
-        assert self.cache is not None
+    async def _written(self, tool: Tool, generate: Generate) -> str:
         key = schema_hash(tool)
-        text = self.cache.get(key, writer)
+        prompt = [Message(role="user", content=_WRITE_PROMPT.format(tool=json.dumps(
+            {"name": tool.name, "description": tool.description, "parameters": tool.parameters}, ensure_ascii=False)))]  # fmt: skip
+        if self.checklist_model is None:
+            if key not in self._run_cache:
+                self._run_cache[key] = (await generate(prompt)).strip()
+            return self._run_cache[key]
+        from toolmend.models import get_model
+
+        writer = get_model(self.checklist_model)
+        assert self.cache is not None
+        text = self.cache.get(key, writer.name)
         if text is None:
-            prompt = _WRITE_PROMPT.format(tool=json.dumps({"name": tool.name, "description": tool.description,
-                                                          "parameters": tool.parameters}, ensure_ascii=False))  # fmt: skip
-            text = (await generate([Message(role="user", content=prompt)])).strip()
-            self.cache.put(key, writer, text)
+            text = (await writer.generate(prompt)).text.strip()
+            self.cache.put(key, writer.name, text)
         return text
 
     def wrap(self, generate: Generate, state: SolveState) -> Generate:
         fmt = reply_format(state.benchmark)
         tools = list(state.sample.tools)
-        writer = str(getattr(state, "model_name", "") or "model")
 
         async def hitec(messages: list[Message], *, epoch: int | None = None) -> str:
             first = _with_global(messages, self.global_template)
@@ -202,9 +218,7 @@ class HitecICL:
                 chosen = [t for t in tools if t.name in named] or tools[: self.max_tools]
                 parts = [local_checklist(t, tools) for t in chosen]
                 if self.model_checklists:
-                    parts += [
-                        f"Also for {t.name}:\n{await self._written(t, generate, writer)}" for t in chosen
-                    ]
+                    parts += [f"Also for {t.name}:\n{await self._written(t, generate)}" for t in chosen]
                 review = self.review_template.format(checklist="\n\n".join(parts))
                 second = [
                     *first,
