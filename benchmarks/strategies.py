@@ -30,7 +30,7 @@ from toolmend.bench import episode_turn
 from toolmend.benchmarks import BENCHMARKS, Benchmark, Prediction, load_builtin_benchmarks
 from toolmend.models import get_model
 from toolmend.schema import Message, Sample
-from toolmend.strategies import SolveState, apply_strategies, resolve_strategies
+from toolmend.strategies import SolveState, apply_strategies, build_strategies
 from toolmend.strategies.noisy import NoisyModel, sample_tools
 
 STRATEGIES = [
@@ -86,7 +86,7 @@ def base_generate(model: NoisyModel, sample: Sample, counts: list[int]) -> Any:
 
 async def solve_all(bench: Benchmark, samples: list[Sample], spec: str, noisy: dict[str, Any]) -> Outcome:
     model = NoisyModel(get_model("scripted", script=oracle), **noisy)
-    strategies = resolve_strategies(spec)
+    strategies = build_strategies(spec)
     out = Outcome()
     start = time.perf_counter()
     for sample in samples:

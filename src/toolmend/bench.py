@@ -174,7 +174,7 @@ def resolve_strategies(
     """
     from toolmend.strategies import base
 
-    items = base.resolve_strategies(strategy, options)
+    items = base.build_strategies(strategy, options)
     return base.strategy_name(items), items
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from toolmend.errors import ConfigError
 from toolmend.schema import Message, Sample, Tool
-from toolmend.strategies import SolveState, apply_strategies, resolve_strategies, strategy_name
+from toolmend.strategies import SolveState, apply_strategies, build_strategies, strategy_name
 from toolmend.strategies.hitec import HitecICL
 
 TOOL = Tool(
@@ -44,7 +44,7 @@ async def run(
     spec: str, script: Script, st: SolveState | None = None, **options: object
 ) -> tuple[str, SolveState]:
     st = st or state()
-    gen = apply_strategies(resolve_strategies(spec, options), script, st)
+    gen = apply_strategies(build_strategies(spec, options), script, st)
     return await gen(PROMPT), st
 
 
@@ -177,7 +177,7 @@ def episode(error: str, repeats: int = 0) -> list[Message]:
 async def test_env_policy(error: str, repeats: int, expect: str) -> None:
     script = Script("model answer")
     st = state(CRITIC)
-    gen = apply_strategies(resolve_strategies("env-policy"), script, st)
+    gen = apply_strategies(build_strategies("env-policy"), script, st)
     out = await gen(episode(error, repeats))
     if expect == "retry":
         assert out == FAILED and not script.seen and st.events[0]["wait_s"] == 20.0
@@ -192,7 +192,7 @@ async def test_env_policy(error: str, repeats: int, expect: str) -> None:
 async def test_composition_applies_in_order() -> None:
     script = Script("[get_weather(days=2)]", '[get_weather(city="Oslo", days=2)]')
     out, st = await run("hitec-icl+guard", script)
-    assert strategy_name(resolve_strategies("hitec-icl+guard")) == "hitec-icl+guard"
+    assert strategy_name(build_strategies("hitec-icl+guard")) == "hitec-icl+guard"
     assert {e["kind"] for e in st.events} >= {"hitec-icl", "guard"}
 
 
@@ -210,7 +210,7 @@ async def test_composition_applies_in_order() -> None:
 )
 def test_bad_specs(spec: str, options: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        resolve_strategies(spec, options)
+        build_strategies(spec, options)
 
 
 async def test_guard_rewrite_keeps_critictool_fields() -> None:
@@ -226,6 +226,6 @@ async def test_guard_rewrite_keeps_critictool_fields() -> None:
 async def test_reflect_leaves_transient_faults_to_the_environment() -> None:
     script = Script(FAILED)
     st = state(CRITIC)
-    gen = apply_strategies(resolve_strategies("reflect"), script, st)
+    gen = apply_strategies(build_strategies("reflect"), script, st)
     assert await gen(episode('{"error": {"code": 503, "type": "service_unavailable"}}')) == FAILED
     assert len(script.seen) == 1

@@ -16,7 +16,8 @@ the ``tools`` of each request). Safe repairs are applied in place; what repair c
 re-asked with a targeted message as a real second request (history kept provider-correct: every
 ``tool_calls[i].id`` is answered). ``usage`` of the returned response adds up every request the
 turn took. A stream is read to its end before the guard decides, then replayed as chunks of the
-decided message. Telemetry of every turn is appended to ``guarded.events``.
+decided message. When re-asking is off (``fail_to_model``), the returned message holds the valid
+calls only (the bad ones are in ``guarded.events``). Telemetry of every turn is appended to ``guarded.events``.
 """
 
 from __future__ import annotations
@@ -218,13 +219,11 @@ class _Stream:
         return next(self._chunks)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
-        return self
+        return self._async()
 
-    async def __anext__(self) -> ChatCompletionChunk:
-        try:
-            return next(self._chunks)
-        except StopIteration:
-            raise StopAsyncIteration from None
+    async def _async(self) -> AsyncIterator[ChatCompletionChunk]:
+        for chunk in self._chunks:
+            yield chunk
 
     def close(self) -> None:
         return None

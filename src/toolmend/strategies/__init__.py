@@ -17,7 +17,7 @@
 >>> async def generate(messages, *, epoch=None):
 ...     return next(replies)
 >>> state = SolveState(sample=sample, benchmark=None)
->>> [guarded] = [s.wrap(generate, state) for s in resolve_strategies("guard")]
+>>> [guarded] = [s.wrap(generate, state) for s in build_strategies("guard")]
 >>> asyncio.run(guarded([Message(role="user", content="go")]))
 '[f(a=1)]'
 >>> [e["action"] for e in state.events if e["kind"] == "guard"]
@@ -25,7 +25,7 @@
 """
 
 from toolmend.benchmarks.base import STRATEGIES, Generate, SolveState, Strategy
-from toolmend.strategies.base import apply_strategies, resolve_strategies, strategy_name
+from toolmend.strategies.base import apply_strategies, build_strategies, strategy_name
 
 __all__ = [
     "STRATEGIES",
@@ -33,6 +33,6 @@ __all__ = [
     "SolveState",
     "Strategy",
     "apply_strategies",
-    "resolve_strategies",
+    "build_strategies",
     "strategy_name",
 ]

@@ -1,12 +1,12 @@
-"""Resolving strategies by name, with options: :func:`resolve_strategies` for the ``"a+b"`` form
+"""Resolving strategies by name, with options: :func:`build_strategies` for the ``"a+b"`` form
 the CLI takes. The seam itself (``Generate``, ``SolveState``, ``Strategy``, :data:`STRATEGIES`)
 lives in :mod:`toolmend.benchmarks.base`; the built-ins are registered there lazily.
 
->>> [s.name for s in resolve_strategies("hitec-icl+guard")]
+>>> [s.name for s in build_strategies("hitec-icl+guard")]
 ['hitec-icl', 'guard']
->>> resolve_strategies("none")
+>>> build_strategies("none")
 []
->>> resolve_strategies("guard+none")
+>>> build_strategies("guard+none")
 Traceback (most recent call last):
 ...
 toolmend.errors.ConfigError: --strategy: 'none' cannot be combined with other strategies (got 'guard+none')
@@ -27,7 +27,7 @@ __all__ = [
     "SolveState",
     "Strategy",
     "apply_strategies",
-    "resolve_strategies",
+    "build_strategies",
     "strategy_name",
 ]
 
@@ -43,7 +43,7 @@ def _no_strategy(opts: Mapping[str, Any]) -> list[Strategy]:
     return []
 
 
-def resolve_strategies(
+def build_strategies(
     spec: str | Strategy | Sequence[Strategy] | None, options: Mapping[str, Any] | None = None
 ) -> list[Strategy]:
     """Strategies from a spec: ``None``/``"none"`` for none, ``"a+b"`` by name (application
