@@ -44,6 +44,10 @@ class Trace:
     calls: list[ToolCall]
     source: str
     factory: EnvFactory = field(repr=False)
+    context: list[dict[str, str]] = field(default_factory=list)
+    """Earlier conversation turns (CriticTool roles) shown before the query; set by evolution."""
+    evolution: list[str] = field(default_factory=list)
+    """The SRM strategies applied to this trajectory (empty for the base variant)."""
 
     def make_env(self, faults: FaultPlan | None = None) -> Environment:
         """A fresh environment for this trace (world state reset), with optional faults."""
