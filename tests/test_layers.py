@@ -26,7 +26,7 @@ LAYERS: list[list[str]] = [
     ["schema"],
     ["formats"],
     ["check", "compare", "env"],
-    ["models", "world", "synth"],
+    ["models", "world", "synth", "guard"],
     ["benchmarks"],
     ["strategies"],
     ["runs"],

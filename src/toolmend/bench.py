@@ -34,16 +34,15 @@ import contextvars
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
-    STRATEGIES,
     SUITES,
     Benchmark,
     Generate,
@@ -63,6 +62,7 @@ from toolmend.models.cache import default_cache_dir
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs.progress import Progress
 from toolmend.schema import Message, Sample
+from toolmend.strategies.noisy import sample_tools
 
 __all__ = [
     "SUITES",
@@ -110,6 +110,9 @@ class BenchSettings(BaseModel):
     """The template file's path (its content is in the benchmark's prompts, hence in the cache key)."""
     strategy: str = "none"
     """Strategy names joined by ``+`` (``none``: the benchmark's own protocol only)."""
+    strategy_options: dict[str, Any] = Field(default_factory=dict)
+    """Options of the strategies (``max_refine``, ``n``, guard policy fields), each taken by the
+    strategies that know it."""
 
     @classmethod
     def from_manifest(cls, run: RunDir) -> BenchSettings:
@@ -158,44 +161,58 @@ class BenchResult:
         )
 
 
-def resolve_strategies(strategy: str | Strategy | Sequence[Strategy] | None) -> tuple[str, list[Strategy]]:
+def resolve_strategies(
+    strategy: str | Strategy | Sequence[Strategy] | None, options: Mapping[str, Any] | None = None
+) -> tuple[str, list[Strategy]]:
     """``(name, strategies)``: ``"a+b"`` is resolved through
-    :data:`~toolmend.benchmarks.STRATEGIES` (``a`` wraps the base generate, ``b`` wraps ``a``);
-    ``None`` and ``"none"`` are no strategy.
+    :data:`~toolmend.benchmarks.STRATEGIES` (``a`` wraps the base generate, ``b`` wraps ``a``),
+    each factory taking the ``options`` it knows (an option none takes is a
+    :class:`~toolmend.ConfigError`); ``None`` and ``"none"`` are no strategy.
 
     >>> resolve_strategies("none")
     ('none', [])
+    >>> resolve_strategies("self-refine", {"max_refine": 2})[0]
+    'self-refine'
     """
-    if strategy is None:
-        return "none", []
-    if isinstance(strategy, str):
-        names = [n.strip() for n in strategy.split("+") if n.strip()]
-        if not names:
-            raise ConfigError(f"empty strategy name {strategy!r}")
-        if names == ["none"]:
-            return "none", []
-        if "none" in names:
-            raise ConfigError(f"'none' cannot be combined with other strategies: {strategy!r}")
-        return "+".join(names), [STRATEGIES.get(n)() for n in names]
-    items = [strategy] if not isinstance(strategy, Sequence) else cast("list[Strategy]", list(strategy))
-    if not items:
-        return "none", []
-    return "+".join(s.name for s in items), items
+    from toolmend.strategies import base
+
+    items = base.build_strategies(strategy, options)
+    return base.strategy_name(items), items
+
+
+def _strategy_label(settings: BenchSettings) -> str:
+    """The strategy as the run's identity shows it: ``self-refine[max_refine=5]``."""
+    if not settings.strategy_options:
+        return settings.strategy
+    opts = ",".join(f"{k}={v}" for k, v in sorted(settings.strategy_options.items()))
+    return f"{settings.strategy}[{opts}]"
 
 
 # The sample being solved, so that the gold oracle (a script of the messages only) can answer it.
 _CURRENT: contextvars.ContextVar[tuple[Sample, list[int]]] = contextvars.ContextVar("toolmend_bench_sample")
 
 
+def episode_turn(prompt: Sequence[Message], messages: Sequence[Message]) -> int:
+    """Which turn of an episode ``messages`` asks for: the replies after ``prompt`` that the
+    environment answered (a ``tool`` message, or the prompt's last message repeated, as CriticTool's
+    retry loop does). A strategy's own exchanges (a re-ask, a review) are not turns; a turn a
+    strategy answered itself (a retry) is one."""
+    last = prompt[-1].content if prompt else None
+    return sum(
+        1
+        for i in range(len(prompt), len(messages) - 1)
+        if messages[i].role == "assistant"
+        and (messages[i + 1].role == "tool" or messages[i + 1].content == last)
+    )
+
+
 def _oracle(bench: Benchmark, delay: float, max_connections: int) -> ScriptedModel:
     def answer(messages: list[Message]) -> str:
-        sample, turn = _CURRENT.get()
+        sample, _ = _CURRENT.get()
         gold = bench.gold(sample)
         if isinstance(gold, str):
             return gold
-        i = min(turn[0], len(gold) - 1)
-        turn[0] += 1
-        return gold[i]
+        return gold[min(episode_turn(bench.prompt(sample), messages), len(gold) - 1)]
 
     return ScriptedModel(answer, delay=delay, name="scripted", max_connections=max_connections)
 
@@ -300,6 +317,7 @@ async def arun_bench(
     progress: bool | Progress | None = None,
     prompt_template: str | Path | None = None,
     strategy: str | Strategy | Sequence[Strategy] | None = None,
+    strategy_options: dict[str, Any] | None = None,
 ) -> BenchResult:
     """The async form of :func:`run_bench` (same arguments)."""
     if retry_errors and resume is None:
@@ -314,7 +332,7 @@ async def arun_bench(
         raise ConfigError(f"--limit must be at least 1, got {limit}")
     if max_retries is not None and max_retries < 0:
         raise ConfigError(f"--max-retries must be at least 0, got {max_retries}")
-    strategy_name, strategies = resolve_strategies(strategy)
+    strategy_name, strategies = resolve_strategies(strategy, strategy_options)
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     asked: dict[str, Any] = {
         "data": str(data) if data is not None else None,
@@ -328,6 +346,7 @@ async def arun_bench(
         "load_options": dict(load_options or {}),
         "prompt_template": str(prompt_template) if prompt_template is not None else None,
         "strategy": strategy_name,
+        "strategy_options": dict(strategy_options or {}),
     }
     run: RunDir | None = None
     name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
@@ -344,7 +363,7 @@ async def arun_bench(
         if strategy is not None and not isinstance(strategy, str):
             strategies = resolve_strategies(strategy)[1]  # objects given again: the run's own names
         else:
-            strategies = resolve_strategies(settings.strategy)[1]
+            strategies = resolve_strategies(settings.strategy, settings.strategy_options)[1]
         model = model if isinstance(model, Model) else settings.model
     else:
         suite = SUITES.get(name) if name in SUITES and not isinstance(benchmark, Benchmark) else None
@@ -369,7 +388,7 @@ async def arun_bench(
             model=llm.name,
             config={"bench": settings.model_dump(mode="json"), "connection": connection},
             dataset=DatasetInfo.of(plan.path),
-            strategy=None if settings.strategy == "none" else settings.strategy,
+            strategy=None if settings.strategy == "none" else _strategy_label(settings),
             headline=bench.headline,
             detail_keys=list(bench.detail_keys),
             n_planned=len(samples_list),
@@ -379,7 +398,7 @@ async def arun_bench(
         run = RunDir.open(run.path, dataset=plan.path)
     gen_config = GenerateConfig(temperature=settings.temperature, seed=settings.seed)
     mode_ = settings.mode
-    solve = _make_solve(bench, llm, mode_, gen_config, native, strategies, settings.strategy)
+    solve = _make_solve(bench, llm, mode_, gen_config, native, strategies, _strategy_label(settings))
 
     def aggregate(records: list[SampleRecord]) -> dict[str, float]:
         scores = [SampleScore(id=r.id, values=r.scores, details=r.details) for r in records]
@@ -442,6 +461,13 @@ def _make_model(
                 f"unknown --model-option key(s) for scripted: {', '.join(sorted(options))}; it takes: delay"
             )
         return _oracle(bench, delay, max_connections)
+    if model.startswith("noisy/"):
+        from toolmend.strategies.noisy import NOISY_OPTIONS, NoisyModel
+
+        noisy = {k: options.pop(k) for k in NOISY_OPTIONS if k in options}
+        inner = _make_model(bench, model.removeprefix("noisy/"), native, cache, cache_root, max_connections,
+                            base_url, api_key_env, max_retries, options)  # fmt: skip
+        return NoisyModel(inner, **noisy)
     if model.startswith("openai/"):
         options.setdefault("max_connections", max_connections)
         options.setdefault("tool_mode", "native" if native else "prompt")
@@ -552,6 +578,7 @@ def _make_solve(
     async def _solve(sample: Sample) -> SampleRecord:
         record = SampleRecord(id=sample.id)
         _CURRENT.set((sample, [0]))
+        sample_tools.set(list(sample.tools))  # what noisy/ corrupts against in prompt mode
         tools = sample.tools if native else None
         turn = 0
 
@@ -615,6 +642,7 @@ def run_bench(
     progress: bool | Progress | None = None,
     prompt_template: str | Path | None = None,
     strategy: str | Strategy | Sequence[Strategy] | None = None,
+    strategy_options: dict[str, Any] | None = None,
 ) -> BenchResult:
     """Run ``model`` on ``benchmark`` into a new run directory under ``runs_dir`` (or resume one).
 
@@ -629,7 +657,8 @@ def run_bench(
     temperature is then 0.7 unless given), ``categories`` (a load option: BFCL's),
     ``temperature``, ``max_retries``, ``load_options``, ``model_options`` (backend keywords, e.g.
     ``{"delay": 0.1}`` for ``scripted``), ``progress``, ``prompt_template`` (a file; see
-    :mod:`toolmend.benchmarks.templates`), ``strategy`` (``"a+b"``, strategy objects, or ``None``).
+    :mod:`toolmend.benchmarks.templates`), ``strategy`` (``"a+b"``, strategy objects, or ``None``),
+    ``strategy_options`` (e.g. ``{"max_refine": 5}``; part of the run's identity).
 
     >>> import tempfile
     >>> result = run_bench("bfcl", "scripted", categories=["simple_python"], limit=3,
@@ -663,5 +692,6 @@ def run_bench(
             progress=progress,
             prompt_template=prompt_template,
             strategy=strategy,
+            strategy_options=strategy_options,
         )  # fmt: skip
     )

@@ -147,7 +147,18 @@ def bench_command(
     ] = None,
     strategy: Annotated[
         str | None,
-        typer.Option("--strategy", help="Inference-time strategies, a+b applies a then b (default: none)."),
+        typer.Option(
+            "--strategy",
+            help="Inference-time strategies: none, guard, hitec-icl, reflect, self-refine, best-of-n, "
+            "env-policy; a+b applies a then b (default: none).",
+        ),
+    ] = None,
+    max_refine: Annotated[
+        int | None, typer.Option("--max-refine", help="self-refine: at most N refinement rounds (default 3).")
+    ] = None,
+    strategy_option: Annotated[
+        list[str] | None,
+        typer.Option("--strategy-option", "-S", help="Strategy option KEY=VALUE (repeatable), e.g. n=5."),
     ] = None,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
@@ -176,6 +187,10 @@ def bench_command(
             model_options=key_values(model_option or [], "--model-option"),
             prompt_template=prompt_template,
             strategy=strategy,
+            strategy_options={
+                **key_values(strategy_option or [], "--strategy-option"),
+                **({"max_refine": max_refine} if max_refine is not None else {}),
+            },
         )
         report = None if no_report else write_report([result.run_dir], out=result.run_dir).markdown
     except ToolmendError as exc:

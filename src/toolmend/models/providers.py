@@ -7,6 +7,7 @@
 ``scripted``           replies from ``script=`` (a list, or a function of the messages)
 ``replay/<path>``      outputs saved in a ``{"id", "output"}`` JSONL file
 ``checklist``          the rule-based CriticTool critic (no LLM; CriticTool prompts only)
+``noisy/<model>``      ``<model>`` with seeded, labelled mistakes (:mod:`toolmend.strategies.noisy`)
 =====================  ===================================================================
 
 >>> model = get_model("scripted", script=["hello"])
@@ -35,6 +36,7 @@ ModelFactory = Callable[[str, ResponseCache | None, dict[str, Any]], Model]
 MODELS: Registry[ModelFactory] = Registry("model backend", group="toolmend.models")
 # Factories that live above this layer, imported on first use.
 MODELS.add_lazy("checklist", "toolmend.benchmarks.critictool.checklist:checklist_backend")
+MODELS.add_lazy("noisy", "toolmend.strategies.noisy:noisy_backend")
 
 
 def resolve_cache(cache: bool | str | Path | ResponseCache | None) -> ResponseCache | None:

@@ -6,6 +6,7 @@ import re
 
 from toolmend.reports.tables import Report, flips_shown, provenance
 from toolmend.reports.tables import format_number as _num
+from toolmend.strategies.report import strategy_lines
 
 __all__ = ["render_markdown"]
 
@@ -55,6 +56,7 @@ def render_markdown(report: Report) -> str:
         for name, ids in (("right → wrong", c.right_to_wrong), ("wrong → right", c.wrong_to_right)):
             shown = flips_shown(ids)
             lines += [f"**{name}: {len(ids)}** " + ", ".join(f"`{i}`" for i in shown), ""]
+    lines += strategy_lines(views)
     for b in report.breakdowns:
         lines += [f"## By {b.key.replace('_', ' ')}", ""]
         lines += _table(*report.breakdown_table(b))

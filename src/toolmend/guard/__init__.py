@@ -1,0 +1,52 @@
+"""The guard: catch a bad tool call before it runs, repair it safely, or re-ask precisely.
+
+:class:`Guard` decides (data, no I/O), :func:`drive` runs the loop against any model, and the
+adapters put the same decisions where agents live (:func:`wrap` for an ``openai`` client,
+:class:`~toolmend.guard.langchain.GuardMiddleware` for LangChain agents; both lazy extras).
+
+>>> from toolmend.guard import Guard, Turn
+>>> guard = Guard([{"name": "add", "parameters": {"type": "object",
+...     "properties": {"a": {"type": "integer"}}, "required": ["a"]}}])
+>>> guard.decide(Turn.from_native("", [{"id": "c1", "name": "add", "arguments": '{"a": "2"}'}])).action
+'repaired'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from toolmend.guard.decision import Action, Decision, GuardFix
+from toolmend.guard.driver import GuardOutcome, Reply, drive
+from toolmend.guard.engine import Guard
+from toolmend.guard.env import EnvDecision, EnvPolicy, classify_fault
+from toolmend.guard.policy import GuardPolicy
+from toolmend.guard.turn import Turn, TurnCall
+
+if TYPE_CHECKING:
+    from toolmend.guard.openai_client import wrap
+
+__all__ = [
+    "Action",
+    "Decision",
+    "EnvDecision",
+    "EnvPolicy",
+    "Guard",
+    "GuardFix",
+    "GuardOutcome",
+    "GuardPolicy",
+    "Reply",
+    "Turn",
+    "TurnCall",
+    "classify_fault",
+    "drive",
+    "wrap",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The openai adapter imports the openai package; load it only when asked for.
+    if name == "wrap":
+        from toolmend.guard.openai_client import wrap
+
+        return wrap
+    raise AttributeError(f"module 'toolmend.guard' has no attribute {name!r}")

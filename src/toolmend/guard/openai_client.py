@@ -1,0 +1,349 @@
+"""``toolmend.guard.wrap(client)``: an ``openai`` client whose ``chat.completions.create`` is
+guarded — sync, async and streaming alike (extra ``openai``).
+
+::
+
+    from openai import OpenAI
+    from toolmend.guard import GuardPolicy, wrap
+
+    client = wrap(OpenAI(), tools=tools, policy=GuardPolicy(max_reasks_per_turn=2))
+    response = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+    # response.choices[0].message.tool_calls are valid for `tools` (repaired or re-asked), or
+    # GuardAborted was raised with the last response attached
+
+Every call the model makes is checked against the tools (``tools=`` given to :func:`wrap`, else
+the ``tools`` of each request). Safe repairs are applied in place; what repair cannot fix is
+re-asked with a targeted message as a real second request (history kept provider-correct: every
+``tool_calls[i].id`` is answered). ``usage`` of the returned response adds up every request the
+turn took. A stream is read to its end before the guard decides, then replayed as chunks of the
+decided message. When re-asking is off (``fail_to_model``), the returned message holds the valid
+calls only (the bad ones are in ``guarded.events``). Telemetry of every turn is appended to ``guarded.events``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
+
+from toolmend.errors import MissingExtraError, ModelError, ToolmendError
+from toolmend.guard.driver import GuardOutcome, Reply, drive, drive_sync
+from toolmend.guard.engine import Guard
+from toolmend.guard.policy import GuardPolicy
+from toolmend.guard.turn import Turn
+from toolmend.schema import Message, Tool
+
+__all__ = ["GuardAborted", "to_openai_messages", "wrap"]
+
+try:
+    import openai
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise MissingExtraError("openai", "openai", "toolmend.guard.wrap") from exc
+
+
+class GuardAborted(ToolmendError):
+    """The guard's budget was spent before the model gave valid calls. ``outcome`` holds every
+    decision; ``last_response`` is the model's last (invalid) answer."""
+
+    def __init__(self, outcome: GuardOutcome, last_response: Any) -> None:
+        super().__init__(
+            f"tool-call guard gave up: {outcome.final.reason} (codes: {', '.join(outcome.final.codes)})"
+        )
+        self.outcome = outcome
+        self.last_response = last_response
+
+
+def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """toolmend messages as OpenAI chat message dicts."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "assistant" and m.tool_calls:
+            out.append({
+                "role": "assistant",
+                "content": m.content or None,
+                "tool_calls": [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.name, "arguments": json.dumps(c.model_dump(mode="json")["arguments"])}}
+                    for c in m.tool_calls
+                ],
+            })  # fmt: skip
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def _translate(exc: Exception) -> Exception:
+    """An openai transport error as a retryable/non-retryable ModelError (others unchanged)."""
+    if isinstance(
+        exc,
+        openai.APIConnectionError
+        | openai.APITimeoutError
+        | openai.RateLimitError
+        | openai.InternalServerError,
+    ):
+        return ModelError(str(exc), retryable=True, status=getattr(exc, "status_code", None))
+    return exc
+
+
+def _usage_sum(responses: Sequence[Any]) -> Any:
+    first = next((r.usage for r in responses if getattr(r, "usage", None) is not None), None)
+    if first is None:
+        return None
+    prompt = sum(r.usage.prompt_tokens for r in responses if r.usage is not None)
+    completion = sum(r.usage.completion_tokens for r in responses if r.usage is not None)
+    return first.model_copy(
+        update={"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    )
+
+
+def _assemble(chunks: Sequence[ChatCompletionChunk]) -> ChatCompletion:
+    """The completion a list of stream chunks adds up to (tool calls joined by ``index``)."""
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish, usage, last = None, None, None
+    for chunk in chunks:
+        last = chunk
+        usage = chunk.usage or usage
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            finish = choice.finish_reason or finish
+            if delta.content:
+                content.append(delta.content)
+            for tc in delta.tool_calls or []:
+                slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                slot["id"] = tc.id or slot["id"]
+                if tc.function is not None:
+                    slot["name"] += tc.function.name or ""
+                    slot["arguments"] += tc.function.arguments or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"] or f"call_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for i, c in sorted(calls.items())
+        ]
+    return ChatCompletion.model_validate({
+        "id": last.id if last else "stream", "object": "chat.completion", "created": last.created if last else 0,
+        "model": last.model if last else "", "choices": [{"index": 0, "message": message, "finish_reason": finish or "stop"}],
+        "usage": usage.model_dump() if usage is not None else None,
+    })  # fmt: skip
+
+
+def _chunks(response: ChatCompletion) -> list[ChatCompletionChunk]:
+    """A decided completion replayed as stream chunks."""
+    msg = response.choices[0].message
+    base = {
+        "id": response.id,
+        "object": "chat.completion.chunk",
+        "created": response.created,
+        "model": response.model,
+    }
+    out = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": msg.content or ""}}]}]
+    for i, tc in enumerate(msg.tool_calls or []):
+        fn = tc.function  # type: ignore[union-attr]
+        delta = {
+            "tool_calls": [
+                {
+                    "index": i,
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": fn.name, "arguments": fn.arguments},
+                }
+            ]
+        }
+        out.append({**base, "choices": [{"index": 0, "delta": delta}]})
+    out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": response.choices[0].finish_reason}],
+                "usage": response.usage.model_dump() if response.usage is not None else None})  # fmt: skip
+    return [ChatCompletionChunk.model_validate(c) for c in out]
+
+
+class _Core:
+    def __init__(self, tools: Sequence[Tool | Mapping[str, Any]] | None, policy: GuardPolicy | None) -> None:
+        self.policy = policy or GuardPolicy()
+        self.guard = Guard(tools, self.policy) if tools is not None else None
+        self.events: list[dict[str, Any]] = []
+
+    def guard_for(self, kwargs: Mapping[str, Any]) -> Guard | None:
+        if self.guard is not None:
+            return self.guard
+        tools = kwargs.get("tools")
+        return Guard(list(tools), self.policy) if tools else None
+
+    @staticmethod
+    def request(kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
+        return {**kwargs, "messages": [*kwargs["messages"], *to_openai_messages(history)]}
+
+    @staticmethod
+    def reply(response: ChatCompletion) -> Reply:
+        usage = response.usage
+        turn = Turn.from_openai(response.choices[0].message.model_dump())
+        return Reply(turn=turn, input_tokens=usage.prompt_tokens if usage else 0,
+                     output_tokens=usage.completion_tokens if usage else 0)  # fmt: skip
+
+    def finish(self, outcome: GuardOutcome, responses: list[ChatCompletion]) -> ChatCompletion:
+        self.events.extend(outcome.events)
+        last = responses[-1]
+        if outcome.status == "aborted":
+            raise GuardAborted(outcome, last)
+        message = last.choices[0].message
+        calls = [
+            {"id": c.id or f"call_{i}", "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(c.model_dump(mode="json")["arguments"])}}
+            for i, c in enumerate(outcome.calls)
+        ]  # fmt: skip
+        data = message.model_dump()
+        data["tool_calls"] = calls or None
+        choice = last.choices[0].model_copy(
+            update={"message": type(message).model_validate(data),
+                    "finish_reason": "tool_calls" if calls else last.choices[0].finish_reason}
+        )  # fmt: skip
+        return last.model_copy(update={"choices": [choice], "usage": _usage_sum(responses)})
+
+
+class _Stream:
+    """A replayed stream: iterable, closable, usable in ``with``."""
+
+    def __init__(self, chunks: list[ChatCompletionChunk]) -> None:
+        self._chunks = iter(chunks)
+
+    def __iter__(self) -> Iterator[ChatCompletionChunk]:
+        return self._chunks
+
+    def __next__(self) -> ChatCompletionChunk:
+        return next(self._chunks)
+
+    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
+        return self._async()
+
+    async def _async(self) -> AsyncIterator[ChatCompletionChunk]:
+        for chunk in self._chunks:
+            yield chunk
+
+    def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    async def __aenter__(self) -> _Stream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+class _Completions:
+    def __init__(self, inner: Any, core: _Core) -> None:
+        self._inner, self._core = inner, core
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _once(self, kwargs: dict[str, Any]) -> ChatCompletion:
+        try:
+            result = self._inner.create(**kwargs)
+        except Exception as exc:
+            raise _translate(exc) from exc
+        return _assemble(list(result)) if kwargs.get("stream") else result
+
+    def create(self, **kwargs: Any) -> Any:
+        """``chat.completions.create`` with the guard (see the module docstring)."""
+        guard = self._core.guard_for(kwargs)
+        first = self._once(kwargs)
+        if guard is None:
+            return _Stream(_chunks(first)) if kwargs.get("stream") else first
+        responses = [first]
+
+        def respond(history: list[Message]) -> Reply:
+            responses.append(self._once(self._core.request(kwargs, history)))
+            return self._core.reply(responses[-1])
+
+        outcome = drive_sync(guard, respond, [], first=self._core.reply(first))
+        final = self._core.finish(outcome, responses)
+        return _Stream(_chunks(final)) if kwargs.get("stream") else final
+
+
+class _AsyncCompletions(_Completions):
+    async def _aonce(self, kwargs: dict[str, Any]) -> ChatCompletion:
+        try:
+            result = await self._inner.create(**kwargs)
+        except Exception as exc:
+            raise _translate(exc) from exc
+        if kwargs.get("stream"):
+            return _assemble([chunk async for chunk in result])
+        return result
+
+    async def create(self, **kwargs: Any) -> Any:
+        """``chat.completions.create`` with the guard (see the module docstring)."""
+        guard = self._core.guard_for(kwargs)
+        first = await self._aonce(kwargs)
+        if guard is None:
+            return _Stream(_chunks(first)) if kwargs.get("stream") else first
+        responses = [first]
+
+        async def respond(history: list[Message]) -> Reply:
+            responses.append(await self._aonce(self._core.request(kwargs, history)))
+            return self._core.reply(responses[-1])
+
+        outcome = await drive(guard, respond, [], first=self._core.reply(first))
+        final = self._core.finish(outcome, responses)
+        return _Stream(_chunks(final)) if kwargs.get("stream") else final
+
+
+class _Chat:
+    def __init__(self, inner: Any, completions: _Completions) -> None:
+        self._inner, self.completions = inner, completions
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class GuardedClient:
+    """The wrapped client: ``chat.completions.create`` is guarded, everything else passes through."""
+
+    def __init__(self, client: Any, core: _Core) -> None:
+        self._client = client
+        self._core = core
+        kind = _AsyncCompletions if isinstance(client, openai.AsyncOpenAI) else _Completions
+        self.chat = _Chat(client.chat, kind(client.chat.completions, core))
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Telemetry of every guarded turn so far."""
+        return self._core.events
+
+    @property
+    def guard(self) -> Guard | None:
+        """The guard, when ``tools=`` was given to :func:`wrap` (its run budget spans calls)."""
+        return self._core.guard
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def wrap(
+    client: Any, *, tools: Sequence[Tool | Mapping[str, Any]] | None = None, policy: GuardPolicy | None = None
+) -> GuardedClient:
+    """A client (``openai.OpenAI`` or ``openai.AsyncOpenAI``) whose chat completions are guarded.
+
+    With ``tools`` the guard (and its per-run budget) is shared by every call; without, each
+    request is checked against its own ``tools``. Raises :class:`GuardAborted` when the budget
+    is spent.
+    """
+    if not isinstance(client, openai.OpenAI | openai.AsyncOpenAI):
+        raise ToolmendError(
+            f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
+        )
+    return GuardedClient(client, _Core(tools, policy))

@@ -1,0 +1,51 @@
+"""Reading and writing replies in a benchmark's reply format, and the checker of a sample."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from toolmend.formats import write_calls
+from toolmend.formats.result import CallFormat
+from toolmend.guard import Turn
+from toolmend.schema import Tool, ToolCall
+
+__all__ = ["reply_format", "read_reply", "write_reply"]
+
+# Until every benchmark declares ``reply_format``: how the runner writes native calls back.
+_FALLBACK = {"bfcl": "python", "nestools": "nestools", "critictool": "json", "reflection-bench": "tags"}
+_READABLE = {"python", "json", "tags", "nestools", "openai"}
+
+
+def reply_format(benchmark: Any) -> str:
+    """The format a benchmark's replies are in (``auto`` when it does not say)."""
+    fmt = getattr(benchmark, "reply_format", None) or _FALLBACK.get(getattr(benchmark, "name", ""), "auto")
+    return str(fmt)
+
+
+def read_reply(text: str, fmt: str) -> Turn:
+    """The reply as a guard :class:`~toolmend.guard.Turn`."""
+    return Turn.from_text(text, cast(CallFormat, fmt if fmt in _READABLE else "auto"))
+
+
+def write_reply(
+    calls: Sequence[ToolCall], fmt: str, like: Turn | None = None, tools: Sequence[Tool] = ()
+) -> str:
+    """``calls`` written in ``fmt`` (the format ``like`` was read in when ``fmt`` is ``auto``).
+    NesTools' ``api_id`` comes from the offered tool of that name (a repaired name gets its
+    tool's id), else from what ``like`` carried."""
+    target = (
+        fmt
+        if fmt in _READABLE
+        else (like.format if like is not None and like.format in _READABLE else "json")
+    )
+    if target == "nestools":
+        ids = {c.name: c.extras["api_id"] for c in (like.calls if like else []) if "api_id" in c.extras}
+        ids.update({t.name: t.metadata["api_id"] for t in tools if isinstance(t.metadata.get("api_id"), int)})
+        return write_calls(calls, "nestools", api_ids=ids)
+    if target == "json" and like is not None and like.calls:
+        # Keep what the reply carried beside each call (CriticTool's "error" label) and its key.
+        key = "args" if '"args"' in like.text else "arguments"
+        extras = [c.extras for c in like.calls] if len(like.calls) == len(calls) else None
+        return write_calls(calls, "json", key=key, extras=extras)
+    return write_calls(calls, cast(CallFormat, target))

@@ -1,0 +1,117 @@
+"""--strategy through the runner: run identity, telemetry in the records, and real re-asks against
+an OpenAI-compatible server on 127.0.0.1 (prompt and native tool modes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_openai_server import FakeOpenAIServer, Reply
+
+from toolmend.bench import run_bench
+from toolmend.benchmarks import BENCHMARKS
+from toolmend.errors import ConfigError
+from toolmend.runs import RunDir
+from toolmend.schema import Sample
+
+N = 12
+
+
+@pytest.fixture(autouse=True)
+def _cache(private_cache_dir: Path) -> None:
+    return None
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_strategy_is_part_of_the_run_identity_and_records_events(tmp_path: Path) -> None:
+    result = run_bench(
+        "bfcl", "noisy/scripted", categories=["simple_python"], limit=N, runs_dir=tmp_path,
+        model_options={"noise": 0.6}, strategy="self-refine", strategy_options={"max_refine": 2}, progress=False,
+    )  # fmt: skip
+    manifest = RunDir(result.run_dir).manifest()
+    assert manifest.strategy == "self-refine[max_refine=2]" and "self-refine" in result.run_dir.name
+    assert "noisy[noise=0.6]" in manifest.model
+    assert result.settings.strategy_options == {"max_refine": 2}
+    recs = records(result.run_dir)
+    events = [e for r in recs for e in r["events"]]
+    assert {e["kind"] for e in events} == {"self-refine"} and all(e["rounds"] <= 2 for e in events)
+    assert sum(r["requests"] for r in recs) == N + sum(e["rounds"] for e in events)
+
+
+def test_guard_beats_no_strategy_on_the_same_noise(tmp_path: Path) -> None:
+    common: dict[str, Any] = {"categories": ["simple_python"], "limit": 30, "model_options": {"noise": 0.5},
+                              "progress": False, "runs_dir": tmp_path}  # fmt: skip
+    none = run_bench("bfcl", "noisy/scripted", **common)
+    guarded = run_bench("bfcl", "noisy/scripted", strategy="guard", **common)
+    key = "overall_sample_weighted"
+    assert guarded.summary.metrics[key] > none.summary.metrics[key]
+    assert any(e["kind"] == "guard" for r in records(guarded.run_dir) for e in r["events"])
+
+
+@pytest.mark.parametrize("bad", [{"max_refine": 0}, {"n": 1}])
+def test_bad_strategy_options(tmp_path: Path, bad: dict[str, Any]) -> None:
+    spec = "self-refine" if "max_refine" in bad else "best-of-n"
+    with pytest.raises(ConfigError):
+        run_bench("bfcl", "scripted", categories=["simple_python"], limit=1, runs_dir=tmp_path,
+                  strategy=spec, strategy_options=bad, progress=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sample(data_dir: Path) -> Sample:
+    return BENCHMARKS.get("bfcl")().load(data_dir / "bfcl", categories=["simple_python"])[0]
+
+
+@pytest.mark.parametrize("tool_mode", ["prompt", "native"])
+def test_guard_reask_is_a_real_second_request(
+    tmp_path: Path, data_dir: Path, sample: Sample, tool_mode: str
+) -> None:
+    gold = sample.target[0]
+    args = {k: v for k, v in gold.model_dump(mode="json")["arguments"].items()}
+    first_key = next(k for k in gold.arguments if k in (sample.tools[0].required or []))
+    broken = {k: v for k, v in args.items() if k != first_key}
+
+    def handler(body: dict[str, Any]) -> Reply:
+        asked_again = "Nothing was executed" in json.dumps(body["messages"])
+        call = args if asked_again else broken
+        if tool_mode == "native":
+            return Reply(text=None, tool_calls=[{"name": gold.name, "arguments": call}])
+        inner = ", ".join(f"{k}={json.dumps(v)}" for k, v in call.items())
+        return Reply(text=f"[{gold.name}({inner})]")
+
+    server = FakeOpenAIServer(handler).start()
+    try:
+        result = run_bench(
+            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["simple_python"],
+            limit=1, runs_dir=tmp_path, tool_mode=tool_mode, strategy="guard", progress=False,  # type: ignore[arg-type]
+        )  # fmt: skip
+        assert server.requests == 2
+        second = server.bodies[1]["messages"]
+        # The runner hands strategies the reply in the benchmark's format (native calls written
+        # back), so the re-ask shows the model its calls as text and asks in a user message.
+        assert second[-2]["role"] == "assistant" and gold.name in second[-2]["content"]
+        assert second[-1]["role"] == "user" and f"'{first_key}'" in second[-1]["content"]
+        assert ("tools" in server.bodies[1]) == (tool_mode == "native")
+        assert result.summary.metrics["overall_sample_weighted"] == 1.0
+    finally:
+        server.stop()
+
+
+def test_report_puts_strategies_side_by_side(tmp_path: Path) -> None:
+    from toolmend.reports import write_report
+
+    common: dict[str, Any] = {"categories": ["simple_python"], "limit": 20, "model_options": {"noise": 0.5},
+                              "progress": False, "runs_dir": tmp_path / "runs"}  # fmt: skip
+    none = run_bench("bfcl", "noisy/scripted", **common)
+    guarded = run_bench("bfcl", "noisy/scripted", strategy="guard", **common)
+    text = write_report([none.run_dir, guarded.run_dir], out=tmp_path / "report").markdown.read_text()
+    section = text.split("## Recovery strategies", 1)[1]
+    assert "Recovery per finding code" in section and "+requests/sample" in section
+    assert "**right → wrong: 0**" in text  # the guard regressed no sample (the report's paired comparison)
+    cost = section.split("Extra cost against the first run", 1)[1]
+    row = next(line for line in cost.splitlines() if line.startswith("| noisy"))
+    assert float(row.strip("|").split("|")[3]) > 0  # re-asks cost requests

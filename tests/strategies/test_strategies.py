@@ -1,0 +1,231 @@
+"""Each strategy's behaviour around a scripted generate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from toolmend.errors import ConfigError
+from toolmend.schema import Message, Sample, Tool
+from toolmend.strategies import SolveState, apply_strategies, build_strategies, strategy_name
+from toolmend.strategies.hitec import HitecICL
+
+TOOL = Tool(
+    name="get_weather",
+    description="Weather for a city.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+    },
+)
+BFCL = SimpleNamespace(name="bfcl", reply_format="python")
+PROMPT = [Message(role="user", content="Weather in Oslo?")]
+
+
+class Script:
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.seen: list[tuple[list[Message], int | None]] = []
+
+    async def __call__(self, messages: list[Message], *, epoch: int | None = None) -> str:
+        self.seen.append((messages, epoch))
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+
+def state(bench: object = BFCL, tools: list[Tool] | None = None) -> SolveState:
+    return SolveState(sample=Sample(id="s", tools=[TOOL] if tools is None else tools), benchmark=bench)
+
+
+async def run(
+    spec: str, script: Script, st: SolveState | None = None, **options: object
+) -> tuple[str, SolveState]:
+    st = st or state()
+    gen = apply_strategies(build_strategies(spec, options), script, st)
+    return await gen(PROMPT), st
+
+
+async def test_guard_leaves_a_valid_reply_byte_for_byte() -> None:
+    reply = '[get_weather( city = "Oslo" )]'
+    out, st = await run("guard", Script(reply))
+    assert out == reply and [e["action"] for e in st.events if e["kind"] == "guard"] == ["accept"]
+
+
+async def test_guard_repairs_without_a_request() -> None:
+    script = Script('[get_weather(city="Oslo", days="2")]')
+    out, st = await run("guard", script)
+    assert out == "[get_weather(city='Oslo', days=2)]" and len(script.seen) == 1
+    assert st.events[-1]["requests"] == 0
+
+
+async def test_guard_reask_is_a_second_request() -> None:
+    script = Script("[get_weather(days=2)]", '[get_weather(city="Oslo", days=2)]')
+    out, st = await run("guard", script)
+    assert out == '[get_weather(city="Oslo", days=2)]' and len(script.seen) == 2
+    assert "'city'" in script.seen[1][0][-1].content and st.events[-1]["status"] == "recovered"
+
+
+async def test_hitec_two_rounds_with_global_and_local_checklists() -> None:
+    script = Script('[get_weather(city="Oslo")]', '[get_weather(city="Oslo", days=1)]')
+    out, st = await run("hitec-icl", script)
+    first, second = script.seen[0][0], script.seen[1][0]
+    assert "Tool name: call only tools" in first[-1].content and first[-1].content.startswith(
+        "Weather in Oslo?"
+    )
+    assert "Checklist for get_weather" in second[-1].content and "Required: city" in second[-1].content
+    assert out == '[get_weather(city="Oslo", days=1)]' and st.events[0]["rounds"] == 2
+
+
+async def test_hitec_checklist_model_writes_once_per_schema_into_sqlite(tmp_path: Path) -> None:
+    from toolmend.models import ScriptedModel
+
+    writer = ScriptedModel(lambda messages: "- never drop city", name="writer")
+    for _ in range(2):
+        strategy = HitecICL(checklist_model=writer, checklist_cache=tmp_path / "c.sqlite")
+        script = Script('[get_weather(city="Oslo")]', '[get_weather(city="Oslo")]')
+        await strategy.wrap(script, state())(PROMPT)
+        assert "never drop city" in script.seen[1][0][-1].content
+    assert writer.calls == 1  # the second strategy (a new run) read it from SQLite
+
+
+async def test_hitec_solving_model_checklist_is_written_once_per_run() -> None:
+    strategy = HitecICL(model_checklists=True)
+    for i in range(2):
+        script = Script('[get_weather(city="Oslo")]', "- never drop city", '[get_weather(city="Oslo")]')
+        await strategy.wrap(script, state())(PROMPT)
+        assert len(script.seen) == (3 if i == 0 else 2)
+        assert "never drop city" in script.seen[-1][0][-1].content
+
+
+async def test_reflect_on_a_finding() -> None:
+    script = Script(
+        "[get_weather(days=2)]",
+        '<reflect>city was missing</reflect><call>{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}</call>',
+    )
+    out, st = await run("reflect", script)
+    assert out == "[get_weather(city='Oslo', days=2)]"
+    assert "<reflect>" in script.seen[1][0][-1].content and st.events[0]["rounds"] == 1
+
+
+async def test_reflect_ends_at_final() -> None:
+    script = Script("[get_weather(days=2)]", "<reflect>no tool fits</reflect><final>I cannot tell.</final>")
+    out, st = await run("reflect", script)
+    assert out == "I cannot tell." and st.events[0]["ended"] == "final"
+
+
+async def test_self_refine_stops_at_a_fixed_point() -> None:
+    script = Script(
+        '[get_weather(city="Oslo")]',
+        '[get_weather(city="Oslo", days=1)]',
+        '[get_weather(city = "Oslo", days=1)]',
+    )
+    out, st = await run("self-refine", script, max_refine=5)
+    assert len(script.seen) == 3 and st.events[0] == {
+        "kind": "self-refine",
+        "rounds": 2,
+        "requests": 2,
+        "stop": "fixed_point",
+    }
+    assert "found no problem" in script.seen[1][0][-1].content
+
+
+async def test_self_refine_max_and_model_feedback() -> None:
+    script = Script("[get_weather(city='A')]", "[get_weather(city='B')]", "[get_weather(city='C')]")
+    out, st = await run("self-refine", script, max_refine=1, feedback="model")
+    assert out == "[get_weather(city='B')]" and st.events[0]["stop"] == "max_refine"
+    assert "schema check" not in script.seen[1][0][-1].content
+
+
+async def test_best_of_n_prefers_clean_then_agreement() -> None:
+    script = Script(
+        "[get_weather(days=2)]",
+        "[get_weather(city='B')]",
+        "[get_weather(city='A')]",
+        "[get_weather(city='A')]",
+    )
+    out, st = await run("best-of-n", script, n=4)
+    assert out == "[get_weather(city='A')]" and [e for _, e in script.seen] == [0, 1, 2, 3]
+
+
+CRITIC = SimpleNamespace(name="critictool", reply_format="json")
+FAILED = '{"name": "get_weather", "args": {"city": "Oslo"}}'
+
+
+def episode(error: str, repeats: int = 0) -> list[Message]:
+    msgs = [
+        Message(role="user", content="task"),
+        Message(role="assistant", content=FAILED),
+        Message(role="user", content=error),
+    ]
+    for _ in range(repeats):
+        msgs += [Message(role="assistant", content=FAILED), Message(role="user", content=error)]
+    return msgs
+
+
+@pytest.mark.parametrize(
+    ("error", "repeats", "expect"),
+    [
+        ('{"error": {"code": 429, "type": "rate_limit", "message": "Retry after 20 seconds."}}', 0, "retry"),
+        ('{"error": {"code": 504, "type": "timeout"}}', 2, "give_up"),
+        ('{"error": {"code": 403, "type": "permission_denied"}}', 0, "finish"),
+        ('{"temp": 3}', 0, "model"),
+    ],
+)
+async def test_env_policy(error: str, repeats: int, expect: str) -> None:
+    script = Script("model answer")
+    st = state(CRITIC)
+    gen = apply_strategies(build_strategies("env-policy"), script, st)
+    out = await gen(episode(error, repeats))
+    if expect == "retry":
+        assert out == FAILED and not script.seen and st.events[0]["wait_s"] == 20.0
+    elif expect == "finish":
+        assert json.loads(out)["name"] == "FinishAction" and not script.seen
+    elif expect == "give_up":
+        assert out == "model answer" and "Go on with the task without it" in script.seen[0][0][-1].content
+    else:
+        assert out == "model answer" and not st.events
+
+
+async def test_composition_applies_in_order() -> None:
+    script = Script("[get_weather(days=2)]", '[get_weather(city="Oslo", days=2)]')
+    out, st = await run("hitec-icl+guard", script)
+    assert strategy_name(build_strategies("hitec-icl+guard")) == "hitec-icl+guard"
+    assert {e["kind"] for e in st.events} >= {"hitec-icl", "guard"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "options", "message"),
+    [
+        ("guardd", {}, "unknown strategy 'guardd'"),
+        ("guard+guard", {}, "given twice"),
+        ("none+guard", {}, "cannot be combined"),
+        ("self-refine", {"max_refine": 0}, "--max-refine must be at least 1"),
+        ("guard", {"max_refine": 2}, "no chosen strategy takes max_refine"),
+        ("none", {"max_refine": 2}, "need a --strategy"),
+        ("guard+", {}, "empty name"),
+    ],
+)
+def test_bad_specs(spec: str, options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build_strategies(spec, options)
+
+
+async def test_guard_rewrite_keeps_critictool_fields() -> None:
+    reply = '{"error": "parameters_value_error", "name": "get_wether", "args": {"city": "Oslo"}}'
+    out, _ = await run("guard", Script(reply), state(CRITIC))
+    assert json.loads(out) == {
+        "error": "parameters_value_error",
+        "name": "get_weather",
+        "args": {"city": "Oslo"},
+    }
+
+
+async def test_reflect_leaves_transient_faults_to_the_environment() -> None:
+    script = Script(FAILED)
+    st = state(CRITIC)
+    gen = apply_strategies(build_strategies("reflect"), script, st)
+    assert await gen(episode('{"error": {"code": 503, "type": "service_unavailable"}}')) == FAILED
+    assert len(script.seen) == 1
