@@ -37,6 +37,7 @@ _BUILTIN = {
     "seal-tools": "sealtools",
     "api-bank": "apibank",
     "toolalpaca": "toolalpaca",
+    "world": "world",
 }
 
 
