@@ -85,6 +85,7 @@ _NATIVE_FORMAT: dict[str, str] = {
     "nestools": "nestools",
     "critictool": "json",
     "reflection-bench": "tags",
+    "world": "tags",
 }
 # The per-sample score the progress bar shows.
 _SCORE_KEY: dict[str, str] = {
@@ -92,6 +93,7 @@ _SCORE_KEY: dict[str, str] = {
     "reflection-bench": "correct",
     "nestools": "tree_pass",
     "critictool": "tool",
+    "world": "success",
 }
 
 
@@ -538,3 +540,12 @@ def _build_critic_suite(seed: int, out: Path) -> Path:
 
 
 SUITES.add("critic", Suite(benchmark="critictool", build=_build_critic_suite, default_model="checklist"))
+
+
+def _build_world_tasks(seed: int, out: Path) -> Path:
+    from toolmend.benchmarks.world import build_tasks_file
+
+    return build_tasks_file(seed, out)
+
+
+SUITES.add("world", Suite(benchmark="world", build=_build_world_tasks))

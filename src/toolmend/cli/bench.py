@@ -113,12 +113,33 @@ def bench_command(
             "--prompt-template", help="Your own prompt (see toolmend.benchmarks.templates for each format)."
         ),
     ] = None,
+    faults: Annotated[
+        str | None, typer.Option("--faults", help="world: none, light, heavy, or a JSON fault schedule.")
+    ] = None,
+    trials: Annotated[
+        int | None, typer.Option("--trials", help="world: runs per task, for pass^k and pass@k.", min=1)
+    ] = None,
+    audit: Annotated[
+        bool, typer.Option("--audit", help="world: check that every task is passable and unambiguous.")
+    ] = False,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
     if tool_mode not in ("prompt", "native"):
         fail(f"--tool-mode must be prompt or native, got {tool_mode!r}")
     if retry_errors and resume is None:
         fail("--retry-errors needs --resume RUN_DIR")
+    load_options = key_values(option or [], "--option")
+    world_options = {"faults": faults, "trials": trials}
+    for name, value in world_options.items():
+        if value is not None:
+            if benchmark != "world":
+                fail(f"--{name} applies to the world benchmark, not {benchmark}")
+            load_options[name] = value
+    if audit:
+        if benchmark != "world":
+            fail(f"--audit applies to the world benchmark, not {benchmark}")
+        _audit_world(data, seed, as_json)
+        return
     try:
         result = run_bench(
             benchmark,
@@ -140,7 +161,7 @@ def bench_command(
             categories=_categories(categories),
             temperature=temperature,
             max_retries=max_retries,
-            load_options=key_values(option or [], "--option"),
+            load_options=load_options,
             model_options=key_values(model_option or [], "--model-option"),
             report=not no_report,
             prompt_template=prompt_template,
@@ -162,6 +183,34 @@ def bench_command(
     else:
         _print_result(result)
     if result.summary.n_scored == 0:
+        raise typer.Exit(1)
+
+
+def _audit_world(data: Path | None, seed: int, as_json: bool) -> None:
+    from toolmend.benchmarks.world import audit_tasks, read_tasks
+    from toolmend.world import generate_tasks
+
+    try:
+        tasks = read_tasks(data) if data is not None else generate_tasks(seed)
+    except ToolmendError as exc:
+        fail(str(exc))
+    report = audit_tasks(tasks)
+    if as_json:
+        typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        out = console()
+        out.print(
+            f"{report.tasks} tasks, {report.orders_checked} alternative gold orders executed: "
+            f"{len(report.bad_tasks)} task(s) with problems"
+        )
+        if report.issues:
+            table = Table(show_header=True)
+            for column in ("task", "check", "problem"):
+                table.add_column(column)
+            for issue in report.issues:
+                table.add_row(issue.task, issue.check, issue.message)
+            out.print(table)
+    if not report.ok:
         raise typer.Exit(1)
 
 

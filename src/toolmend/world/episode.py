@@ -40,7 +40,15 @@ from toolmend.world.schedule import ScheduledFault
 from toolmend.world.tasks import Task
 from toolmend.world.world import World
 
-__all__ = ["Episode", "FaultOutcome", "InvalidOutcome", "Step", "WorldSession", "write_reply"]
+__all__ = [
+    "Episode",
+    "FaultOutcome",
+    "InvalidOutcome",
+    "Step",
+    "WorldSession",
+    "gold_replies",
+    "write_reply",
+]
 
 _MENTIONS = re.compile(
     r"error|fail|unable|could ?n[o']t|cannot|can't|unavailable|permission|denied|access|timed? ?out|"
@@ -53,6 +61,24 @@ def write_reply(calls: list[ToolCall], text: str = "") -> str:
     """A reply in the world benchmark's format: optional prose, then one ``<tool_call>`` per call."""
     body = write_tagged_calls(calls)
     return f"{text.rstrip()}\n{body}" if text.strip() else body
+
+
+def gold_replies(gold: GoldRun) -> list[str]:
+    """The replies of a perfect agent: the gold calls (neighbours of one dependency level in one
+    reply, so that calls depending on each other through the state keep their order), then an
+    answer stating every fact."""
+    replies: list[str] = []
+    group: list[ToolCall] = []
+    level: int | None = None
+    for call, lvl in zip(gold.calls, gold.levels, strict=True):
+        if group and lvl != level:
+            replies.append(write_reply(group))
+            group = []
+        group.append(call)
+        level = lvl
+    if group:
+        replies.append(write_reply(group))
+    return [*replies, gold.answer]
 
 
 class WorldSession:
@@ -221,29 +247,47 @@ class Episode:
             self.answer = text.strip() if text else reply.strip()
             self.messages.append(Message(role="assistant", content=reply))
             return True
-        self.messages.append(Message(role="assistant", content=parsed.text, tool_calls=calls))
-        for call in calls:
-            bare = call.model_copy(update={"id": None})
-            response, fault = self.session.execute(bare)
-            codes = [str(f.get("code")) for f in response.findings if f.get("code")]
-            if response.source == "invalid" and not codes:
-                codes = [str(response.error)]
-            self.steps.append(
-                Step(
-                    turn=turn,
-                    call=bare,
-                    ok=response.ok,
-                    error=response.error,
-                    source=response.source,
-                    codes=codes if response.source == "invalid" else [],
-                    fault=fault,
-                    content=response.content,
-                )
-            )
-            self.messages.append(
-                Message(role="tool", content=response.content, tool_call_id=call.id, name=call.name)
-            )
+        self.act(calls, parsed.text, turn=turn)
         return self.done
+
+    def act(self, calls: list[ToolCall], text: str = "", *, turn: int | None = None) -> list[Message]:
+        """Execute ``calls`` (one assistant turn) and return the tool messages that answer them.
+
+        Calls without an id get ``call_<turn>_<k>``; the assistant message and the answers are
+        appended to :attr:`messages`. :meth:`observe` uses this after parsing a reply; RL code can
+        call it with calls it already holds (it counts as a turn then).
+        """
+        if turn is None:
+            turn = self.turns
+            self.turns += 1
+        calls = [c if c.id else c.model_copy(update={"id": f"call_{turn}_{k}"}) for k, c in enumerate(calls)]
+        self.messages.append(Message(role="assistant", content=text, tool_calls=calls))
+        answers: list[Message] = []
+        for call in calls:
+            answers.append(self.execute(call, turn))
+        self.messages.extend(answers)
+        return answers
+
+    def execute(self, call: ToolCall, turn: int) -> Message:
+        """Execute one call in the session, record the step, and return the tool message."""
+        bare = call.model_copy(update={"id": None})
+        response, fault = self.session.execute(bare)
+        codes = [str(f.get("code")) for f in response.findings if f.get("code")]
+        if response.source == "invalid" and not codes:
+            codes = [str(response.error)]
+        self.steps.append(
+            Step(
+                turn=turn,
+                call=bare,
+                ok=response.ok,
+                error=response.error,
+                source=response.source,
+                codes=codes if response.source == "invalid" else [],
+                fault=fault,
+                content=response.content,
+            )
+        )
+        return Message(role="tool", content=response.content, tool_call_id=call.id, name=call.name)
 
     # -- results ------------------------------------------------------------------------------
 

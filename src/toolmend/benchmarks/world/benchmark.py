@@ -39,11 +39,11 @@ from pydantic import ValidationError
 from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
 from toolmend.benchmarks.world.metrics import aggregate_world
 from toolmend.errors import ConfigError, DatasetError
-from toolmend.formats.tools import to_openai_tool
 from toolmend.schema import Message, Sample
-from toolmend.world import WORLD_TOOLS, World, generate_tasks
-from toolmend.world.episode import Episode, write_reply
+from toolmend.world import WORLD_TOOLS, generate_tasks
+from toolmend.world.episode import Episode, gold_replies
 from toolmend.world.grading import GoldRun, gold_run
+from toolmend.world.rl import system_prompt
 from toolmend.world.schedule import FaultSchedule, ScheduledFault
 from toolmend.world.tasks import Task
 
@@ -54,19 +54,6 @@ Generate = Callable[..., Awaitable[str]]
 TURN_STRIDE = 1000
 """Trial ``t``'s turn ``i`` is generated with epoch ``t * TURN_STRIDE + i``: trials never share a
 cache entry, and trial 0 keeps the runner's turn-indexed epochs (replay reads its k-th output)."""
-
-SYSTEM_PROMPT = """\
-You are an assistant acting for {owner} ({email}). Today is {today}.
-Use the tools to do what the user asks. Tools can fail like real services do; read each result \
-before you go on. When the task is done, or cannot be done, reply in plain text without a tool \
-call: say what you did and give every value the user asked for.
-
-To call tools, reply with one line per call, exactly in this form:
-<tool_call>{{"name": "<tool name>", "arguments": {{"<parameter>": <value>}}}}</tool_call>
-Calls in one reply run in order; each result comes back in the next message.
-
-Tools:
-{tools}"""
 
 
 def build_tasks_file(seed: int, out: Path) -> Path:
@@ -112,17 +99,6 @@ def _gold(task_json: str) -> GoldRun:
 @lru_cache(maxsize=4096)
 def _task(task_json: str) -> Task:
     return Task.model_validate_json(task_json)
-
-
-@lru_cache(maxsize=16)
-def _system_prompt(seed: int) -> str:
-    state = World.create(seed).state
-    tools = "\n".join(
-        json.dumps(to_openai_tool(t)["function"], ensure_ascii=False) for t in WORLD_TOOLS.tools
-    )
-    return SYSTEM_PROMPT.format(
-        owner=state.owner_name, email=state.owner_email, today=state.today, tools=tools
-    )
 
 
 @BENCHMARKS.register("world")
@@ -199,7 +175,7 @@ class WorldBenchmark(Benchmark):
     @staticmethod
     def _messages(task: Task) -> list[Message]:
         return [
-            Message(role="system", content=_system_prompt(task.seed)),
+            Message(role="system", content=system_prompt(task.seed)),
             Message(role="user", content=task.query),
         ]
 
@@ -230,21 +206,8 @@ class WorldBenchmark(Benchmark):
     run = solve
 
     def gold(self, sample: Sample) -> Prediction:
-        """The replies of a perfect agent: the gold calls (independent neighbours in one reply),
-        then an answer stating every fact."""
-        gold = _gold(json.dumps(sample.metadata["task"]))
-        replies: list[str] = []
-        group: list[Any] = []
-        level = None
-        for call, lvl in zip(gold.calls, gold.levels, strict=True):
-            if group and lvl != level:
-                replies.append(write_reply(group))
-                group = []
-            group.append(call)
-            level = lvl
-        if group:
-            replies.append(write_reply(group))
-        return [*replies, gold.answer]
+        """The replies of a perfect agent: the gold calls, then an answer stating every fact."""
+        return gold_replies(_gold(json.dumps(sample.metadata["task"])))
 
     def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
         """Replay the replies in a fresh episode and grade it; never raises on model output."""
