@@ -35,6 +35,7 @@ from toolmend.env.faults import fault_response
 from toolmend.env.response import ToolResponse, error_body
 from toolmend.formats.tags import parse_tagged_calls, write_tagged_calls
 from toolmend.schema import Message, ToolCall
+from toolmend.world.domains import WORLD_TOOLS
 from toolmend.world.grading import GoldRun, Grade, grade
 from toolmend.world.schedule import ScheduledFault
 from toolmend.world.tasks import Task
@@ -93,9 +94,10 @@ class WorldSession:
 
     def __init__(self, seed: int, faults: list[ScheduledFault] = (), *, checker: Any = "auto") -> None:  # type: ignore[assignment]
         self.world = World.create(seed)
-        self.env: Environment = (
-            self.world.environment() if checker == "auto" else self.world.environment(checker=checker)
-        )
+        # No response cache, so no cache scope: World.environment() would fingerprint (hash) the
+        # whole state after every write to key a cache that is not there.
+        kwargs: dict[str, Any] = {} if checker == "auto" else {"checker": checker}
+        self.env = Environment(WORLD_TOOLS, context={"state": self.world.state}, **kwargs)
         self.faults = list(faults)
         self.calls: Counter[str] = Counter()
 

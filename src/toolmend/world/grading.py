@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from toolmend.env.environment import extract_path
+from toolmend.env.environment import Environment, extract_path
 from toolmend.schema import Ref, ToolCall
 from toolmend.world.domains import WORLD_TOOLS
 from toolmend.world.tasks import Task
@@ -46,6 +46,7 @@ __all__ = [
     "GoldRun",
     "Grade",
     "answer_has",
+    "diff_state",
     "flatten_state",
     "gold_run",
     "grade",
@@ -56,6 +57,7 @@ __all__ = [
 # Bookkeeping that every write moves; never a field a task "touches".
 _IGNORED = ("version", "counters")
 _MISSING = "<absent>"
+_UNSET = object()
 
 WRITE_TOOLS: frozenset[str] = frozenset(t.name for t in WORLD_TOOLS.tools if t.metadata.get("side_effects"))
 
@@ -136,6 +138,9 @@ def _canonical(snapshot: dict[str, Any], initial: dict[str, Any]) -> dict[str, A
     out: dict[str, Any] = {}
     for key, value in snapshot.items():
         before = initial.get(key)
+        if value == before:  # most collections are untouched: nothing to rename
+            out[key] = value
+            continue
         if isinstance(value, dict) and isinstance(before, dict):
             kept = {k: scrub(v) for k, v in value.items() if k in before}
             fresh = [scrub(v) for k, v in value.items() if k not in before]
@@ -189,6 +194,20 @@ def state_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     }
 
 
+def diff_state(initial: dict[str, Any], snapshot: dict[str, Any]) -> dict[str, Any]:
+    """What changed from ``initial`` to ``snapshot``: flattened paths (created records keyed by
+    content) mapped to their new value. Only collections that differ are flattened."""
+    canon = _canonical(snapshot, initial)
+    changes: dict[str, Any] = {}
+    for key in initial.keys() | canon.keys():
+        if key in _IGNORED:
+            continue
+        before, after = initial.get(key, _MISSING), canon.get(key, _MISSING)
+        if before != after:
+            changes.update(state_changes(flatten_state({key: before}), flatten_state({key: after})))
+    return changes
+
+
 def resolve_refs(value: Any, bindings: dict[str, Any]) -> Any:
     """``value`` with every :class:`~toolmend.Ref` replaced by what it is bound to."""
     if isinstance(value, Ref):
@@ -213,9 +232,8 @@ class GoldRun(BaseModel):
     results: list[str]
     """Each gold call's result as the model sees it."""
     changes: dict[str, Any]
-    """Touched field → gold value after the trajectory."""
-    final_state: dict[str, Any]
-    """The whole flattened final state (for the all-or-nothing check)."""
+    """Touched field → gold value after the trajectory (the whole difference to the initial
+    state, so two runs with equal changes end in equal states)."""
     facts: list[Any] = Field(default_factory=list)
     answer: str = ""
     """A final answer that states every fact."""
@@ -270,9 +288,7 @@ def gold_run(task: Task) -> GoldRun:
     Raises :class:`ValueError` when a gold call fails (the task is not passable; see the audit).
     """
     world = World.create(task.seed)
-    initial = world.snapshot()
-    before = flatten_state(initial)
-    env = world.environment(checker=None)
+    env = Environment(WORLD_TOOLS, checker=None, context={"state": world.state})
     literal: list[ToolCall] = []
     results: list[str] = []
     data: list[Any] = []
@@ -284,7 +300,7 @@ def gold_run(task: Task) -> GoldRun:
         literal.append(ToolCall(name=call.name, arguments=args))
         results.append(response.content)
         data.append(response.data)
-    after = flatten_state(world.snapshot(), initial)
+    changes = diff_state(_initial(task.seed), world.snapshot())
     facts = _facts(task.calls, data)
     answer = "Done." if not facts else "Here is what I found: " + "; ".join(_say(f) for f in facts) + "."
     return GoldRun(
@@ -293,8 +309,7 @@ def gold_run(task: Task) -> GoldRun:
         calls=literal,
         levels=task.levels,
         results=results,
-        changes=state_changes(before, after),
-        final_state=after,
+        changes=changes,
         facts=facts,
         answer=answer,
     )
@@ -364,17 +379,15 @@ class Grade(BaseModel):
 def grade(gold: GoldRun, final_snapshot: dict[str, Any], answer: str, results: list[str]) -> Grade:
     """Grade an episode that ended in ``final_snapshot`` with ``answer``; ``results`` are the
     contents of the episode's successful tool calls (for the all-or-nothing response check)."""
-    initial = _initial(gold.seed)
-    after = flatten_state(final_snapshot, initial)
-    made = state_changes(_initial_flat(gold.seed), after)
-    missed = sorted(p for p, v in gold.changes.items() if after.get(p, _MISSING) != v)
+    made = diff_state(_initial(gold.seed), final_snapshot)
+    missed = sorted(p for p, v in gold.changes.items() if made.get(p, _UNSET) != v)
     harmful = sorted(p for p in made if p not in gold.changes)
     found = sum(answer_has(answer, f) for f in gold.facts)
     state_ok = not missed
     facts_ok = found == len(gold.facts)
     progress = None if gold.read_only else 1 - len(missed) / len(gold.changes)
     seen = set(results)
-    all_or_nothing = after == gold.final_state and all(r in seen for r in gold.results)
+    all_or_nothing = made == gold.changes and all(r in seen for r in gold.results)
     return Grade(
         success=state_ok and facts_ok,
         state_ok=state_ok,
@@ -392,11 +405,6 @@ def grade(gold: GoldRun, final_snapshot: dict[str, Any], answer: str, results: l
 @lru_cache(maxsize=16)
 def _initial(seed: int) -> dict[str, Any]:
     return World.create(seed).snapshot()
-
-
-@lru_cache(maxsize=16)
-def _initial_flat(seed: int) -> dict[str, Any]:
-    return flatten_state(_initial(seed))
 
 
 @lru_cache(maxsize=16)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -213,6 +214,7 @@ Tools:
 {tools}"""
 
 
+@lru_cache(maxsize=32)
 def system_prompt(seed: int, *, tools: bool = True) -> str:
     """The system prompt of the world's tasks; with ``tools``, the tool list and call format too."""
     from toolmend.formats.tools import to_openai_tool

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from toolmend.world import World
 from toolmend.world.episode import Episode
-from toolmend.world.grading import flatten_state, gold_run, state_changes
+from toolmend.world.grading import diff_state, gold_run
 from toolmend.world.tasks import Task, _refs
 
 __all__ = ["AuditIssue", "AuditReport", "audit_tasks"]
@@ -69,13 +69,12 @@ def _orders(task: Task) -> Iterator[tuple[int, ...]]:
 def _final_changes(task: Task, order: Sequence[int]) -> tuple[dict[str, object] | None, str]:
     world = World.create(task.seed)
     initial = world.snapshot()
-    before = flatten_state(initial)
     env = world.environment(checker=None)
     for i in order:
         response = env.execute(task.calls[i])
         if not response.ok:
             return None, f"call {i} ({task.calls[i].name}) fails: {response.content[:160]}"
-    return state_changes(before, flatten_state(world.snapshot(), initial)), ""
+    return diff_state(initial, world.snapshot()), ""
 
 
 def audit_tasks(tasks: Sequence[Task], replies: object = None) -> AuditReport:
@@ -105,7 +104,7 @@ def audit_tasks(tasks: Sequence[Task], replies: object = None) -> AuditReport:
                     f"harm={grade.harm} missed={grade.missed_changes[:3]}",
                 )
             )
-        if gold_run(task).final_state != gold.final_state:
+        if gold_run(task).changes != gold.changes:
             issues.append(AuditIssue(task=task.id, check="nondeterministic", message="two gold runs differ"))
         for order in itertools.islice(_orders(task), _MAX_ORDERS):
             if list(order) == sorted(order):
