@@ -162,8 +162,9 @@ class Step(BaseModel):
 class FaultOutcome(BaseModel):
     """What became of one injected fault (only faults that fired are reported).
 
-    ``detected``: the model retried the tool or told the user about the failure;
-    ``retried``: it called the tool again; ``recovered``: a later call of the tool succeeded;
+    ``detected``: the model retried the call or told the user about the failure;
+    ``retried``: it made the same call (tool and arguments) again; ``recovered``: such a repeat
+    succeeded;
     ``outcome``: ``recovered``, ``told_user`` (ended with a message naming the problem),
     ``skipped`` (went on with other calls), ``abandoned`` (ended without saying), or ``budget``
     (ran out of turns).
@@ -307,14 +308,18 @@ class Episode:
             if not hits:
                 continue
             first = hits[0]
+            failed = self.steps[first].call
             later = self.steps[first + 1 :]
-            retried = any(s.call.name == fault.tool for s in later)
-            recovered = any(s.call.name == fault.tool and s.ok and s.fault is None for s in later)
+            # A retry is the same call again; another call of the same tool (the second city of
+            # a parallel weather lookup) is not.
+            again = [s for s in later if s.call.name == failed.name and s.call.arguments == failed.arguments]
+            retried = bool(again)
+            recovered = any(s.ok and s.fault is None for s in again)
             if recovered:
                 outcome = "recovered"
             elif mentions:
                 outcome = "told_user"
-            elif any(s.call.name != fault.tool for s in later):
+            elif len(again) < len(later):
                 outcome = "skipped"
             elif self.answer is not None:
                 outcome = "abandoned"

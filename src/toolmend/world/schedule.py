@@ -179,18 +179,14 @@ class FaultSchedule(BaseModel):
         tools_hit: set[str] = set()
         for step in steps:
             tool = task.calls[step].name
-            kinds = [
-                k
-                for k in profile.kinds
-                # A wrong-shape answer to a write would invite a duplicate write; a tool already
-                # failing for good needs no second fault.
-                if not (k == "wrong_shape" and tool in WRITE_TOOLS)
-            ]
+            # One fault per tool and task, so that each one's outcome is its own (a permission
+            # denied behind a timeout would make the timeout unrecoverable). A wrong-shape answer
+            # to a write would invite a duplicate write, so wrong shapes go to reads only.
+            kinds = [k for k in profile.kinds if not (k == "wrong_shape" and tool in WRITE_TOOLS)]
             if not kinds or tool in tools_hit:
                 continue
+            tools_hit.add(tool)
             kind = rng.choice(kinds)
-            if kind in PERSISTENT_KINDS:
-                tools_hit.add(tool)
             faults.append(ScheduledFault(step=step, kind=kind))
         return faults
 

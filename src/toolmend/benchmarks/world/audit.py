@@ -21,7 +21,8 @@ from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel, Field
 
-from toolmend.world import World
+from toolmend.env.environment import Environment
+from toolmend.world import WORLD_TOOLS, World
 from toolmend.world.episode import Episode
 from toolmend.world.grading import diff_state, gold_run
 from toolmend.world.tasks import Task, _refs
@@ -69,7 +70,7 @@ def _orders(task: Task) -> Iterator[tuple[int, ...]]:
 def _final_changes(task: Task, order: Sequence[int]) -> tuple[dict[str, object] | None, str]:
     world = World.create(task.seed)
     initial = world.snapshot()
-    env = world.environment(checker=None)
+    env = Environment(WORLD_TOOLS, checker=None, context={"state": world.state})
     for i in order:
         response = env.execute(task.calls[i])
         if not response.ok:
