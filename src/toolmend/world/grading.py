@@ -5,7 +5,8 @@ changes are the fields the task touches. An episode is then graded on:
 
 - **state**: every touched field holds the gold value in the episode's final state;
 - **facts**: the final answer contains every fact the task asks for (values read by the gold
-  trajectory's last reads, compared as normalised numbers or strings);
+  trajectory's last reads, compared as normalised numbers or strings), each also found in a
+  successful tool result of the episode (no credit for a value it never obtained);
 - **success**: state and facts both hold;
 - **progress**: the fraction of touched fields that hold their gold value (write tasks only);
 - **harm**: fields the episode changed that the gold trajectory leaves alone;
@@ -378,11 +379,15 @@ class Grade(BaseModel):
 
 def grade(gold: GoldRun, final_snapshot: dict[str, Any], answer: str, results: list[str]) -> Grade:
     """Grade an episode that ended in ``final_snapshot`` with ``answer``; ``results`` are the
-    contents of the episode's successful tool calls (for the all-or-nothing response check)."""
+    contents of the episode's successful tool calls (the evidence for facts, and BFCL's response
+    check)."""
     made = diff_state(_initial(gold.seed), final_snapshot)
     missed = sorted(p for p, v in gold.changes.items() if made.get(p, _UNSET) != v)
     harmful = sorted(p for p in made if p not in gold.changes)
-    found = sum(answer_has(answer, f) for f in gold.facts)
+    # A fact counts when the answer states it and a successful result of the episode held it: an
+    # answer cannot get credit for a value the episode never obtained.
+    evidence = "\n".join(results)
+    found = sum(answer_has(answer, f) and answer_has(evidence, f) for f in gold.facts)
     state_ok = not missed
     facts_ok = found == len(gold.facts)
     progress = None if gold.read_only else 1 - len(missed) / len(gold.changes)
