@@ -83,7 +83,7 @@ def schema_findings(call: ToolCall, tool: Tool) -> list[Finding]:
                     path=key,
                 )
             )
-    validator = Draft202012Validator(tool.parameters)
+    validator = _validator(tool.parameters)
     for err in sorted(validator.iter_errors(call.arguments), key=lambda e: list(e.path)):
         if err.validator == "additionalProperties":
             continue  # reported above with the accepted names
@@ -93,6 +93,23 @@ def schema_findings(call: ToolCall, tool: Tool) -> list[Finding]:
             code = "invalid_value"
         findings.append(Finding(code=code, message=_message(err.message, path), call=0, path=path))
     return findings
+
+
+_VALIDATORS: dict[int, tuple[dict[str, Any], Draft202012Validator]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Draft202012Validator:
+    # Building a validator costs about a third of validating one call, and an environment checks
+    # the same few schemas again and again. Keyed by identity: the validator reads the very dict
+    # it was built on, so an in-place edit is seen; holding the dict keeps its id from being reused.
+    hit = _VALIDATORS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    if len(_VALIDATORS) >= 4096:
+        _VALIDATORS.clear()
+    validator = Draft202012Validator(schema)
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
 
 
 def _message(text: str, path: str) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -33,8 +34,10 @@ from pydantic import BaseModel, Field
 from toolmend.env.environment import Environment
 from toolmend.env.faults import fault_response
 from toolmend.env.response import ToolResponse, error_body
+from toolmend.env.validate import Checker
+from toolmend.formats.result import ParseResult
 from toolmend.formats.tags import parse_tagged_calls, write_tagged_calls
-from toolmend.schema import Message, ToolCall
+from toolmend.schema import Finding, Message, Tool, ToolCall
 from toolmend.world.domains import WORLD_TOOLS
 from toolmend.world.grading import GoldRun, Grade, grade
 from toolmend.world.schedule import ScheduledFault
@@ -48,6 +51,7 @@ __all__ = [
     "Step",
     "WorldSession",
     "gold_replies",
+    "parse_reply",
     "write_reply",
 ]
 
@@ -62,6 +66,55 @@ def write_reply(calls: list[ToolCall], text: str = "") -> str:
     """A reply in the world benchmark's format: optional prose, then one ``<tool_call>`` per call."""
     body = write_tagged_calls(calls)
     return f"{text.rstrip()}\n{body}" if text.strip() else body
+
+
+@lru_cache(maxsize=1)
+def _world_checker() -> Checker | None:
+    """The checklist compiled once for the world's tools: the same findings as the environment's
+    default, which compiles every tool schema again for every call."""
+    try:
+        from toolmend.check.checker import Checker as Compiled
+    except ImportError:  # pragma: no cover - the checklist is part of the package
+        return None
+    compiled = Compiled(WORLD_TOOLS.tools)
+
+    def check(calls: list[ToolCall], tools: list[Tool]) -> list[Finding]:
+        return compiled.check(calls)
+
+    return check
+
+
+_STRICT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+
+
+def parse_reply(reply: str) -> ParseResult:
+    """Read a reply in the benchmark's format. A reply made only of well-formed ``<tool_call>``
+    JSON objects (and prose without braces or tags) is read directly; anything else goes through
+    the lenient :func:`~toolmend.formats.tags.parse_tagged_calls`, which gives the same calls for
+    such replies and also recovers and flags broken ones."""
+    calls: list[ToolCall] = []
+    prose: list[str] = []
+    pos = 0
+    for m in _STRICT_CALL.finditer(reply):
+        prose.append(reply[pos : m.start()])
+        pos = m.end()
+        try:
+            obj = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            return parse_tagged_calls(reply)
+        if not (
+            isinstance(obj, dict)
+            and set(obj) == {"name", "arguments"}
+            and isinstance(obj["name"], str)
+            and isinstance(obj["arguments"], dict)
+        ):
+            return parse_tagged_calls(reply)
+        calls.append(ToolCall(name=obj["name"], arguments=obj["arguments"]))
+    prose.append(reply[pos:])
+    text = "\n".join(p.strip() for p in prose if p.strip())
+    if not calls or "<" in text or "{" in text or "[" in text:
+        return parse_tagged_calls(reply)
+    return ParseResult(format="tags", calls=calls, text=text)
 
 
 def gold_replies(gold: GoldRun) -> list[str]:
@@ -96,8 +149,11 @@ class WorldSession:
         self.world = World.create(seed)
         # No response cache, so no cache scope: World.environment() would fingerprint (hash) the
         # whole state after every write to key a cache that is not there.
-        kwargs: dict[str, Any] = {} if checker == "auto" else {"checker": checker}
-        self.env = Environment(WORLD_TOOLS, context={"state": self.world.state}, **kwargs)
+        self.env = Environment(
+            WORLD_TOOLS,
+            context={"state": self.world.state},
+            checker=_world_checker() if checker == "auto" else checker,
+        )
         self.faults = list(faults)
         self.calls: Counter[str] = Counter()
 
@@ -230,7 +286,7 @@ class Episode:
             return True
         turn = self.turns
         self.turns += 1
-        parsed = parse_tagged_calls(reply if isinstance(reply, str) else "")
+        parsed = parse_reply(reply if isinstance(reply, str) else "")
         calls = [c.model_copy(update={"id": f"call_{turn}_{k}"}) for k, c in enumerate(parsed.calls)]
         broken = [f for f in parsed.findings if f.code == "invalid_format"]
         if not calls:
