@@ -21,6 +21,9 @@ __all__ = [
     "DatasetError",
     "MissingExtraError",
     "ModelError",
+    "ParseError",
+    "PathError",
+    "ScoringError",
     "SpecError",
     "ToolmendError",
 ]
@@ -87,3 +90,17 @@ class MissingExtraError(ToolmendError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class ParseError(ToolmendError, ValueError):
+    """Text that cannot be read as the format it should be in (a tool list in a prompt, a Python
+    literal). Parsers of *model output* turn it into data (a failed parse, a finding) before it
+    reaches a caller."""
+
+
+class ScoringError(ToolmendError, ValueError):
+    """A value an official scorer cannot score (toolmend reproduces its behaviour: a score of 0)."""
+
+
+class PathError(ToolmendError, KeyError):
+    """A dotted path (``flights.0.id``) that does not exist in the data it is looked up in."""

@@ -283,7 +283,7 @@ def test_same_seed_same_samples_jsonl_bytes_except_timings(tmp_path: Path) -> No
     def run(where: str) -> list[dict[str, Any]]:
         result = run_bench(
             "world", "scripted", limit=40, runs_dir=tmp_path / where, cache=False,
-            cache_dir=tmp_path / "cache", progress=False, report=False, load_options={"faults": "heavy"},
+            cache_dir=tmp_path / "cache", progress=False, load_options={"faults": "heavy"},
         )  # fmt: skip
         rows = [json.loads(line) for line in (result.run_dir / "samples.jsonl").read_text().splitlines()]
         for row in rows:

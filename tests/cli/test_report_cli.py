@@ -42,7 +42,6 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> list[P
         "categories": ["simple_python", "irrelevance"],
         "runs_dir": root,
         "progress": False,
-        "report": False,
         "cache": False,
     }
     ids = {s.id for s in picked}

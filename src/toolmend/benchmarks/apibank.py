@@ -139,4 +139,5 @@ class ApiBank(CallListBenchmark):
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Option ``first_only``: keep only the first call of each dialogue."""
+        self.check_options(options, "first_only")
         return load_api_bank(self._data_path(path), first_only=bool(options.get("first_only", False)))

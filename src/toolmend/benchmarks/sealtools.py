@@ -117,6 +117,7 @@ class SealTools(CallListBenchmark):
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Options: ``split`` (all | in_domain | out_domain), ``subset`` (all | single | multiple)."""
+        self.check_options(options, "split", "subset")
         return load_seal_tools(
             self._data_path(path), options.get("split", "all"), options.get("subset", "all")
         )

@@ -204,4 +204,5 @@ class ToolAlpaca(CallListBenchmark):
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Option ``split``: real (HiTEC's 114 queries, default), simulated or all."""
+        self.check_options(options, "split")
         return load_toolalpaca(self._data_path(path), options.get("split", "real"))

@@ -13,6 +13,7 @@ from toolmend.bench import BenchResult, run_bench
 from toolmend.benchmarks import as_mode
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
+from toolmend.reports import write_report
 
 __all__ = ["register"]
 
@@ -24,7 +25,7 @@ def _categories(values: list[str] | None) -> list[str] | None:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
-def _print_result(result: BenchResult) -> None:
+def _print_result(result: BenchResult, report: Path | None) -> None:
     out = console()
     s = result.summary
     table = Table(title=f"{result.benchmark} · {result.model} ({result.mode})", show_header=True)
@@ -39,8 +40,8 @@ def _print_result(result: BenchResult) -> None:
         f"{s.usage.input_tokens}+{s.usage.output_tokens} tokens, {s.wall_s:.1f} s"
     )
     out.print(f"run: {result.run_dir}")
-    if result.report is not None:
-        out.print(f"report: {result.report} and {result.report.with_suffix('.html')}")
+    if report is not None:
+        out.print(f"report: {report} and {report.with_suffix('.html')}")
     hint = result.retry_hint()
     if hint:
         out.print(hint)
@@ -48,12 +49,15 @@ def _print_result(result: BenchResult) -> None:
 
 def bench_command(
     benchmark: Annotated[
-        str, typer.Argument(help="Benchmark or suite: nestools, critictool, bfcl, reflection-bench, …")
+        str, typer.Argument(help="A benchmark or suite (toolmend --help lists them), e.g. critic, bfcl.")
     ],
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", "-m", help="openai/<model>, hf/<path>, vllm/<path>, replay/<file>, or scripted (gold)."
+            "--model",
+            "-m",
+            help="openai/<model>, hf/<path>, vllm/<path>, replay/<file>, checklist (rule-based CriticTool critic), "
+            "or scripted (gold).",
         ),
     ] = None,
     data: Annotated[
@@ -113,6 +117,10 @@ def bench_command(
             "--prompt-template", help="Your own prompt (see toolmend.benchmarks.templates for each format)."
         ),
     ] = None,
+    strategy: Annotated[
+        str | None,
+        typer.Option("--strategy", help="Inference-time strategies, a+b applies a then b (default: none)."),
+    ] = None,
     faults: Annotated[
         str | None, typer.Option("--faults", help="world: none, light, heavy, or a JSON fault schedule.")
     ] = None,
@@ -124,13 +132,9 @@ def bench_command(
     ] = False,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
-    if tool_mode not in ("prompt", "native"):
-        fail(f"--tool-mode must be prompt or native, got {tool_mode!r}")
-    if retry_errors and resume is None:
-        fail("--retry-errors needs --resume RUN_DIR")
     load_options = key_values(option or [], "--option")
-    world_options = {"faults": faults, "trials": trials}
-    for name, value in world_options.items():
+    # World options are load options (so they are in the run's settings and identity).
+    for name, value in {"faults": faults, "trials": trials}.items():
         if value is not None:
             if benchmark != "world":
                 fail(f"--{name} applies to the world benchmark, not {benchmark}")
@@ -151,7 +155,7 @@ def bench_command(
             mode=as_mode(mode),
             base_url=base_url,
             api_key_env=api_key_env,
-            tool_mode="native" if tool_mode == "native" else "prompt",
+            tool_mode=tool_mode,  # type: ignore[arg-type]  # the API refuses other values
             cache=not no_cache,
             cache_dir=cache_dir,
             resume=resume,
@@ -163,9 +167,10 @@ def bench_command(
             max_retries=max_retries,
             load_options=load_options,
             model_options=key_values(model_option or [], "--model-option"),
-            report=not no_report,
             prompt_template=prompt_template,
+            strategy=strategy,
         )
+        report = None if no_report else write_report([result.run_dir], out=result.run_dir).markdown
     except ToolmendError as exc:
         fail(str(exc))
     if as_json:
@@ -181,7 +186,7 @@ def bench_command(
         if hint:
             typer.echo(hint, err=True)
     else:
-        _print_result(result)
+        _print_result(result, report)
     if result.summary.n_scored == 0:
         raise typer.Exit(1)
 

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from toolmend._shared import shared_dir
-from toolmend.benchmarks import BENCHMARKS, as_mode, load_builtin_benchmarks
+from toolmend.benchmarks import BENCHMARKS, as_mode
 from toolmend.benchmarks.predictions import read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
 from toolmend.cli._console import console, fail, key_values
@@ -19,7 +19,7 @@ from toolmend.errors import ToolmendError
 __all__ = ["register"]
 
 
-def _print_report(report: ScoreReport) -> None:
+def _print_report(report: ScoreReport, detail_keys: tuple[str, ...]) -> None:
     out = console()
     table = Table(title=f"{report.benchmark} ({report.mode})", show_header=True)
     table.add_column("metric")
@@ -28,7 +28,7 @@ def _print_report(report: ScoreReport) -> None:
         table.add_row(name, f"{value:.2f}" if isinstance(value, float) else str(value))
     out.print(table)
     out.print(f"scored {report.scored} of {report.total} samples")
-    _print_worst(report)
+    _print_worst(report, detail_keys)
     if report.missing:
         head = ", ".join(report.missing[:5]) + (" …" if len(report.missing) > 5 else "")
         out.print(f"{len(report.missing)} samples have no prediction and are not counted: {head}")
@@ -46,8 +46,8 @@ def _mean(values: dict[str, float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def _print_worst(report: ScoreReport, limit: int = 10) -> None:
-    """The lowest-scored samples, with the reason the benchmark gives where it gives one."""
+def _print_worst(report: ScoreReport, detail_keys: tuple[str, ...], limit: int = 10) -> None:
+    """The lowest-scored samples, with the details the benchmark declares for reports."""
     ranked = [(m, s) for s in report.scores if (m := _mean(s.values)) is not None and m < 1.0]
     if not ranked:
         return
@@ -55,7 +55,7 @@ def _print_worst(report: ScoreReport, limit: int = 10) -> None:
     out = console()
     out.print(f"{len(ranked)} samples below a full score; the lowest:")
     for mean, s in ranked[:limit]:
-        reason = s.details.get("error_type") or s.details.get("error") or s.details.get("outcome") or ""
+        reason = "  ".join(f"{k}={s.details[k]}" for k in detail_keys if s.details.get(k) not in (None, ""))
         out.print(f"  {s.id}  {mean:.2f}  {reason}".rstrip(), markup=False)
 
 
@@ -79,7 +79,6 @@ def score_command(
     ] = None,
 ) -> None:
     """Score saved model outputs (one JSON line per sample) against BENCHMARK."""
-    load_builtin_benchmarks(benchmark)
     try:
         mode_ = as_mode(mode)
         bench = BENCHMARKS.get(benchmark)()
@@ -93,7 +92,7 @@ def score_command(
         payload = report.model_dump(exclude={"scores"})
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        _print_report(report)
+        _print_report(report, bench.detail_keys)
     if report.scored == 0:
         raise typer.Exit(1)
 

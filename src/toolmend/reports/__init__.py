@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolmend.errors import ConfigError
-from toolmend.reports.data import BREAKDOWN_KEYS, GroupRow, RunView, load_views
+from toolmend.reports.data import GroupRow, RunView, load_views
 from toolmend.reports.html import render_html
 from toolmend.reports.markdown import render_markdown
 from toolmend.reports.tables import Breakdown, Report, WorstSample, build_report
 from toolmend.runs.store import atomic_write
 
 __all__ = [
-    "BREAKDOWN_KEYS",
     "Breakdown",
     "GroupRow",
     "Report",

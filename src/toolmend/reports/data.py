@@ -1,6 +1,6 @@
 """What a report shows, computed from run directories: metrics, breakdowns, worst samples.
 
->>> view = RunView.load("runs/20250101T000000Z-bfcl-scripted")   # doctest: +SKIP
+>>> view = RunView.load("runs/20250101T000000Z-mybench-scripted")   # doctest: +SKIP
 >>> view.primary, [g.group for g in view.breakdowns()["category"]]  # doctest: +SKIP
 ('accuracy', ['irrelevance', 'simple_python'])
 """
@@ -13,24 +13,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from toolmend.runs import SampleRecord, load_run
+from toolmend.benchmarks import BENCHMARKS, SUITES
+from toolmend.runs import Manifest, SampleRecord, load_run
 
-__all__ = ["BREAKDOWN_KEYS", "GroupRow", "RunView", "load_views"]
+__all__ = ["GroupRow", "RunView", "load_views"]
 
-BREAKDOWN_KEYS: tuple[str, ...] = (
-    "category",
-    "error_type",
-    "depth",
-    "part",
-    "external_mode",
-    "variant",
-    "outcome",
-)
-"""``SampleScore.details`` keys a report breaks results down by, when a run has them (BFCL
-category and error type, NesTools depth, CriticTool part / error type / external mode …)."""
-
-# The per-sample score that ranks samples and fills breakdowns, by preference.
-_PRIMARY = ("accuracy", "correct", "tree_pass", "overall", "tool", "detect", "reward")
 _MAX_GROUPS = 40
 
 
@@ -41,6 +28,22 @@ class GroupRow:
     group: str
     n: int
     mean: float | None
+
+
+def _declared(manifest: Manifest | None) -> dict[str, Any]:
+    """The headline and detail keys a run's manifest records; for runs written before manifests
+    held them, those its benchmark declares now (when it is still registered)."""
+    if manifest is None:
+        return {}
+    if manifest.headline is not None:
+        return {"headline": manifest.headline, "detail_keys": tuple(manifest.detail_keys)}
+    name = manifest.benchmark
+    if name in SUITES:
+        name = SUITES.get(name).benchmark
+    if name not in BENCHMARKS:
+        return {}
+    bench = BENCHMARKS.get(name)
+    return {"headline": bench.headline, "detail_keys": tuple(bench.detail_keys)}
 
 
 @dataclass
@@ -57,6 +60,10 @@ class RunView:
     completed: bool
     label: str = ""
     """How the run is named in comparisons: its model (with the run name when models repeat)."""
+    headline: str | None = None
+    """The benchmark's headline per-sample score, as its manifest records it."""
+    detail_keys: tuple[str, ...] = ()
+    """``SampleScore.details`` keys the benchmark declares for breakdowns (from the manifest)."""
 
     @classmethod
     def load(cls, path: str | Path) -> RunView:
@@ -75,6 +82,7 @@ class RunView:
             records=run.records,
             completed=run.results is not None,
             label=run.manifest.model if run.manifest else run.path.name,
+            **_declared(run.manifest),
         )
 
     # Cached: a view is read-only once loaded, and score_of() asks for the primary key once per
@@ -90,13 +98,13 @@ class RunView:
 
     @cached_property
     def primary(self) -> str | None:
-        """The per-sample score used to rank samples and fill breakdowns."""
+        """The per-sample score used to rank samples and fill breakdowns: the benchmark's
+        headline, else (a run that does not record one) the first score."""
         keys: dict[str, None] = {}
         for r in self.scored:
             keys.update(dict.fromkeys(r.scores))
-        for k in _PRIMARY:
-            if k in keys:
-                return k
+        if self.headline in keys:
+            return self.headline
         return next(iter(keys), None)
 
     def score_of(self, record: SampleRecord) -> float | None:
@@ -105,11 +113,11 @@ class RunView:
         return None if value is None or math.isnan(value) else float(value)
 
     def breakdowns(self, min_groups: int = 2) -> dict[str, list[GroupRow]]:
-        """``detail key → rows`` for each of :data:`BREAKDOWN_KEYS` that splits this run into
+        """``detail key → rows`` for each of :attr:`detail_keys` that splits this run into
         ``min_groups`` to 40 groups (an empty ``error_type`` is the group ``none``: the sample
         passed)."""
         out: dict[str, list[GroupRow]] = {}
-        for key in BREAKDOWN_KEYS:
+        for key in self.detail_keys:
             groups: dict[str, list[float | None]] = {}
             for r in self.scored:
                 if key not in r.details:

@@ -67,6 +67,8 @@ class SampleRecord(BaseModel):
     error: InfraError | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     """Anything else a benchmark wants in reports (parse status, the error type, a judge's reason)."""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """What inference-time strategies did on this sample (``SolveState.events``), in order."""
 
     @property
     def ok(self) -> bool:

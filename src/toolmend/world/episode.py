@@ -31,10 +31,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from toolmend.check.checker import Checker
 from toolmend.env.environment import Environment
 from toolmend.env.faults import fault_response
 from toolmend.env.response import ToolResponse, error_body
-from toolmend.env.validate import Checker
+from toolmend.env.validate import CheckFn
 from toolmend.formats.result import ParseResult
 from toolmend.formats.tags import parse_tagged_calls, write_tagged_calls
 from toolmend.schema import Finding, Message, Tool, ToolCall
@@ -80,14 +81,11 @@ def write_reply(calls: list[ToolCall], text: str = "") -> str:
 
 
 @lru_cache(maxsize=1)
-def _world_checker() -> Checker | None:
-    """The checklist compiled once for the world's tools: the same findings as the environment's
-    default, which compiles every tool schema again for every call."""
-    try:
-        from toolmend.check.checker import Checker as Compiled
-    except ImportError:  # pragma: no cover - the checklist is part of the package
-        return None
-    compiled = Compiled(WORLD_TOOLS.tools)
+def _world_checker() -> CheckFn:
+    """The checklist compiled once for the world's tools: the same findings as
+    :func:`toolmend.check.check` (what :meth:`World.environment` uses), which compiles every tool
+    schema again for every call."""
+    compiled = Checker(WORLD_TOOLS.tools)
 
     def check(calls: list[ToolCall], tools: list[Tool]) -> list[Finding]:
         return compiled.check(calls)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolmend.benchmarks.base import Mode
+from toolmend.errors import ParseError
 from toolmend.schema import ToolCall
 
 __all__ = [
@@ -63,7 +64,7 @@ Outcome = Literal["call", "abstained", "text", "malformed"]
 answer, a plain-text answer, or an attempted call that does not parse."""
 
 
-class DecodeError(ValueError):
+class DecodeError(ParseError):
     """A reply that cannot be read as calls (data, not misuse: callers turn it into a score)."""
 
 

@@ -6,11 +6,11 @@
 ['error_free', 'parameters_key_error', ...]
 
 The files load with :func:`toolmend.benchmarks.critictool.load_critictool` and score with the
-CriticTool scorer unchanged; :func:`run_critic_main` builds, runs a model and scores in one go.
+CriticTool scorer unchanged. ``toolmend bench critic`` (:data:`~toolmend.benchmarks.SUITES`)
+builds the world suite, runs a model on it and scores it in one go.
 """
 
 from toolmend.benchmarks.critic.build import INTERNAL_OPERATORS, SuiteInfo, build_suite, finish_message
-from toolmend.benchmarks.critic.main import CriticResult, run_critic, run_critic_main
 from toolmend.benchmarks.critic.record import (
     SYSTEM_TEMPLATE,
     action_args,
@@ -21,7 +21,6 @@ from toolmend.benchmarks.critic.record import (
 from toolmend.benchmarks.critic.traces import Source, Trace, load_traces
 
 __all__ = [
-    "CriticResult",
     "INTERNAL_OPERATORS",
     "SYSTEM_TEMPLATE",
     "Source",
@@ -32,8 +31,6 @@ __all__ = [
     "build_suite",
     "finish_message",
     "load_traces",
-    "run_critic",
-    "run_critic_main",
     "system_prompt",
     "tool_entry",
 ]

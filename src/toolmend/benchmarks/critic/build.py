@@ -42,8 +42,8 @@ from toolmend.benchmarks.critic.record import SYSTEM_TEMPLATE, action_args, acti
 from toolmend.benchmarks.critic.traces import Source, Trace, load_traces
 from toolmend.benchmarks.critictool.records import FINISH, data_file
 from toolmend.env import FAULT_KINDS, Environment, FaultPlan, FaultRule, ToolResponse, extract_path
-from toolmend.errors import ConfigError
 from toolmend.schema import Ref, Tool, ToolCall
+from toolmend.synth.inject import InjectContext, inject
 
 __all__ = ["INTERNAL_OPERATORS", "SuiteInfo", "build_suite", "finish_message"]
 
@@ -236,14 +236,6 @@ def _run_prefix(trace: Trace, replay: _Replay, k: int, faults: FaultPlan | None 
     return env
 
 
-def _injector() -> Any:
-    try:
-        from toolmend.synth.inject import InjectContext, inject
-    except ImportError as exc:  # another layer; say what is missing rather than fail obscurely
-        raise ConfigError(f"error injection (toolmend.synth.inject) is not available: {exc}") from exc
-    return inject, InjectContext
-
-
 def _rid(*parts: object) -> str:
     return "-".join(str(p) for p in parts).replace(".", "_").replace("/", "_")
 
@@ -267,7 +259,7 @@ def build_suite(
     sample every that many trajectories (0 turns them off). ``system_template`` replaces the system
     prompt's wording (it must contain ``{tools}``).
     """
-    inject, inject_context = _injector()
+    inject_context = InjectContext
     root = Path(out)
     traces = load_traces(source, seed=seed, data=data)
     random.Random(f"toolmend.critic:{source}:{seed}").shuffle(traces)
@@ -316,7 +308,7 @@ def build_suite(
                 "trace": trace.id,
                 "response_source": response.source,
             }
-            truth = [(gold.name, gold.arguments, _thought(gold, tools))]
+            truth: list[tuple[str, Any, str]] = [(gold.name, gold.arguments, _thought(gold, tools))]
             writer.add(writer.internal, _rid(trace.id, "err", k), trace, history, truth, extra)
             internal[injection.label] += 1
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolmend._shared import shared_dir
+from toolmend.check import check
 from toolmend.env import Environment, FaultPlan
 from toolmend.errors import ConfigError
 from toolmend.schema import Tool, ToolCall
@@ -67,7 +68,7 @@ def _world(seed: int) -> list[Trace]:
 
 def _simulated(tools: list[Tool]) -> EnvFactory:
     def make(faults: FaultPlan | None = None) -> Environment:
-        return Environment(tools=tools, faults=faults)
+        return Environment(tools=tools, faults=faults, checker=check)
 
     return make
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from toolmend._shared import shared_dir
 from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
-from toolmend.benchmarks.nestools.data import gold_chain, load_nestools
+from toolmend.benchmarks.nestools.data import gold_chain, load_nestools, to_official_output
 from toolmend.benchmarks.nestools.metric import (
     COUNT_KEYS,
     GoldPrep,
@@ -25,6 +25,7 @@ from toolmend.benchmarks.nestools.metric import (
 )
 from toolmend.benchmarks.nestools.prompt import TextEncoder, candidate_tools, load_template, render_prompt
 from toolmend.errors import ConfigError
+from toolmend.models.base import Completion
 from toolmend.schema import Message, Sample, Tool
 
 __all__ = ["NesTools", "micro_metrics"]
@@ -149,6 +150,9 @@ class NesTools(Benchmark):
 
     name = "nestools"
     default_data = "data/nestools"
+    reply_format = "nestools"
+    headline = "tree_pass"
+    detail_keys = ("depth",)
 
     def __init__(
         self,
@@ -195,6 +199,32 @@ class NesTools(Benchmark):
             else:
                 self._sets[s.id] = group
         return samples
+
+    def load_run(
+        self, path: Path, options: dict[str, Any], *, limit: int | None = None, seed: int = 0
+    ) -> list[Sample]:
+        """:meth:`load` with the run's ``seed`` (the distractor shuffle) and ``limit`` (the distractor
+        pool is the loaded samples' tools), unless ``options`` set them."""
+        options = dict(options)
+        options.setdefault("seed", seed)
+        if limit is not None:
+            options.setdefault("limit", limit)
+        return super().load_run(path, options, limit=limit, seed=seed)
+
+    def for_native_tools(self, samples: list[Sample]) -> list[Sample]:
+        """Native function calling sends ``sample.tools``: the gold tools plus distractors."""
+        return self.with_candidates(samples)
+
+    def gold(self, sample: Sample) -> Prediction:
+        """The gold chain in the official output format."""
+        return to_official_output(sample)
+
+    def reply_text(self, sample: Sample, completion: Completion) -> str:
+        """Native calls in the official output format (api ids and named responses come from
+        ``sample``)."""
+        if not completion.tool_calls:
+            return completion.text
+        return to_official_output(sample, completion.tool_calls)
 
     def candidates(self, sample: Sample) -> list[Tool]:
         """The tools offered to the model for ``sample``: for a loaded sample, its gold tools and

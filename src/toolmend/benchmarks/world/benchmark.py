@@ -29,14 +29,14 @@ Aggregates (see :mod:`toolmend.benchmarks.world.metrics`): the means of the valu
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Generate, Mode, Prediction, SampleScore, Suite
 from toolmend.benchmarks.world.metrics import aggregate_world
 from toolmend.errors import ConfigError, DatasetError
 from toolmend.schema import Message, Sample
@@ -47,9 +47,7 @@ from toolmend.world.rl import system_prompt
 from toolmend.world.schedule import FaultSchedule, ScheduledFault
 from toolmend.world.tasks import Task
 
-__all__ = ["TURN_STRIDE", "WorldBenchmark", "build_tasks_file", "read_tasks"]
-
-Generate = Callable[..., Awaitable[str]]
+__all__ = ["TURN_STRIDE", "WORLD_SUITE", "WorldBenchmark", "build_tasks_file", "read_tasks"]
 
 TURN_STRIDE = 1000
 """Trial ``t``'s turn ``i`` is generated with epoch ``t * TURN_STRIDE + i``: trials never share a
@@ -114,6 +112,7 @@ class WorldBenchmark(Benchmark):
     default_data = ""
     reply_format = "tags"
     headline = "success"
+    detail_keys = ("template", "fault_schedule", "ended")
 
     def load(
         self,
@@ -179,6 +178,23 @@ class WorldBenchmark(Benchmark):
             Message(role="user", content=task.query),
         ]
 
+    def for_native_tools(self, samples: list[Sample]) -> list[Sample]:
+        """Native function calling sends the tools through the API: the system prompt then leaves
+        out the tool list and the text call format."""
+        out = []
+        for sample in samples:
+            task = self._sample_task(sample)
+            messages = [
+                Message(role="system", content=system_prompt(task.seed, tools=False)),
+                *sample.messages[1:],
+            ]
+            out.append(
+                sample.model_copy(
+                    update={"messages": messages, "metadata": {**sample.metadata, "tool_mode": "native"}}
+                )
+            )
+        return out
+
     def prompt(self, sample: Sample) -> list[Message]:
         """The first request of the episode: the system prompt with the tools, and the task."""
         return list(sample.messages)
@@ -201,9 +217,6 @@ class WorldBenchmark(Benchmark):
             replies.append(reply)
             episode.observe(reply)
         return replies
-
-    # The runner before the Benchmark.solve seam calls ``run`` for interactive benchmarks.
-    run = solve
 
     def gold(self, sample: Sample) -> Prediction:
         """The replies of a perfect agent: the gold calls, then an answer stating every fact."""
@@ -274,3 +287,10 @@ def _positive(value: int | str, name: str) -> int:
     if number < 1:
         raise ConfigError(f"{name} must be at least 1, got {number}")
     return number
+
+
+WORLD_SUITE = Suite(
+    benchmark="world",
+    build=build_tasks_file,
+    description="an agent acting in toolmend's tool world: scheduled faults, state grading, pass^k",
+)
