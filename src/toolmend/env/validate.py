@@ -11,12 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
-
-try:
-    import jsonschema_rs as _rs
-except ImportError:  # pragma: no cover - an optional speed-up
-    _rs = None
 
 from toolmend.schema import ErrorCode, Finding, Tool, ToolCall
 
@@ -91,16 +87,14 @@ _FAST: dict[int, tuple[dict[str, Any], Any]] = {}
 
 def _surely_valid(schema: dict[str, Any], arguments: dict[str, Any]) -> bool:
     """Whether jsonschema-rs (Rust, ~1 µs) finds ``arguments`` valid under ``schema``; ``False``
-    when it is not installed, cannot compile the schema or read the value. Only the answer "valid"
-    is trusted: the errors, with their messages, always come from :mod:`jsonschema`."""
-    if _rs is None:
-        return False
+    when it cannot compile the schema or read the value. Only the answer "valid" is trusted: the
+    errors, with their messages, always come from :mod:`jsonschema`."""
     hit = _FAST.get(id(schema))
     if hit is None or hit[0] is not schema:
         if len(_FAST) >= 4096:
             _FAST.clear()
         try:
-            compiled = _rs.Draft202012Validator(schema)
+            compiled = jsonschema_rs.Draft202012Validator(schema)
         except Exception:  # a schema it rejects: the pure-Python path decides
             compiled = None
         hit = _FAST[id(schema)] = (schema, compiled)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -164,7 +165,7 @@ class WorldSession:
     True
     """
 
-    def __init__(self, seed: int, faults: list[ScheduledFault] = (), *, checker: Any = "auto") -> None:  # type: ignore[assignment]
+    def __init__(self, seed: int, faults: Sequence[ScheduledFault] = (), *, checker: Any = "auto") -> None:
         self.world = World.create(seed)
         # No response cache, so no cache scope: World.environment() would fingerprint (hash) the
         # whole state after every write to key a cache that is not there.
@@ -216,7 +217,7 @@ class WorldSession:
                 source="fault",
                 tool=call.name,
             )
-        return fault_response(fault.kind, call.name)  # type: ignore[arg-type]
+        return fault_response(fault.kind, call.name)
 
 
 class Step(BaseModel):

@@ -93,7 +93,7 @@ class _Profile(BaseModel):
 
 _PROFILES: dict[str, _Profile] = {
     "none": _Profile(rate=0.0, kinds=["timeout"]),
-    "light": _Profile(rate=0.3, kinds=sorted(TRANSIENT_KINDS)),  # type: ignore[arg-type]
+    "light": _Profile(rate=0.3, kinds=["connection_reset", "rate_limit", "service_unavailable", "timeout"]),
     "heavy": _Profile(rate=1.0, kinds=list(SCHEDULED_KINDS), max_per_task=2),
 }
 
