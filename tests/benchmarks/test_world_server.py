@@ -84,6 +84,8 @@ def test_native_mode_executes_calls_and_keeps_the_history_provider_correct(
     assert payload["metrics"]["success"] == 1.0
     bodies = agent_server.bodies
     assert all(len(b["tools"]) == 50 for b in bodies)
+    # The tools travel through the API: the system prompt neither lists them nor asks for text calls.
+    assert all("<tool_call>" not in b["messages"][0]["content"] for b in bodies)
     later = [b for b in bodies if any(m["role"] == "tool" for m in b["messages"])]
     assert later, "no request carried tool results"
     for body in bodies:
