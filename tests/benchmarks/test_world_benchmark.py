@@ -330,3 +330,29 @@ def test_cli_runs_world_with_faults_and_trials_and_audits(tmp_path: Path) -> Non
     result = runner.invoke(app, ["bench", "world", "--audit", "--data", str(tasks)])
     assert result.exit_code == 0, result.output
     assert "5 tasks" in result.output and "0 task(s) with problems" in result.output
+
+
+class _CountTurns:
+    """A strategy that only watches: one event per request the episode makes."""
+
+    name = "count-turns"
+
+    def wrap(self, generate: Any, state: Any) -> Any:
+        async def counted(messages: list[Message], *, epoch: int | None = None) -> str:
+            state.events.append({"strategy": self.name, "messages": len(messages)})
+            return str(await generate(messages, epoch=epoch))
+
+        return counted
+
+
+def test_strategies_wrap_every_turn_of_the_episode(tmp_path: Path) -> None:
+    result = run_bench(
+        "world", "scripted", limit=5, runs_dir=tmp_path, cache=False, cache_dir=tmp_path / "cache",
+        progress=False, strategy=[_CountTurns()],
+    )  # fmt: skip
+    assert result.summary.metrics["success"] == 1.0
+    rows = [json.loads(line) for line in (result.run_dir / "samples.jsonl").read_text().splitlines()]
+    for row in rows:
+        assert len(row["events"]) == row["requests"] == row["details"]["turns"] > 1
+        sizes = [e["messages"] for e in row["events"]]
+        assert sizes == sorted(sizes) and sizes[0] == 2  # the history grows turn by turn
