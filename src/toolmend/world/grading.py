@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from toolmend.env.environment import Environment, extract_path
+from toolmend.errors import DatasetError
 from toolmend.schema import Ref, ToolCall
 from toolmend.world.domains import WORLD_TOOLS
 from toolmend.world.tasks import Task
@@ -286,7 +287,8 @@ def _ref_heads(value: Any) -> Iterable[str]:
 def gold_run(task: Task) -> GoldRun:
     """Execute ``task``'s gold trajectory in a fresh world and record what grading needs.
 
-    Raises :class:`ValueError` when a gold call fails (the task is not passable; see the audit).
+    Raises :class:`~toolmend.DatasetError` when a gold call fails (the task is not passable; see
+    the audit).
     """
     world = World.create(task.seed)
     env = Environment(WORLD_TOOLS, checker=None, context={"state": world.state})
@@ -294,10 +296,11 @@ def gold_run(task: Task) -> GoldRun:
     results: list[str] = []
     data: list[Any] = []
     for call in task.calls:
-        args = resolve_refs(call.arguments, env.bindings)
         response = env.execute(call)
         if not response.ok:
-            raise ValueError(f"{task.id}: gold call {call.name} failed: {response.content[:200]}")
+            raise DatasetError(f"{task.id}: gold call {call.name} failed: {response.content[:200]}")
+        # Its own outputs are bound only now, and its arguments never refer to them.
+        args = resolve_refs(call.arguments, env.bindings)
         literal.append(ToolCall(name=call.name, arguments=args))
         results.append(response.content)
         data.append(response.data)

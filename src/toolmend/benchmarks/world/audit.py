@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pydantic import BaseModel, Field
 
 from toolmend.env.environment import Environment
+from toolmend.errors import DatasetError
 from toolmend.world import WORLD_TOOLS, World
 from toolmend.world.episode import Episode
 from toolmend.world.grading import diff_state, gold_run
@@ -88,7 +89,7 @@ def audit_tasks(tasks: Sequence[Task], replies: object = None) -> AuditReport:
     for task in tasks:
         try:
             gold = gold_run(task)
-        except ValueError as exc:
+        except DatasetError as exc:
             issues.append(AuditIssue(task=task.id, check="gold_fails", message=str(exc)))
             continue
         sample = bench.load_tasks([task])[0]
