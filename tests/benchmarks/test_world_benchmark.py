@@ -356,3 +356,19 @@ def test_strategies_wrap_every_turn_of_the_episode(tmp_path: Path) -> None:
         assert len(row["events"]) == row["requests"] == row["details"]["turns"] > 1
         sizes = [e["messages"] for e in row["events"]]
         assert sizes == sorted(sizes) and sizes[0] == 2  # the history grows turn by turn
+
+
+def test_score_replays_a_runs_saved_replies_to_the_same_metrics(tmp_path: Path) -> None:
+    result = run_bench(
+        "world", "scripted", limit=20, runs_dir=tmp_path, cache=False, cache_dir=tmp_path / "cache",
+        progress=False, load_options={"faults": "heavy"},
+    )  # fmt: skip
+    tasks = tmp_path / "cache" / "suites" / "world" / "seed-0" / "tasks.jsonl"
+    assert tasks.is_file()
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text((result.run_dir / "samples.jsonl").read_text())
+    scored = CliRunner().invoke(
+        app, ["score", "world", "-p", str(preds), "--data", str(tasks), "-o", "faults=heavy", "--json"]
+    )
+    assert scored.exit_code == 0, scored.output
+    assert json.loads(scored.stdout)["metrics"] == pytest.approx(result.summary.metrics)

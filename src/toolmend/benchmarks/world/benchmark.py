@@ -73,7 +73,10 @@ def read_tasks(path: str | Path) -> list[Task]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise DatasetError(f"{path}: cannot read world tasks ({exc.strerror or exc})") from None
+        raise DatasetError(
+            f"{path}: cannot read world tasks ({exc.strerror or exc}); pass the tasks.jsonl a run used "
+            "(`toolmend bench world` builds it under <cache>/suites/world/seed-<N>/)"
+        ) from None
     tasks: list[Task] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
