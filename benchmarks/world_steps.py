@@ -26,6 +26,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from toolmend.check import check
 from toolmend.env.environment import Environment
 from toolmend.schema import ToolCall
 from toolmend.world import WORLD_TOOLS, World, generate_tasks
@@ -57,8 +58,7 @@ def _direct(task: Task, gold: GoldRun) -> list[float]:
 def _env(checker: bool) -> Timer:
     def run(task: Task, gold: GoldRun) -> list[float]:
         world = World.create(task.seed)
-        kwargs = {} if checker else {"checker": None}
-        env = Environment(WORLD_TOOLS, context={"state": world.state}, **kwargs)  # type: ignore[arg-type]
+        env = Environment(WORLD_TOOLS, context={"state": world.state}, checker=check if checker else None)
         out = []
         for call in gold.calls:
             start = CLOCK()
