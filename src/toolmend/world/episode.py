@@ -119,7 +119,14 @@ def parse_reply(reply: str) -> ParseResult:
             and isinstance(obj["arguments"], dict)
         ):
             return parse_tagged_calls(reply)
-        calls.append(ToolCall(name=obj["name"], arguments=obj["arguments"]))
+        if "$ref" in m.group(1):  # {"$ref": ...} becomes a Ref: let the model validate it
+            calls.append(ToolCall(name=obj["name"], arguments=obj["arguments"]))
+        else:  # plain JSON from json.loads: nothing to validate
+            calls.append(
+                ToolCall.model_construct(
+                    name=obj["name"], arguments=obj["arguments"], id=None, outputs=[], output_fields=[]
+                )
+            )
     prose.append(reply[pos:])
     text = "\n".join(p.strip() for p in prose if p.strip())
     if not calls or "<" in text or "{" in text or "[" in text:
@@ -349,7 +356,8 @@ class Episode:
 
     def execute(self, call: ToolCall, turn: int) -> Message:
         """Execute one call in the session, record the step, and return the tool message."""
-        bare = _with_id(call, None)
+        # The id only pairs the call with its answer in the history; the step keeps the call as is.
+        bare = call
         response, fault = self.session.execute(bare)
         codes = [str(f.get("code")) for f in response.findings if f.get("code")]
         if response.source == "invalid" and not codes:
