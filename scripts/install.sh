@@ -8,3 +8,13 @@ PYTHON=${PYTHON:-python3}
 # torch first, pinned: left to itself pip would resolve a multi-GB CUDA build.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[embed,viz]" --group dev
+# Headless chromium for the report's browser test (tests/reports/test_report_browser.py); without
+# it that test is skipped and says why.
+if ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } >/dev/null \
+      || echo "install.sh: could not install chromium; the report browser test will be skipped" >&2
+  else
+    echo "install.sh: no chromedriver, and apt-get needs root; the report browser test will be skipped" >&2
+  fi
+fi

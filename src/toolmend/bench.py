@@ -252,6 +252,13 @@ def _load_samples(plan: _Plan) -> list[Sample]:
     return plan.bench.for_native_tools(samples) if s.tool_mode == "native" else samples
 
 
+def samples_of_run(benchmark: str, settings: BenchSettings, path: Path) -> tuple[Benchmark, list[Sample]]:
+    """The benchmark object and the samples a run with ``settings`` reads from ``path`` (reports
+    use it to show each sample's prompt, tools and gold reply)."""
+    plan = _resolve(benchmark, settings.model_copy(update={"data": str(path)}), path)
+    return plan.bench, _load_samples(plan)
+
+
 def _check_resume(stored: BenchSettings, asked: dict[str, Any]) -> None:
     """Refuse settings given again on resume with a value other than the run's own."""
     defaults = BenchSettings()
@@ -352,14 +359,19 @@ async def arun_bench(
     llm = _make_model(bench, model, native, cache, cache_root, max_connections, base_url, api_key_env,
                       max_retries, model_options)  # fmt: skip
     if run is None:
+        # Connection settings of the session that created the run (a resume may use others);
+        # never the key itself, only the name of the variable it came from.
+        connection = {"base_url": base_url, "api_key_env": api_key_env,
+                      "max_connections": max_connections, "max_retries": max_retries}  # fmt: skip
         manifest = Manifest(
             benchmark=name,
             model=llm.name,
-            config={"bench": settings.model_dump(mode="json")},
+            config={"bench": settings.model_dump(mode="json"), "connection": connection},
             dataset=DatasetInfo.of(plan.path),
             strategy=None if settings.strategy == "none" else settings.strategy,
             headline=bench.headline,
             detail_keys=list(bench.detail_keys),
+            n_planned=len(samples_list),
         )
         run = RunDir.create(runs_dir, manifest)
     else:
@@ -539,7 +551,10 @@ def _make_solve(
                 messages, tools=tools, config=config, epoch=epoch, sample_id=sample.id, cache_scope=scope
             )
             record.add_completion(out)
-            return bench.reply_text(sample, out)
+            reply = bench.reply_text(sample, out)
+            # Native calls are kept as the benchmark read them, so a report never shows an empty reply.
+            record.outputs[-1] = reply
+            return reply
 
         state = SolveState(sample=sample, benchmark=bench)
         wrapped: Generate = generate

@@ -31,6 +31,7 @@ from toolmend.benchmarks.base import (
 )
 from toolmend.benchmarks.predictions import Predictions, read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
+from toolmend.errors import ToolmendError
 
 __all__ = [
     "BENCHMARKS",
@@ -47,6 +48,7 @@ __all__ = [
     "Strategy",
     "Suite",
     "as_mode",
+    "benchmark_class",
     "load_builtin_benchmarks",
     "make_benchmark",
     "read_predictions",
@@ -67,6 +69,21 @@ for _name, _target in {
     BENCHMARKS.add_lazy(_name, _target)
 SUITES.add_lazy("critic", "toolmend.benchmarks.critic.suite:CRITIC_SUITE")
 SUITES.add_lazy("world", "toolmend.benchmarks.world.benchmark:WORLD_SUITE")
+
+
+def benchmark_class(name: str) -> type[Benchmark] | None:
+    """The registered benchmark class behind ``name`` (a suite's benchmark for a suite name), or
+    ``None`` when nothing by that name can be loaded.
+
+    >>> benchmark_class("critic").percent_scale, benchmark_class("bfcl").percent_scale
+    (True, False)
+    """
+    try:
+        if name in SUITES:
+            name = SUITES.get(name).benchmark
+        return BENCHMARKS.get(name) if name in BENCHMARKS else None
+    except ToolmendError:
+        return None
 
 
 def load_builtin_benchmarks(name: str | None = None) -> None:

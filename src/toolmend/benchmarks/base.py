@@ -139,6 +139,9 @@ class Benchmark(ABC):
     headline: ClassVar[str | None] = None
     """The per-sample score the progress bar shows and reports rank samples by."""
     detail_keys: ClassVar[tuple[str, ...]] = ()
+    percent_scale: ClassVar[bool] = False
+    """Whether :meth:`aggregate` already returns percentages (0–100), as CriticTool's official
+    scorer does; displays then show them as they are instead of scaling fractions."""
     """Keys of :attr:`SampleScore.details` that reports break results down by."""
 
     @abstractmethod
@@ -180,6 +183,11 @@ class Benchmark(ABC):
         if sample.target:
             return write_calls(sample.target, self.reply_format)
         raise ConfigError(f"no gold reply is known for benchmark {self.name!r}; use replay/<file> instead")
+
+    def turn_feedback(self, sample: Sample) -> Message | None:
+        """The message the benchmark's own loop sends back between the replies of a multi-turn
+        sample (reports show it between the turns); ``None`` when it sends none."""
+        return None
 
     def reply_text(self, sample: Sample, completion: Completion) -> str:
         """``completion`` as reply text: native tool calls written in :attr:`reply_format`."""

@@ -10,10 +10,11 @@ import typer
 from rich.table import Table
 
 from toolmend.bench import BenchResult, run_bench
-from toolmend.benchmarks import as_mode
+from toolmend.benchmarks import as_mode, benchmark_class
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
 from toolmend.reports import write_report
+from toolmend.runs.scale import format_metric, percent_keys
 
 __all__ = ["register"]
 
@@ -31,8 +32,10 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
     table = Table(title=f"{result.benchmark} · {result.model} ({result.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
+    bench = benchmark_class(result.benchmark)
+    percent = percent_keys(s.metrics, every=bool(bench and bench.percent_scale))
     for name, value in s.metrics.items():
-        table.add_row(name, f"{value:.4g}")
+        table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)
     out.print(
         f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "

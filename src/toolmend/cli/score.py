@@ -10,11 +10,12 @@ import typer
 from rich.table import Table
 
 from toolmend._shared import shared_dir
-from toolmend.benchmarks import BENCHMARKS, as_mode
+from toolmend.benchmarks import BENCHMARKS, as_mode, benchmark_class
 from toolmend.benchmarks.predictions import read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
+from toolmend.runs.scale import format_metric, format_pct, percent_keys, to_pct
 
 __all__ = ["register"]
 
@@ -24,8 +25,10 @@ def _print_report(report: ScoreReport, detail_keys: tuple[str, ...]) -> None:
     table = Table(title=f"{report.benchmark} ({report.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
+    bench = benchmark_class(report.benchmark)
+    percent = percent_keys(report.metrics, every=bool(bench and bench.percent_scale))
     for name, value in report.metrics.items():
-        table.add_row(name, f"{value:.2f}" if isinstance(value, float) else str(value))
+        table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)
     out.print(f"scored {report.scored} of {report.total} samples")
     _print_worst(report, detail_keys)
@@ -56,7 +59,7 @@ def _print_worst(report: ScoreReport, detail_keys: tuple[str, ...], limit: int =
     out.print(f"{len(ranked)} samples below a full score; the lowest:")
     for mean, s in ranked[:limit]:
         reason = "  ".join(f"{k}={s.details[k]}" for k in detail_keys if s.details.get(k) not in (None, ""))
-        out.print(f"  {s.id}  {mean:.2f}  {reason}".rstrip(), markup=False)
+        out.print(f"  {s.id}  {format_pct(to_pct(mean))}  {reason}".rstrip(), markup=False)
 
 
 def score_command(

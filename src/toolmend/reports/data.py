@@ -8,13 +8,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from toolmend.benchmarks import BENCHMARKS, SUITES
+from toolmend.benchmarks import benchmark_class
+from toolmend.errors import ToolmendError
 from toolmend.runs import Manifest, SampleRecord, load_run
+from toolmend.runs.scale import percent_keys
 
 __all__ = ["GroupRow", "RunView", "load_views"]
 
@@ -37,13 +39,8 @@ def _declared(manifest: Manifest | None) -> dict[str, Any]:
         return {}
     if manifest.headline is not None:
         return {"headline": manifest.headline, "detail_keys": tuple(manifest.detail_keys)}
-    name = manifest.benchmark
-    if name in SUITES:
-        name = SUITES.get(name).benchmark
-    if name not in BENCHMARKS:
-        return {}
-    bench = BENCHMARKS.get(name)
-    return {"headline": bench.headline, "detail_keys": tuple(bench.detail_keys)}
+    bench = benchmark_class(manifest.benchmark)
+    return {} if bench is None else {"headline": bench.headline, "detail_keys": tuple(bench.detail_keys)}
 
 
 @dataclass
@@ -64,6 +61,13 @@ class RunView:
     """The benchmark's headline per-sample score, as its manifest records it."""
     detail_keys: tuple[str, ...] = ()
     """``SampleScore.details`` keys the benchmark declares for breakdowns (from the manifest)."""
+    manifest: Manifest | None = None
+    percent: set[str] = field(default_factory=set)
+    """The :attr:`metrics` already in percent (CriticTool's); per-sample scores never are."""
+    planned: int | None = None
+    """Samples the run was asked for (``None`` when the manifest does not say)."""
+    partial_metrics: bool = False
+    """True when :attr:`metrics` were computed over the samples done so far (no ``results.json``)."""
 
     @classmethod
     def load(cls, path: str | Path) -> RunView:
@@ -72,18 +76,44 @@ class RunView:
         config: dict[str, Any] = run.manifest.config if run.manifest else {}
         bench_cfg = config.get("bench") if isinstance(config.get("bench"), dict) else {}
         metrics = dict((run.results or {}).get("metrics") or {})
+        benchmark = run.manifest.benchmark if run.manifest else "?"
+        mode = str((bench_cfg or {}).get("mode", "compat"))
+        partial = run.results is None and any(r.error is None for r in run.records)
+        if partial:
+            metrics = _aggregate(benchmark, mode, [r for r in run.records if r.error is None])
+        values = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
         return cls(
             name=run.path.name,
             path=run.path,
-            benchmark=run.manifest.benchmark if run.manifest else "?",
+            benchmark=benchmark,
             model=run.manifest.model if run.manifest else "?",
-            mode=str((bench_cfg or {}).get("mode", "compat")),
-            metrics={k: float(v) for k, v in metrics.items() if isinstance(v, int | float)},
+            mode=mode,
+            metrics=values,
             records=run.records,
             completed=run.results is not None,
             label=run.manifest.model if run.manifest else run.path.name,
             **_declared(run.manifest),
+            manifest=run.manifest,
+            percent=percent_keys(values, every=_percent_scale(benchmark)),
+            planned=run.manifest.n_planned if run.manifest else None,
+            partial_metrics=partial,
         )
+
+    @property
+    def status(self) -> str:
+        """``complete``, ``partial: k of n``, or ``failed: all n samples hit infrastructure errors``."""
+        if self.records and not self.scored:
+            return f"failed: all {len(self.records)} samples hit infrastructure errors"
+        if self.completed and (self.planned is None or len(self.records) >= self.planned):
+            return "complete"
+        if self.planned is None:
+            return f"partial: {len(self.scored)} done (unfinished; total not recorded)"
+        return f"partial: {len(self.scored)} of {self.planned}"
+
+    @property
+    def retry_command(self) -> str:
+        """The command that answers this run's infrastructure errors again."""
+        return f"toolmend bench {self.benchmark} --resume {self.path} --retry-errors"
 
     # Cached: a view is read-only once loaded, and score_of() asks for the primary key once per
     # record (recomputing it walked every record each time: quadratic in the run's size).
@@ -142,6 +172,31 @@ class RunView:
         ranked = [r for r in self.scored if (s := self.score_of(r)) is not None and s < 1.0]
         ranked.sort(key=lambda r: self.score_of(r) or 0.0)
         return ranked[:k]
+
+
+def _percent_scale(name: str) -> bool:
+    cls = benchmark_class(name)
+    return bool(cls is not None and cls.percent_scale)
+
+
+def _aggregate(benchmark: str, mode: str, records: list[SampleRecord]) -> dict[str, float]:
+    """The benchmark's own aggregate over the records done so far; the mean of each score when the
+    benchmark is unknown."""
+    from toolmend.benchmarks import SampleScore, as_mode
+
+    cls = benchmark_class(benchmark)
+    if cls is not None:
+        try:
+            scores = [SampleScore(id=r.id, values=r.scores, details=r.details) for r in records]
+            return dict(cls().aggregate(scores, as_mode(mode)))
+        except (ToolmendError, TypeError, ValueError, KeyError, ZeroDivisionError):
+            pass  # a benchmark that cannot aggregate a partial set falls back to plain means
+    sums: dict[str, list[float]] = {}
+    for r in records:
+        for k, v in r.scores.items():
+            if v is not None and not math.isnan(v):
+                sums.setdefault(k, []).append(v)
+    return {k: sum(v) / len(v) for k, v in sums.items()}
 
 
 def load_views(paths: list[str | Path]) -> list[RunView]:

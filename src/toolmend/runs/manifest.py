@@ -92,3 +92,5 @@ class Manifest(BaseModel):
     """The benchmark's headline per-sample score (reports rank and break down by it)."""
     detail_keys: list[str] = Field(default_factory=list)
     """The per-sample detail keys reports break results down by."""
+    n_planned: int | None = None
+    """How many samples the run was asked to answer (so that an unfinished run reads "k of n")."""

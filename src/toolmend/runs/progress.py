@@ -18,6 +18,7 @@ import time
 from typing import IO, Protocol
 
 from toolmend.runs.record import SampleRecord
+from toolmend.runs.scale import format_pct, to_pct
 
 __all__ = ["NoProgress", "PlainProgress", "Progress", "RichProgress", "RunningStats", "make_progress"]
 
@@ -71,7 +72,7 @@ class RunningStats:
         if self.eta_s is not None:
             parts.append(f"ETA {_clock(self.eta_s)}")
         if self.score is not None:
-            parts.append(f"{self.score_key}={self.score:.3f}")
+            parts.append(f"{self.score_key}={format_pct(to_pct(self.score))}%")
         parts.append(f"errors={self.errors}")
         return " · ".join(parts)
 

@@ -79,6 +79,7 @@ class CriticToolBenchmark(Benchmark):
     reply_format = "json"
     headline = "tool"
     detail_keys = ("part", "error_type", "external_mode", "variant")
+    percent_scale = True
 
     def __init__(
         self,
@@ -122,6 +123,14 @@ class CriticToolBenchmark(Benchmark):
         return load_critictool(
             root, variants=variants, cot=cot, parts=_SPLITS[split], external_modes=external_modes
         )
+
+    def turn_feedback(self, sample: Sample) -> Message | None:
+        # The retry loop answers each repeat of the failed call with the tool's error response
+        # again: the prompt's last message.
+        if sample.metadata.get("part") != "external":
+            return None
+        prompt = self.prompt(sample)
+        return prompt[-1] if prompt else None
 
     def prompt(self, sample: Sample) -> list[Message]:
         """The sample's conversation with the mode instruction inserted into the system prompt."""
