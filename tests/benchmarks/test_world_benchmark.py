@@ -109,6 +109,8 @@ def test_retry_once_agent_recovers_every_transient_fault(bench: WorldBenchmark) 
         if s.details["faults"] and all(f["kind"] in TRANSIENT_KINDS for f in s.details["faults"])
     ]
     assert only_transient and all(s.values["success"] == 1.0 for s in only_transient)
+    assert all(s.details["recovered"] for s in only_transient)
+    assert all("recovered" not in s.details for s in scores if not s.details["faults"])
     metrics = bench.aggregate(scores)
     for kind in TRANSIENT_KINDS:
         assert metrics[f"fault/{kind}/recovered"] == 1.0

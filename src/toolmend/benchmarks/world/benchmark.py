@@ -16,6 +16,7 @@ anything the task did not ask for changed), ``all_or_nothing`` (BFCL's verdict),
 Per-sample details (for reports): ``task``, ``trial``, ``template``, ``fault_schedule``,
 ``faults`` (one :class:`~toolmend.world.episode.FaultOutcome` dict per fault that fired),
 ``invalid_calls`` (one :class:`~toolmend.world.episode.InvalidOutcome` dict per invalid call),
+``recovered`` (only when a fault fired: every fired fault was recovered),
 ``turns``, ``ended`` (``answer`` or ``budget``), ``answer``, ``facts_found``/``facts_total``,
 ``missed_changes``, ``harmful_changes``, ``trace`` (per executed call: turn, tool, error or
 ``None``, fault kind or ``None``).
@@ -264,6 +265,9 @@ class WorldBenchmark(Benchmark):
                 for s in episode.steps
             ],
         }
+        if faults:
+            # The reports' per-fault-kind recovery chart reads this flag for the sample.
+            details["recovered"] = all(f.recovered for f in faults)
         return SampleScore(id=sample.id, values=values, details=details)
 
     def aggregate(self, scores: Sequence[SampleScore], mode: Mode = "compat") -> dict[str, float]:
