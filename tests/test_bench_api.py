@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.bench import SUITES, Suite, gold_output, run_bench
+from toolmend.bench import SUITES, Suite, run_bench
 from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks, read_predictions, score_predictions
 from toolmend.benchmarks.bfcl.decode import render_python
 from toolmend.errors import ConfigError, ModelError
@@ -211,6 +211,6 @@ def test_bad_settings_are_config_errors(tmp_path: Path) -> None:
         run_bench("bfcl", "scripted", data=tmp_path / "nope", runs_dir=tmp_path, progress=False)
 
 
-def test_gold_output_covers_every_main_benchmark(data_dir: Path, bfcl_samples: list[Sample]) -> None:
+def test_the_gold_reply_scores_full_marks(data_dir: Path, bfcl_samples: list[Sample]) -> None:
     bench = BENCHMARKS.get("bfcl")()
-    assert bench.score(bfcl_samples[0], gold_output(bench, bfcl_samples[0])).values == {"accuracy": 1.0}
+    assert bench.score(bfcl_samples[0], bench.gold(bfcl_samples[0])).values == {"accuracy": 1.0}

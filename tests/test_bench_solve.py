@@ -166,6 +166,10 @@ def test_the_api_refuses_what_the_cli_refuses(tmp_path: Path) -> None:
         run_bench("bfcl", "scripted", mode="strict", runs_dir=tmp_path, progress=False)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="bfcl does not take several generations"):
         run_bench("bfcl", "scripted", samples=2, runs_dir=tmp_path, progress=False)
+    for bad, message in (({"limit": 0}, "--limit"), ({"max_connections": 0}, "--max-connections"),
+                         ({"max_retries": -1}, "--max-retries"), ({"samples": 0}, "--samples")):  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            run_bench("bfcl", "scripted", runs_dir=tmp_path, progress=False, **bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="unknown benchmark 'bfc'"):
         run_bench("bfc", "scripted", runs_dir=tmp_path, progress=False)
 

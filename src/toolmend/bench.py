@@ -69,7 +69,6 @@ __all__ = [
     "BenchToolMode",
     "Suite",
     "arun_bench",
-    "gold_output",
     "resolve_strategies",
     "run_bench",
 ]
@@ -155,11 +154,6 @@ class BenchResult:
             f"{self.failed} samples failed with infrastructure errors; "
             f"rerun with --resume {self.run_dir} --retry-errors"
         )
-
-
-def gold_output(bench: Benchmark, sample: Sample) -> Prediction:
-    """The reply a perfect model gives ``sample`` on ``bench`` (:meth:`Benchmark.gold`)."""
-    return bench.gold(sample)
 
 
 def resolve_strategies(strategy: str | Strategy | Sequence[Strategy] | None) -> tuple[str, list[Strategy]]:
@@ -313,6 +307,8 @@ async def arun_bench(
         raise ConfigError(f"--samples must be at least 1, got {samples}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {limit}")
+    if max_retries is not None and max_retries < 0:
+        raise ConfigError(f"--max-retries must be at least 0, got {max_retries}")
     strategy_name, strategies = resolve_strategies(strategy)
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     asked: dict[str, Any] = {

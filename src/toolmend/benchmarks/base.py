@@ -257,7 +257,6 @@ class Suite:
     """``(seed, out_dir) -> data path``; called once per seed (its output folder is reused)."""
     default_model: str | None = None
     load_options: dict[str, Any] = field(default_factory=dict)
-    description: str = ""
 
 
 SUITES: Registry[Suite] = Registry("benchmark suite", group="toolmend.suites")

@@ -8,8 +8,8 @@ records. A sample offers the tools its gold calls use; exact ``"API_call_n"`` ar
 (nested calls) become :class:`~toolmend.Ref` and each call's ``responses`` its ``outputs``.
 
 >>> bench = SealTools()
->>> samples = bench.load(subset="single")  # doctest: +SKIP
->>> len(samples)  # doctest: +SKIP
+>>> samples = bench.load(subset="single")
+>>> len(samples)
 294
 """
 

@@ -16,8 +16,8 @@ data needs some care, all recorded in ``metadata``:
 - actions that are not functions of the tool (``getDetails``, i.e. asking the user; endpoints
   missing from the description) stay in the gold and are listed in ``metadata["unknown_actions"]``.
 
->>> samples = ToolAlpaca().load(split="real")  # doctest: +SKIP
->>> len(samples)  # doctest: +SKIP
+>>> samples = ToolAlpaca().load(split="real")
+>>> len(samples)
 114
 """
 

@@ -29,7 +29,9 @@ def _categories(values: list[str] | None) -> list[str] | None:
 def _print_result(result: BenchResult, report: Path | None) -> None:
     out = console()
     s = result.summary
-    table = Table(title=f"{result.benchmark} · {result.model} ({result.mode})", show_header=True)
+    strategy = result.settings.strategy if result.settings else "none"
+    title = f"{result.benchmark} · {result.model}" + (f" · {strategy}" if strategy != "none" else "")
+    table = Table(title=f"{title} ({result.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
     bench = benchmark_class(result.benchmark)
@@ -182,6 +184,7 @@ def bench_command(
             "benchmark": result.benchmark,
             "model": result.model,
             "mode": result.mode,
+            "settings": result.settings.model_dump(mode="json") if result.settings else None,
             **result.summary.model_dump(mode="json"),
         }
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))

@@ -1,8 +1,11 @@
 """What a report shows, computed from run directories: metrics, breakdowns, worst samples.
 
->>> view = RunView.load("runs/20250101T000000Z-mybench-scripted")   # doctest: +SKIP
->>> view.primary, [g.group for g in view.breakdowns()["category"]]  # doctest: +SKIP
-('accuracy', ['irrelevance', 'simple_python'])
+>>> from toolmend.bench import run_bench
+>>> result = run_bench("bfcl", "scripted", categories=["simple_python", "irrelevance"], limit=30,
+...                    runs_dir=tmp_path, progress=False)
+>>> view = RunView.load(result.run_dir)
+>>> view.primary, [g.group for g in view.breakdowns(min_groups=1)["category"]]
+('accuracy', ['simple_python'])
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def dataset_samples(view: RunView) -> tuple[dict[str, dict[str, Any]], str | Non
         return {}, "prompts, tools and gold answers need a run written by toolmend bench"
     path = Path(m.dataset.path)
     try:
-        from toolmend.bench import BenchSettings, gold_output, samples_of_run
+        from toolmend.bench import BenchSettings, samples_of_run
         from toolmend.runs.manifest import dataset_fingerprint
 
         if not path.exists():
@@ -74,7 +74,7 @@ def dataset_samples(view: RunView) -> tuple[dict[str, dict[str, Any]], str | Non
         out: dict[str, dict[str, Any]] = {}
         for s in samples:
             try:
-                gold: Any = gold_output(bench, s)
+                gold: Any = bench.gold(s)
             except ToolmendError:
                 gold = None
             out[s.id] = {"prompt": bench.prompt(s), "tools": s.tools, "gold": gold}

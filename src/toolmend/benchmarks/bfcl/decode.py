@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -55,6 +56,8 @@ __all__ = [
     "render_openai",
     "render_python",
 ]
+
+log = logging.getLogger(__name__)
 
 Decoded = list[dict[str, Any]]
 """BFCL's decoded form: ``[{function_name: {param: value}}]``."""
@@ -353,7 +356,10 @@ def decode(text: str, mode: Mode = "compat") -> DecodeResult:
         calls = decode_python(text, mode)
     except DecodeError as exc:
         return DecodeResult(None, str(exc))
-    except Exception as exc:  # a decoder must never take a run down
+    except (RecursionError, MemoryError) as exc:  # pathological nesting in the reply: data
+        return DecodeResult(None, f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a decoder must never take a run down, nor hide a bug
+        log.warning("BFCL decoder failed unexpectedly: %s: %s", type(exc).__name__, exc, exc_info=True)
         return DecodeResult(None, f"{type(exc).__name__}: {exc}")
     return DecodeResult(calls, well_formed=is_call_list(calls))
 

@@ -15,9 +15,4 @@ def _build(seed: int, out: Path) -> Path:
     return build_suite(source="world", seed=seed, out=out).root
 
 
-CRITIC_SUITE = Suite(
-    benchmark="critictool",
-    build=_build,
-    default_model="checklist",
-    description="CriticTool-format critique suite built from toolmend's tool world (the main job)",
-)
+CRITIC_SUITE = Suite(benchmark="critictool", build=_build, default_model="checklist")

@@ -1,9 +1,14 @@
 """The CriticTool benchmark behind the common :class:`~toolmend.benchmarks.Benchmark` interface.
 
->>> bench = BENCHMARKS.get("critictool")()                            # doctest: +SKIP
->>> samples = bench.load("CriticTool-Dataset", variant="base")       # doctest: +SKIP
->>> outputs = [await bench.solve(s, generate) for s in samples]      # doctest: +SKIP
->>> bench.aggregate([bench.score(s, o) for s, o in zip(samples, outputs)])["overall"]  # doctest: +SKIP
+>>> import asyncio
+>>> from toolmend.benchmarks.critic import build_suite
+>>> bench = CriticToolBenchmark(similarity=lambda a, b: float(a == b))
+>>> samples = bench.load(build_suite("world", seed=0, out=tmp_path, limit=8).root)
+>>> async def generate(messages, *, epoch=None):  # any model; here: always give up
+...     return '{"name": "FinishAction", "args": "I cannot help."}'
+>>> outputs = [asyncio.run(bench.solve(s, generate)) for s in samples]
+>>> 0 <= bench.aggregate([bench.score(s, o) for s, o in zip(samples, outputs)])["overall"] < 100
+True
 """
 
 from __future__ import annotations

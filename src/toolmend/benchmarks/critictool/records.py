@@ -14,9 +14,11 @@ does (the span from the first ``[`` up to ``"\\nTo use a tool"``, ``json.loads``
 External records are scored twice in the paper (skip and finish instructions), so each becomes one
 Sample per external mode; the mode is in ``metadata["external_mode"]``.
 
->>> samples = load_critictool("tests/benchmarks/fixtures/critictool")  # doctest: +SKIP
->>> samples[0].metadata["part"], samples[0].metadata["error_type"]  # doctest: +SKIP
-('internal', 'tool_select_error')
+>>> from toolmend.benchmarks.critic import build_suite
+>>> root = build_suite("world", seed=0, out=tmp_path, limit=8).root
+>>> samples = load_critictool(root)
+>>> samples[0].metadata["part"], sorted({s.metadata["part"] for s in samples})
+('internal', ['external', 'internal'])
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ A prediction is one raw reply, or a list of N replies sampled for the same recor
 the record counts as repaired when any of them is correct).
 
 >>> bench = ReflectionBench()
->>> samples = bench.load()  # doctest: +SKIP
->>> s = bench.score(samples[0], samples[0].metadata["ground_truth"])  # doctest: +SKIP
->>> bench.aggregate([s])  # doctest: +SKIP
+>>> samples = bench.load()
+>>> s = bench.score(samples[0], bench.gold(samples[0]), mode="improved")
+>>> bench.aggregate([s])
 {'accuracy': 1.0, 'repair@1': 1.0, 'partial': 1.0, 'reward': 1.0, 'n_samples': 1.0}
 """
 
