@@ -299,8 +299,12 @@ def test_same_seed_same_samples_jsonl_bytes_except_timings(tmp_path: Path) -> No
 
 def test_cli_options_and_bad_input_exit_2_with_one_line(tmp_path: Path) -> None:
     runner = CliRunner()
-    result = runner.invoke(app, ["bench", "nestools", "--model", "scripted", "--faults", "light"])
-    assert result.exit_code == 2 and "--faults applies to the world benchmark" in result.output
+    result = runner.invoke(
+        app, ["bench", "nestools", "--model", "scripted", "--faults", "light", "--runs-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 2 and "faults" in result.output and "Traceback" not in result.output
+    result = runner.invoke(app, ["bench", "bfcl", "--audit"])
+    assert result.exit_code == 2 and "bfcl has no task audit" in result.output
     result = runner.invoke(
         app, ["bench", "world", "--model", "scripted", "--faults", "medium", "--runs-dir", str(tmp_path)]
     )

@@ -127,27 +127,31 @@ def bench_command(
         typer.Option("--strategy", help="Inference-time strategies, a+b applies a then b (default: none)."),
     ] = None,
     faults: Annotated[
-        str | None, typer.Option("--faults", help="world: none, light, heavy, or a JSON fault schedule.")
+        str | None,
+        typer.Option(
+            "--faults", help="Fault schedule (world: none, light, heavy, or a JSON file); = -o faults=…"
+        ),
     ] = None,
     trials: Annotated[
-        int | None, typer.Option("--trials", help="world: runs per task, for pass^k and pass@k.", min=1)
+        int | None,
+        typer.Option("--trials", help="Runs per task, for pass^k and pass@k; = -o trials=N.", min=1),
     ] = None,
     audit: Annotated[
-        bool, typer.Option("--audit", help="world: check that every task is passable and unambiguous.")
+        bool,
+        typer.Option(
+            "--audit", help="Audit the benchmark's tasks (passable? unambiguous?) instead of a run."
+        ),
     ] = False,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
     load_options = key_values(option or [], "--option")
-    # World options are load options (so they are in the run's settings and identity).
+    # Shorthands for load options (so they are in the run's settings and identity); a benchmark
+    # that does not take them says so.
     for name, value in {"faults": faults, "trials": trials}.items():
         if value is not None:
-            if benchmark != "world":
-                fail(f"--{name} applies to the world benchmark, not {benchmark}")
             load_options[name] = value
     if audit:
-        if benchmark != "world":
-            fail(f"--audit applies to the world benchmark, not {benchmark}")
-        _audit_world(data, seed, as_json)
+        _audit(benchmark, data, seed, as_json)
         return
     try:
         result = run_bench(
@@ -197,29 +201,29 @@ def bench_command(
         raise typer.Exit(1)
 
 
-def _audit_world(data: Path | None, seed: int, as_json: bool) -> None:
-    from toolmend.benchmarks.world import audit_tasks, read_tasks
-    from toolmend.world import generate_tasks
-
+def _audit(benchmark: str, data: Path | None, seed: int, as_json: bool) -> None:
+    """Run the benchmark's own task audit (a benchmark offers one with an ``audit(data, seed)``
+    method returning a report with ``ok`` and ``issues``)."""
+    cls = benchmark_class(benchmark)
+    run_audit = getattr(cls, "audit", None) if cls is not None else None
+    if cls is None or not callable(run_audit):
+        fail(f"{benchmark} has no task audit")
     try:
-        tasks = read_tasks(data) if data is not None else generate_tasks(seed)
+        report = run_audit(cls(), data, seed)
     except ToolmendError as exc:
         fail(str(exc))
-    report = audit_tasks(tasks)
     if as_json:
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
         out = console()
-        out.print(
-            f"{report.tasks} tasks, {report.orders_checked} alternative gold orders executed: "
-            f"{len(report.bad_tasks)} task(s) with problems"
-        )
+        out.print(report.summary())
         if report.issues:
+            fields = list(type(report.issues[0]).model_fields)
             table = Table(show_header=True)
-            for column in ("task", "check", "problem"):
+            for column in fields:
                 table.add_column(column)
             for issue in report.issues:
-                table.add_row(issue.task, issue.check, issue.message)
+                table.add_row(*(str(getattr(issue, f)) for f in fields))
             out.print(table)
     if not report.ok:
         raise typer.Exit(1)

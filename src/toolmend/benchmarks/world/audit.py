@@ -57,6 +57,13 @@ class AuditReport(BaseModel):
     def bad_tasks(self) -> list[str]:
         return sorted({i.task for i in self.issues})
 
+    def summary(self) -> str:
+        """One line: what was checked and how many tasks have problems."""
+        return (
+            f"{self.tasks} tasks, {self.orders_checked} alternative gold orders executed: "
+            f"{len(self.bad_tasks)} task(s) with problems"
+        )
+
 
 def _orders(task: Task) -> Iterator[tuple[int, ...]]:
     """Orders of the gold calls in which each call comes after the calls whose outputs it uses."""

@@ -33,12 +33,15 @@ import json
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Generate, Mode, Prediction, SampleScore, Suite
 from toolmend.benchmarks.world.metrics import aggregate_world
+
+if TYPE_CHECKING:
+    from toolmend.benchmarks.world.audit import AuditReport
 from toolmend.errors import ConfigError, DatasetError
 from toolmend.schema import Message, Sample
 from toolmend.world import WORLD_TOOLS, generate_tasks
@@ -199,6 +202,13 @@ class WorldBenchmark(Benchmark):
             )
         return out
 
+    def audit(self, path: str | Path | None = None, seed: int = 0) -> AuditReport:
+        """``toolmend bench world --audit``: the tasks of ``path`` (default: those of ``seed``)
+        checked by :func:`~toolmend.benchmarks.world.audit.audit_tasks`."""
+        from toolmend.benchmarks.world.audit import audit_tasks
+
+        return audit_tasks(read_tasks(path) if path is not None else generate_tasks(seed))
+
     def prompt(self, sample: Sample) -> list[Message]:
         """The first request of the episode: the system prompt with the tools, and the task."""
         return list(sample.messages)
@@ -296,8 +306,5 @@ def _positive(value: int | str, name: str) -> int:
     return number
 
 
-WORLD_SUITE = Suite(
-    benchmark="world",
-    build=build_tasks_file,
-    description="an agent acting in toolmend's tool world: scheduled faults, state grading, pass^k",
-)
+WORLD_SUITE = Suite(benchmark="world", build=build_tasks_file)
+"""``toolmend bench world``: the tasks of the seed, written to a file the run is pinned to."""
