@@ -12,7 +12,16 @@ import pytest
 
 from toolmend.benchmarks import BENCHMARKS, SUITES, load_builtin_benchmarks
 
-BUILTIN = ["api-bank", "bfcl", "critictool", "nestools", "reflection-bench", "seal-tools", "toolalpaca"]
+BUILTIN = [
+    "api-bank",
+    "bfcl",
+    "critictool",
+    "nestools",
+    "reflection-bench",
+    "seal-tools",
+    "toolalpaca",
+    "world",
+]
 
 
 def _fresh(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -24,7 +33,7 @@ def test_every_builtin_name_is_known_without_importing_it() -> None:
         "import sys\n"
         "from toolmend.benchmarks import BENCHMARKS, SUITES\n"
         f"assert BENCHMARKS.names() == {BUILTIN!r}, BENCHMARKS.names()\n"
-        "assert SUITES.names() == ['critic']\n"
+        "assert SUITES.names() == ['critic', 'world']\n"
         "assert 'toolmend.benchmarks.nestools' not in sys.modules\n"
         "assert BENCHMARKS.get('nestools').__name__ == 'NesTools'\n"
         "assert 'toolmend.benchmarks.bfcl' not in sys.modules\n"

@@ -64,12 +64,14 @@ for _name, _target in {
     "seal-tools": "toolmend.benchmarks.sealtools:SealTools",
     "api-bank": "toolmend.benchmarks.apibank:ApiBank",
     "toolalpaca": "toolmend.benchmarks.toolalpaca:ToolAlpaca",
+    "world": "toolmend.benchmarks.world.benchmark:WorldBenchmark",
 }.items():
     BENCHMARKS.add_lazy(_name, _target)
 SUITES.add_lazy("critic", "toolmend.benchmarks.critic.suite:CRITIC_SUITE")
 for _name, _attr in {"guard": "guard", "hitec-icl": "hitec_icl", "reflect": "reflect", "self-refine": "self_refine",
                      "best-of-n": "best_of_n", "env-policy": "env_policy"}.items():  # fmt: skip
     STRATEGIES.add_lazy(_name, f"toolmend.strategies.builtin:{_attr}")
+SUITES.add_lazy("world", "toolmend.benchmarks.world.benchmark:WORLD_SUITE")
 
 
 def benchmark_class(name: str) -> type[Benchmark] | None:

@@ -160,8 +160,33 @@ def bench_command(
         list[str] | None,
         typer.Option("--strategy-option", "-S", help="Strategy option KEY=VALUE (repeatable), e.g. n=5."),
     ] = None,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            "--faults", help="Fault schedule (world: none, light, heavy, or a JSON file); = -o faults=…"
+        ),
+    ] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option("--trials", help="Runs per task, for pass^k and pass@k; = -o trials=N.", min=1),
+    ] = None,
+    audit: Annotated[
+        bool,
+        typer.Option(
+            "--audit", help="Audit the benchmark's tasks (passable? unambiguous?) instead of a run."
+        ),
+    ] = False,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
+    load_options = key_values(option or [], "--option")
+    # Shorthands for load options (so they are in the run's settings and identity); a benchmark
+    # that does not take them says so.
+    for name, value in {"faults": faults, "trials": trials}.items():
+        if value is not None:
+            load_options[name] = value
+    if audit:
+        _audit(benchmark, data, seed, as_json)
+        return
     try:
         result = run_bench(
             benchmark,
@@ -183,7 +208,7 @@ def bench_command(
             categories=_categories(categories),
             temperature=temperature,
             max_retries=max_retries,
-            load_options=key_values(option or [], "--option"),
+            load_options=load_options,
             model_options=key_values(model_option or [], "--model-option"),
             prompt_template=prompt_template,
             strategy=strategy,
@@ -215,6 +240,34 @@ def bench_command(
     else:
         _print_result(result, report)
     if result.summary.n_scored == 0:
+        raise typer.Exit(1)
+
+
+def _audit(benchmark: str, data: Path | None, seed: int, as_json: bool) -> None:
+    """Run the benchmark's own task audit (a benchmark offers one with an ``audit(data, seed)``
+    method returning a report with ``ok`` and ``issues``)."""
+    cls = benchmark_class(benchmark)
+    run_audit = getattr(cls, "audit", None) if cls is not None else None
+    if cls is None or not callable(run_audit):
+        fail(f"{benchmark} has no task audit")
+    try:
+        report = run_audit(cls(), data, seed)
+    except ToolmendError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        out = console()
+        out.print(report.summary())
+        if report.issues:
+            fields = list(type(report.issues[0]).model_fields)
+            table = Table(show_header=True)
+            for column in fields:
+                table.add_column(column)
+            for issue in report.issues:
+                table.add_row(*(str(getattr(issue, f)) for f in fields))
+            out.print(table)
+    if not report.ok:
         raise typer.Exit(1)
 
 

@@ -9,8 +9,21 @@ True
 """
 
 from toolmend.world.domains import DOMAINS, WORLD_TOOLS, domain_of
+from toolmend.world.rl import WorldEnv, trl_environment_factory, world_dataset
 from toolmend.world.state import WorldState
 from toolmend.world.tasks import Chain, Task, generate_tasks
 from toolmend.world.world import World
 
-__all__ = ["DOMAINS", "WORLD_TOOLS", "Chain", "Task", "World", "WorldState", "domain_of", "generate_tasks"]
+__all__ = [
+    "DOMAINS",
+    "WORLD_TOOLS",
+    "Chain",
+    "Task",
+    "World",
+    "WorldEnv",
+    "WorldState",
+    "domain_of",
+    "generate_tasks",
+    "trl_environment_factory",
+    "world_dataset",
+]
