@@ -39,7 +39,9 @@ class Proxy:
 
     @property
     def metrics(self) -> Any:
-        return self.app["toolmend.proxy"].metrics
+        from toolmend.serve.app import PROXY
+
+        return self.app[PROXY].metrics
 
     def stop(self) -> None:
         self.thread.stop()

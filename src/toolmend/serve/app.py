@@ -32,6 +32,7 @@ from toolmend.serve.verdict import Answer, Verdict, judge, split_content, usage_
 __all__ = ["ServeConfig", "create_app", "run"]
 
 _CHAT = "/chat/completions"
+PROXY: web.AppKey[_Proxy] = web.AppKey("toolmend.proxy")
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CHUNK_KEYS = ("id", "object", "created", "model", "system_fingerprint", "service_tier")
 
@@ -486,7 +487,7 @@ def create_app(config: ServeConfig) -> web.Application:
     """The aiohttp application for ``config`` (run it with :func:`run` or any aiohttp runner)."""
     proxy = _Proxy(config)
     app = web.Application(middlewares=[proxy.auth], client_max_size=64 * 1024 * 1024)
-    app["toolmend.proxy"] = proxy
+    app[PROXY] = proxy
     app.on_startup.append(proxy.start)
     app.on_cleanup.append(proxy.stop)
     app.router.add_post("/v1/chat/completions", proxy.chat)
