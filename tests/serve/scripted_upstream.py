@@ -176,7 +176,11 @@ class ScriptedUpstream:
         self.bodies.append(body)
         scene = self._next(body)
         if scene.delay:
-            await asyncio.sleep(scene.delay)
+            try:
+                await asyncio.sleep(scene.delay)
+            except asyncio.CancelledError:
+                self.cancelled += 1  # the proxy went away while we were "thinking"
+                raise
         if scene.drop and scene.chunks is None:
             assert request.transport is not None
             request.transport.close()
