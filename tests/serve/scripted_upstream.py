@@ -145,6 +145,7 @@ class ScriptedUpstream:
         self.script = list(script)
         self.handler = handler
         self.bodies: list[dict[str, Any]] = []
+        self.auth: list[str | None] = []
         self.cancelled = 0
         self.finished = 0
         app = web.Application()
@@ -174,6 +175,7 @@ class ScriptedUpstream:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.bodies.append(body)
+        self.auth.append(request.headers.get("Authorization"))
         scene = self._next(body)
         if scene.delay:
             try:
