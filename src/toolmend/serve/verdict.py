@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import jsonschema
-
 from toolmend.check import Checker
 from toolmend.formats import parse_calls, to_openai_tool_calls
 from toolmend.guard import Guard, GuardPolicy, Reply, Turn, drive
@@ -184,24 +182,27 @@ def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _strict_problems(body: Mapping[str, Any], calls: Sequence[ToolCall]) -> list[str]:
-    """Violations of tools marked ``strict``: their arguments must match the schema exactly, with
-    no keys beyond ``properties`` (what OpenAI's structured outputs guarantee)."""
-    strict = {}
-    for tool in body.get("tools") or []:
-        fn = tool.get("function") or {}
-        if fn.get("strict") is True:
-            schema = dict(fn.get("parameters") or {"type": "object", "properties": {}})
-            schema.setdefault("additionalProperties", False)
-            strict[fn.get("name")] = schema
-    out = []
-    for i, call in enumerate(calls):
-        schema = strict.get(call.name)
-        if schema is None:
-            continue
-        for err in jsonschema.Draft202012Validator(schema).iter_errors(call.model_dump(mode="json")["arguments"]):
-            where = ".".join(str(p) for p in err.absolute_path) or "arguments"
-            out.append(f"call {i} ({call.name}) {where}: {err.message}")
+def _strict_view(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool marked ``strict`` as the guard must see it: what OpenAI's strict mode guarantees is
+    that every property is present and no other is, at every level (optional ones as ``null``)."""
+    fn = tool.get("function") or {}
+    if fn.get("strict") is not True or not isinstance(fn.get("parameters"), dict):
+        return tool
+    return {**tool, "function": {**fn, "parameters": _closed(fn["parameters"])}}
+
+
+def _closed(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) if k in ("items", "additionalProperties") else v for k, v in schema.items()}
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(schema.get(key), list):
+            out[key] = [_closed(s) for s in schema[key]]
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {k: _closed(v) for k, v in props.items()}
+        out["required"] = list(props)
+        out.setdefault("additionalProperties", False)
     return out
 
 
@@ -259,7 +260,7 @@ async def judge(
         fixes.extend({"code": "parallel_tool_calls", "action": "drop_call", "before": c["function"]["name"]}
                      for c in calls[1:])  # fmt: skip
         calls = calls[:1]
-    tools = [t for t in body["tools"] if allowed is None or (t.get("function") or {}).get("name") in allowed]
+    tools = [_strict_view(t) for t in body["tools"] if allowed is None or (t.get("function") or {}).get("name") in allowed]
     guard = Guard(_checker(tools), policy)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
@@ -269,8 +270,6 @@ async def judge(
         decision = guard.decide(turn)
         verdict.events.append(decision.event())
         codes = [f["code"] for f in fixes] + decision.codes + (["no_tool_call"] if need_call else [])
-        problems = _strict_problems(body, decision.calls) if strict and decision.action == "accept" else []
-        codes += ["strict_schema"] * bool(problems)
         verdict.findings = list(dict.fromkeys(codes))
         if shadow:
             verdict.outcome = "passthrough"
@@ -280,7 +279,7 @@ async def judge(
             return verdict
         if verdict.findings:
             detail = [f"{f.code}: {f.message}" for f in decision.findings]
-            detail += [f"{fx.code}: {fx.action} {fx.path}".rstrip() for fx in decision.fixes] + problems
+            detail += [f"{fx.code}: {fx.action} {fx.path}".rstrip() for fx in decision.fixes]
             detail += [f"{f['code']}: {f['action']}" for f in fixes]
             if need_call:
                 detail.append("no_tool_call: tool_choice requires a tool call")
