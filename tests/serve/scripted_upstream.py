@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,8 +76,18 @@ def stream_of(
     deltas: list[dict[str, Any]], finish: str | None = "stop", usage: tuple[int, int] | None = (10, 5)
 ) -> list[Any]:
     """Chunks for ``deltas`` (a role chunk first), a finish chunk, and a usage chunk."""
-    base = {"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 1700000000, "model": "scripted"}
-    out: list[Any] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    base = {
+        "id": "chatcmpl-up",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "scripted",
+    }
+    out: list[Any] = [
+        {
+            **base,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+        }
+    ]
     out += [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
     if finish is not None:
         out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
@@ -170,7 +179,9 @@ class ScriptedUpstream:
         return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
     async def _models(self, _request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "me"}]})
+        return web.json_response(
+            {"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "me"}]}
+        )
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -192,7 +203,9 @@ class ScriptedUpstream:
                 return web.Response(body=scene.body, status=scene.status, headers=scene.headers,
                                     content_type="application/json")  # fmt: skip
             return web.json_response(scene.body, status=scene.status, headers=scene.headers)
-        resp = web.StreamResponse(status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers})
+        resp = web.StreamResponse(
+            status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers}
+        )
         try:
             await resp.prepare(request)
             for chunk in scene.chunks:
@@ -217,12 +230,16 @@ class ScriptedUpstream:
 
 
 def _bench_scene(body: dict[str, Any]) -> Scene:
-    """A clean answer with one valid call when the request has tools (what the benchmark sends)."""
-    calls = [call("get_weather", {"city": "Oslo", "days": 3}, id="call_1")] if body.get("tools") else None
+    """A clean answer for the benchmark: one valid call when the request has tools, its id taken
+    from the last user message, so a client can tell that it got its own answer."""
+    mark = str(body["messages"][-1].get("content", ""))
+    calls = (
+        [call("get_weather", {"city": "Oslo", "days": 3}, id=f"call_{mark}")] if body.get("tools") else None
+    )
     if not body.get("stream"):
-        return Scene(body=completion("ok" if not calls else None, calls))
-    deltas: list[dict[str, Any]] = [{"content": "ok"}] if not calls else [
-        {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]},
+        return Scene(body=completion(mark if not calls else None, calls))
+    deltas: list[dict[str, Any]] = [{"content": mark}] if not calls else [
+        {"tool_calls": [{"index": 0, "id": f"call_{mark}", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]},
         {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Oslo", '}}]},
         {"tool_calls": [{"index": 0, "function": {"arguments": '"days": 3}'}}]},
     ]  # fmt: skip
@@ -233,11 +250,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    app = ScriptedUpstream(handler=_bench_scene).thread.app
-    # The process form keeps no bodies: memory must stay flat under a long benchmark.
     upstream = ScriptedUpstream(handler=_bench_scene)
-    upstream.bodies = _Discard()  # type: ignore[assignment]
-    del app
+    # The process form keeps nothing per request: memory must stay flat under a long benchmark.
+    upstream.bodies = _Discard()
+    upstream.auth = _Discard()
 
     async def serve() -> None:
         runner = web.AppRunner(upstream.thread.app, access_log=None)
@@ -249,10 +265,8 @@ def main() -> None:
         while True:
             await asyncio.sleep(3600)
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve())
-    except KeyboardInterrupt:
-        pass
 
 
 class _Discard(list):  # type: ignore[type-arg]
@@ -261,5 +275,4 @@ class _Discard(list):  # type: ignore[type-arg]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
-    time.sleep(0)
+    main()

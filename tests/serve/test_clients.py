@@ -53,7 +53,9 @@ def test_sync_repair_non_streaming(serve: Any) -> None:
 
 
 def test_sync_reask_streaming_sums_usage(serve: Any) -> None:
-    proxy = serve(_stream_scene([MISSING], usage=(10, 5)), Scene(body=completion(None, [GOOD], usage=(30, 7))))
+    proxy = serve(
+        _stream_scene([MISSING], usage=(10, 5)), Scene(body=completion(None, [GOOD], usage=(30, 7)))
+    )
     client = openai.OpenAI(base_url=proxy.url, api_key="k", max_retries=0)
     stream = client.chat.completions.create(**ASK, stream=True, stream_options={"include_usage": True})
     chunks = list(stream)
@@ -79,7 +81,10 @@ async def test_async_clients_streaming_and_not(serve: Any) -> None:
     client = openai.AsyncOpenAI(base_url=proxy.url, api_key="k", max_retries=0)
     resp = await client.chat.completions.with_raw_response.create(**ASK)
     parsed = resp.parse()
-    assert json.loads(parsed.choices[0].message.tool_calls[0].function.arguments) == {"city": "Oslo", "days": 3}
+    assert json.loads(parsed.choices[0].message.tool_calls[0].function.arguments) == {
+        "city": "Oslo",
+        "days": 3,
+    }
     assert resp.headers["x-toolmend-outcome"] == "recovered" and resp.headers["x-toolmend-reasks"] == "1"
     assert parsed.usage.total_tokens == 30
     stream = await client.chat.completions.create(**ASK, stream=True)
@@ -100,7 +105,9 @@ def test_give_up_is_an_openai_error(serve: Any) -> None:
 
 def test_langchain_bind_tools(serve: Any) -> None:
     lc = pytest.importorskip("langchain_openai")
-    proxy = serve(Scene(body=completion(None, [BAD])), _stream_scene([MISSING]), Scene(body=completion(None, [GOOD])))
+    proxy = serve(
+        Scene(body=completion(None, [BAD])), _stream_scene([MISSING]), Scene(body=completion(None, [GOOD]))
+    )
     model = lc.ChatOpenAI(model="m", base_url=proxy.url, api_key="k", max_retries=0)
 
     def get_weather(city: str, days: int = 1) -> str:
@@ -116,4 +123,6 @@ def test_langchain_bind_tools(serve: Any) -> None:
     whole = chunks[0]
     for c in chunks[1:]:
         whole = whole + c
-    assert whole.tool_calls == [{"name": "get_weather", "args": {"city": "Oslo", "days": 3}, "id": "c2", "type": "tool_call"}]
+    assert whole.tool_calls == [
+        {"name": "get_weather", "args": {"city": "Oslo", "days": 3}, "id": "c2", "type": "tool_call"}
+    ]

@@ -132,13 +132,17 @@ def collect(stream: Any) -> tuple[str | None, list[tuple[str, str, str]], str | 
 
 
 @pytest.mark.parametrize(("name", "deltas", "finish", "whole", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_stream_and_non_stream_agree(serve: Any, name: str, deltas: list, finish: str, whole: dict, expected: tuple) -> None:
+def test_stream_and_non_stream_agree(
+    serve: Any, name: str, deltas: list, finish: str, whole: dict, expected: tuple
+) -> None:
     usage = (whole["usage"]["prompt_tokens"], whole["usage"]["completion_tokens"])
     proxy = serve(Scene(chunks=stream_of(deltas, finish, usage=usage)), Scene(body=whole))
     client = openai.OpenAI(base_url=proxy.url, api_key="k", max_retries=0)
     kwargs: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "weather?"}], "tools": TOOLS,
                               "max_tokens": 8}  # fmt: skip
-    streamed = collect(client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs))
+    streamed = collect(
+        client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs)
+    )
     whole_resp = client.chat.completions.create(**kwargs)
     msg = whole_resp.choices[0].message
     plain = (

@@ -27,7 +27,10 @@ def _client(proxy: Any) -> Any:
 
 
 def test_429_is_retried_with_retry_after(serve: Any) -> None:
-    proxy = serve(Scene(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0"}), Scene(body=OK))
+    proxy = serve(
+        Scene(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0"}),
+        Scene(body=OK),
+    )
     resp = _client(proxy).chat.completions.create(**ASK)
     assert resp.choices[0].message.tool_calls[0].function.arguments == '{"a": 1}'
     assert len(proxy.upstream.bodies) == 2
@@ -36,7 +39,9 @@ def test_429_is_retried_with_retry_after(serve: Any) -> None:
 
 @pytest.mark.parametrize("status", [429, 500, 503])
 def test_persistent_error_is_passed_on_with_its_status(serve: Any, status: int) -> None:
-    proxy = serve(Scene(status=status, body={"error": {"message": "boom", "type": "server_error"}}), retries=2, **FAST)
+    proxy = serve(
+        Scene(status=status, body={"error": {"message": "boom", "type": "server_error"}}), retries=2, **FAST
+    )
     with pytest.raises(openai.APIStatusError) as info:
         _client(proxy).chat.completions.create(**ASK)
     assert info.value.status_code == status
@@ -90,7 +95,10 @@ def _deltas() -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("scene", "kind"),
     [
-        (Scene(chunks=stream_of(_deltas(), None, None), done=False), "upstream_incomplete"),  # stops mid-stream
+        (
+            Scene(chunks=stream_of(_deltas(), None, None), done=False),
+            "upstream_incomplete",
+        ),  # stops mid-stream
         (Scene(chunks=stream_of(_deltas(), None, None), drop=True), "upstream_connection"),
         (Scene(chunks=[*stream_of(_deltas(), None, None), b"{not json"]), "upstream_invalid_json"),
         (Scene(chunks=[*stream_of(_deltas(), None, None), None]), "upstream_timeout"),  # goes silent
@@ -105,7 +113,9 @@ def test_mid_stream_failures_end_with_an_in_band_error(serve: Any, scene: Scene,
         seen.extend(stream)
     assert kind in str(info.value.body) or kind in str(info.value)
     # Content went out at once; the partial tool call never did.
-    assert [c.choices[0].delta.content for c in seen if c.choices and c.choices[0].delta.content] == ["Working"]
+    assert [c.choices[0].delta.content for c in seen if c.choices and c.choices[0].delta.content] == [
+        "Working"
+    ]
     assert not any(c.choices and c.choices[0].delta.tool_calls for c in seen)
 
 

@@ -19,7 +19,10 @@ openai = pytest.importorskip("openai")
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
     "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}  # fmt: skip
-TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+TIME = {
+    "type": "function",
+    "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}},
+}
 TOOLS = [WEATHER, TIME]
 ASK = {"model": "m", "messages": [{"role": "user", "content": "Weather in Oslo?"}], "tools": TOOLS}
 OSLO = call("get_weather", '{"city": "Oslo"}', "c1")
@@ -49,7 +52,11 @@ def test_tool_choice_none_strips_calls(serve: Any) -> None:
     proxy = serve(Scene(body=completion("Here you go.", [OSLO])))
     resp = _client(proxy).chat.completions.with_raw_response.create(**ASK, tool_choice="none")
     choice = resp.parse().choices[0]
-    assert (choice.message.content, choice.message.tool_calls, choice.finish_reason) == ("Here you go.", None, "stop")
+    assert (choice.message.content, choice.message.tool_calls, choice.finish_reason) == (
+        "Here you go.",
+        None,
+        "stop",
+    )
     assert "tool_choice_none" in resp.headers["x-toolmend-findings"]
 
 
@@ -63,7 +70,9 @@ def test_tool_choice_required_reasks_for_a_call(serve: Any) -> None:
 
 
 def test_named_tool_choice_reasks_another_tool(serve: Any) -> None:
-    proxy = serve(Scene(body=completion(None, [call("get_time", "{}", "t")])), Scene(body=completion(None, [OSLO])))
+    proxy = serve(
+        Scene(body=completion(None, [call("get_time", "{}", "t")])), Scene(body=completion(None, [OSLO]))
+    )
     choice = {"type": "function", "function": {"name": "get_weather"}}
     resp = _client(proxy).chat.completions.create(**ASK, tool_choice=choice)
     assert [t.function.name for t in resp.choices[0].message.tool_calls] == ["get_weather"]
@@ -81,9 +90,15 @@ def test_parallel_tool_calls_false_keeps_the_first(serve: Any) -> None:
 
 def test_per_tool_strict_requires_every_property(serve: Any) -> None:
     strict = {"type": "function", "function": {**WEATHER["function"], "strict": True}}
-    proxy = serve(Scene(body=completion(None, [OSLO])), Scene(body=completion(None, [call("get_weather", '{"city": "Oslo", "days": 1}', "c9")])))
+    proxy = serve(
+        Scene(body=completion(None, [OSLO])),
+        Scene(body=completion(None, [call("get_weather", '{"city": "Oslo", "days": 1}', "c9")])),
+    )
     resp = _client(proxy).chat.completions.with_raw_response.create(**{**ASK, "tools": [strict]})
-    assert json.loads(resp.parse().choices[0].message.tool_calls[0].function.arguments) == {"city": "Oslo", "days": 1}
+    assert json.loads(resp.parse().choices[0].message.tool_calls[0].function.arguments) == {
+        "city": "Oslo",
+        "days": 1,
+    }
     assert resp.headers["x-toolmend-findings"] == "missing_required"
     # Without strict the same first answer is fine as it is.
     proxy = serve(Scene(body=completion(None, [OSLO])))
@@ -103,7 +118,9 @@ RESCUE = {
 @pytest.mark.parametrize("text", list(RESCUE.values()), ids=list(RESCUE))
 def test_tool_calls_printed_as_text_are_rescued(serve: Any, text: str) -> None:
     pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
-    proxy = serve(Scene(body=completion(text)), Scene(chunks=stream_of([{"content": p} for p in pieces], "stop")))
+    proxy = serve(
+        Scene(body=completion(text)), Scene(chunks=stream_of([{"content": p} for p in pieces], "stop"))
+    )
     msg = _client(proxy).chat.completions.create(**ASK).choices[0]
     assert msg.finish_reason == "tool_calls" and not msg.message.content
     assert [(t.function.name, json.loads(t.function.arguments)) for t in msg.message.tool_calls] == [
@@ -132,7 +149,10 @@ def test_shadow_only_annotates(serve: Any) -> None:
     proxy = serve(Scene(body=up), Scene(chunks=chunks), shadow=True)
     resp = _client(proxy).chat.completions.with_raw_response.create(**ASK)
     assert resp.text == json.dumps(up)
-    assert resp.headers["x-toolmend-shadow"] == "repaired" and resp.headers["x-toolmend-findings"] == "invalid_type"
+    assert (
+        resp.headers["x-toolmend-shadow"] == "repaired"
+        and resp.headers["x-toolmend-findings"] == "invalid_type"
+    )
     req = urllib.request.Request(proxy.url + "/chat/completions", data=json.dumps({**ASK, "stream": True}).encode(),
                                  headers={"Content-Type": "application/json"})  # fmt: skip
     with urllib.request.urlopen(req, timeout=10) as r:
@@ -165,7 +185,7 @@ def test_metrics_in_prometheus_text_format(serve: Any) -> None:
         text = resp.read().decode()
     line = re.compile(r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? [0-9.e+-]+$')
     for row in text.splitlines():
-        assert row.startswith("# HELP ") or row.startswith("# TYPE ") or line.match(row), row
+        assert row.startswith(("# HELP ", "# TYPE ")) or line.match(row), row
     assert 'toolmend_requests_total{outcome="repaired",stream="false"} 1' in text
     assert 'toolmend_requests_total{outcome="recovered",stream="false"} 1' in text
     assert 'toolmend_findings_total{code="missing_required"} 1' in text
@@ -176,10 +196,14 @@ def test_metrics_in_prometheus_text_format(serve: Any) -> None:
 
 
 def test_traces_feed_scoring_and_training_data(serve: Any, tmp_path: Path) -> None:
-    proxy = serve(Scene(body=completion(None, [BAD])), Scene(body=completion(None, [OSLO])), traces=tmp_path / "run")
+    proxy = serve(
+        Scene(body=completion(None, [BAD])), Scene(body=completion(None, [OSLO])), traces=tmp_path / "run"
+    )
     client = _client(proxy)
     client.chat.completions.create(**ASK, extra_headers={"x-toolmend-sample-id": "s1"})
-    client.chat.completions.create(**ASK, extra_headers={"x-toolmend-sample-id": "s2", "Authorization": "Bearer sk-secret"})
+    client.chat.completions.create(
+        **ASK, extra_headers={"x-toolmend-sample-id": "s2", "Authorization": "Bearer sk-secret"}
+    )
     path = tmp_path / "run" / "traces.jsonl"
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["kind"] == "serve"
     text = path.read_text()
@@ -189,7 +213,10 @@ def test_traces_feed_scoring_and_training_data(serve: Any, tmp_path: Path) -> No
     first = records[0]
     assert [e["label"] for e in first["examples"]] == ["desirable", "undesirable"]
     assert first["original"]["tool_calls"][0]["function"]["arguments"] == '{"city": "Oslo", "days": "2"}'
-    assert json.loads(first["sft_target"]["tool_calls"][0]["function"]["arguments"]) == {"city": "Oslo", "days": 2}
+    assert json.loads(first["sft_target"]["tool_calls"][0]["function"]["arguments"]) == {
+        "city": "Oslo",
+        "days": 2,
+    }
     assert first["verdict"]["fixes"][0]["action"] == "coerce"
     assert first["upstream"][0]["choices"][0]["message"]["tool_calls"][0]["id"] == "c1"
     # `toolmend score` reads traces as predictions: every line usable, outputs parse to the calls.

@@ -33,18 +33,57 @@ def post(url: str, data: bytes, headers: dict[str, str] | None = None) -> tuple[
         (json.dumps({**GOOD, "temprature": 1}).encode(), "temprature", "Unrecognized request argument"),
         (json.dumps({"model": "m"}).encode(), "messages", "Missing required parameter: 'messages'"),
         (json.dumps({"messages": GOOD["messages"]}).encode(), "model", "Missing required parameter: 'model'"),
-        (json.dumps({**GOOD, "messages": [{"role": "robot"}]}).encode(), "messages[0].role", "must be one of"),
-        (json.dumps({**GOOD, "tools": [{"type": "function", "function": {"name": "f", "parameters": {
-            "type": "object", "properties": {"a": {"type": "integr"}}}}}]}).encode(),
-         "tools[0].function.parameters", "not a valid JSON Schema"),
-        (json.dumps({**GOOD, "tools": [{"type": "function", "function": {"parameters": {}}}]}).encode(),
-         "tools[0].function.name", "non-empty string"),
-        (json.dumps({**GOOD, "tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "g"}}}).encode(),
-         "tool_choice", "not in 'tools'"),
+        (
+            json.dumps({**GOOD, "messages": [{"role": "robot"}]}).encode(),
+            "messages[0].role",
+            "must be one of",
+        ),
+        (
+            json.dumps(
+                {
+                    **GOOD,
+                    "tools": [
+                        {
+                            "type": "function",
+                            "function": {
+                                "name": "f",
+                                "parameters": {"type": "object", "properties": {"a": {"type": "integr"}}},
+                            },
+                        }
+                    ],
+                }
+            ).encode(),
+            "tools[0].function.parameters",
+            "not a valid JSON Schema",
+        ),
+        (
+            json.dumps({**GOOD, "tools": [{"type": "function", "function": {"parameters": {}}}]}).encode(),
+            "tools[0].function.name",
+            "non-empty string",
+        ),
+        (
+            json.dumps(
+                {**GOOD, "tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "g"}}}
+            ).encode(),
+            "tool_choice",
+            "not in 'tools'",
+        ),
     ],
-    ids=["json", "array", "unknown_field", "no_messages", "no_model", "role", "schema", "tool_name", "tool_choice"],
+    ids=[
+        "json",
+        "array",
+        "unknown_field",
+        "no_messages",
+        "no_model",
+        "role",
+        "schema",
+        "tool_name",
+        "tool_choice",
+    ],
 )
-def test_bad_input_is_a_400_naming_the_problem(serve: Any, body: bytes, param: str | None, words: str) -> None:
+def test_bad_input_is_a_400_naming_the_problem(
+    serve: Any, body: bytes, param: str | None, words: str
+) -> None:
     proxy = serve(Scene(body=completion("fine")))
     status, error, _ = post(proxy.url, body)
     assert status == 400

@@ -39,7 +39,9 @@ def load_policy(path: Path) -> GuardPolicy:
     try:
         data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ToolmendError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'} ({exc})") from exc
+        raise ToolmendError(
+            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'} ({exc})"
+        ) from exc
     if isinstance(data, dict) and isinstance(data.get("guard"), dict):
         data = data["guard"]
     if not isinstance(data, dict):
@@ -62,8 +64,12 @@ def _key(var: str | None, flag: str) -> str | None:
 
 
 def serve_command(
-    upstream: Annotated[str, typer.Option("--upstream", help="Upstream base URL, e.g. http://127.0.0.1:8000/v1.")],
-    host: Annotated[str, typer.Option("--host", help="Address to bind (default: loopback only).")] = "127.0.0.1",
+    upstream: Annotated[
+        str, typer.Option("--upstream", help="Upstream base URL, e.g. http://127.0.0.1:8000/v1.")
+    ],
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (default: loopback only).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8700,
     policy: Annotated[Path | None, typer.Option("--policy", help="GuardPolicy as TOML or JSON.")] = None,
     api_key_env: Annotated[
@@ -73,18 +79,30 @@ def serve_command(
         str | None,
         typer.Option("--upstream-key-env", help="Send $VAR as the upstream key (default: the client's own)."),
     ] = None,
-    traces: Annotated[Path | None, typer.Option("--traces", help="Append every exchange to DIR/traces.jsonl.")] = None,
-    shadow: Annotated[bool, typer.Option("--shadow", help="Only annotate (headers, metrics, traces); change nothing.")] = False,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Return an OpenAI-shaped error instead of a repaired or re-asked call.")
+    traces: Annotated[
+        Path | None, typer.Option("--traces", help="Append every exchange to DIR/traces.jsonl.")
+    ] = None,
+    shadow: Annotated[
+        bool, typer.Option("--shadow", help="Only annotate (headers, metrics, traces); change nothing.")
     ] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds an upstream request may take in all.")] = 600.0,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Return an OpenAI-shaped error instead of a repaired or re-asked call."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds an upstream request may take in all.")
+    ] = 600.0,
     read_timeout: Annotated[
         float | None, typer.Option("--read-timeout", help="Seconds the upstream may stay silent mid-answer.")
     ] = None,
-    retries: Annotated[int, typer.Option("--retries", help="Retries after upstream 429/5xx or a dropped connection.")] = 2,
+    retries: Annotated[
+        int, typer.Option("--retries", help="Retries after upstream 429/5xx or a dropped connection.")
+    ] = 2,
     allow_field: Annotated[
-        list[str] | None, typer.Option("--allow-field", help="Accept and forward this extra request field (repeatable).")
+        list[str] | None,
+        typer.Option("--allow-field", help="Accept and forward this extra request field (repeatable)."),
     ] = None,
 ) -> None:
     """Run the tool-call guard as an OpenAI-compatible proxy in front of UPSTREAM."""

@@ -27,7 +27,7 @@ from toolmend.serve.metrics import Metrics
 from toolmend.serve.protocol import RequestError, error_body, parse_body, tool_names, validate_request
 from toolmend.serve.traces import TraceWriter, trace_record
 from toolmend.serve.upstream import Upstream, UpstreamError, iter_sse
-from toolmend.serve.verdict import Answer, Verdict, judge, split_content, usage_of
+from toolmend.serve.verdict import Answer, Verdict, answer_of, judge
 
 __all__ = ["ServeConfig", "create_app", "run"]
 
@@ -81,8 +81,13 @@ class _Proxy:
             max_wait=config.max_retry_wait,
         )
         self.traces = (
-            TraceWriter(config.traces, upstream=config.upstream, shadow=config.shadow, strict=config.strict,
-                        policy=config.policy.model_dump())  # fmt: skip
+            TraceWriter(
+                config.traces,
+                upstream=config.upstream,
+                shadow=config.shadow,
+                strict=config.strict,
+                policy=config.policy.model_dump(),
+            )  # fmt: skip
             if config.traces is not None
             else None
         )
@@ -104,7 +109,11 @@ class _Proxy:
             given = request.headers.get("Authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
                 self.metrics.inc("toolmend_bad_requests_total", status="401")
-                what = "Incorrect API key provided." if given else "Missing API key: send 'Authorization: Bearer <key>'."
+                what = (
+                    "Incorrect API key provided."
+                    if given
+                    else "Missing API key: send 'Authorization: Bearer <key>'."
+                )
                 return _json(401, error_body(what, code="invalid_api_key"))
         return await handler(request)
 
@@ -205,7 +214,9 @@ class _Exchange:
             reply = await proxy.upstream.post(_CHAT, self.body, proxy._incoming(self.request))
             data = reply.json()
             if not _has_choice(data):
-                raise UpstreamError("the upstream's answer has no choices", status=502, kind="upstream_invalid")
+                raise UpstreamError(
+                    "the upstream's answer has no choices", status=502, kind="upstream_invalid"
+                )
         except UpstreamError as exc:
             return self._failed(exc)
         proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="false")
@@ -218,10 +229,7 @@ class _Exchange:
             self.outcome, self.final = "passthrough", message
             return web.Response(body=reply.raw, content_type=_mime(reply.headers),
                                 headers={"x-toolmend-outcome": "passthrough"})  # fmt: skip
-        content = message.get("content") if isinstance(message.get("content"), str) else ""
-        sent, held = split_content(content, self.rescue)
-        answer = Answer(sent=sent, held=held, tool_calls=list(message.get("tool_calls") or []),
-                        finish_reason=data["choices"][0].get("finish_reason"), usage=data.get("usage"))  # fmt: skip
+        answer = answer_of(data, self.rescue)
         try:
             verdict = await self.decide(answer)
         except UpstreamError as exc:
@@ -243,7 +251,9 @@ class _Exchange:
         out["choices"] = [choice, *data["choices"][1:]]
         _add_usage(out, verdict)
         self.final = new
-        return web.Response(text=json.dumps(out, ensure_ascii=False), content_type="application/json", headers=headers)
+        return web.Response(
+            text=json.dumps(out, ensure_ascii=False), content_type="application/json", headers=headers
+        )
 
     def _failed(self, exc: UpstreamError) -> web.Response:
         self.outcome, self.status = exc.kind, exc.status
@@ -332,7 +342,9 @@ class _Exchange:
                 rest = {k: v for k, v in delta.items() if k not in ("tool_calls", "content")}
                 if out or rest or (content == "" and "role" in delta):
                     new_delta = {**rest, "content": out} if isinstance(out, str) else rest
-                    await self._emit(response, {**base, "choices": [{**choice, "delta": new_delta, "finish_reason": None}]})
+                    await self._emit(
+                        response, {**base, "choices": [{**choice, "delta": new_delta, "finish_reason": None}]}
+                    )
         except UpstreamError as exc:
             self.outcome, self.status = exc.kind, exc.status
             proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
@@ -340,18 +352,21 @@ class _Exchange:
             await response.write_eof()
             return
         if not done and finish is None:
-            exc = UpstreamError("the upstream stream ended before the answer was complete", status=502,
+            cut = UpstreamError("the upstream stream ended before the answer was complete", status=502,
                                 kind="upstream_incomplete")  # fmt: skip
-            self.outcome, self.status = exc.kind, exc.status
+            self.outcome, self.status = cut.kind, cut.status
             proxy.metrics.inc("toolmend_upstream_errors_total", status="502")
-            await self._emit(response, _upstream_error_body(exc))
+            await self._emit(response, _upstream_error_body(cut))
             await response.write_eof()
             return
         if gate is not None:
             tail = gate.flush()
             if tail:
                 sent.append(tail)
-                await self._emit(response, {**base, "choices": [{"index": 0, "delta": {"content": tail}, "finish_reason": None}]})
+                await self._emit(
+                    response,
+                    {**base, "choices": [{"index": 0, "delta": {"content": tail}, "finish_reason": None}]},
+                )
         answer = Answer(sent="".join(sent), held=gate.held if gate is not None else "",
                         tool_calls=[c.wire() for c in asm.calls()], finish_reason=finish,
                         usage=(usage_chunk or {}).get("usage"))  # fmt: skip
@@ -381,13 +396,29 @@ class _Exchange:
             return
         already = answer.sent
         if verdict.content and verdict.content != already and verdict.content.startswith(already):
-            await self._emit(response, {**base, "choices": [{"index": 0, "delta": {"content": verdict.content[len(already):]}, "finish_reason": None}]})
+            await self._emit(
+                response,
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"content": verdict.content[len(already) :]},
+                            "finish_reason": None,
+                        }
+                    ],
+                },
+            )
         for i, call in enumerate(verdict.tool_calls):
             delta = {"tool_calls": [{"index": i, **call}]}
             if i == 0 and not already and not verdict.content:
                 delta = {"role": "assistant", "content": None, **delta}
-            await self._emit(response, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-        await self._emit(response, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": verdict.finish_reason}]})
+            await self._emit(
+                response, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            )
+        await self._emit(
+            response, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": verdict.finish_reason}]}
+        )
         if usage_chunk is not None:
             _add_usage(usage_chunk, verdict)
             await self._emit(response, usage_chunk)
@@ -450,7 +481,12 @@ def _verdict_dict(v: Verdict | None) -> dict[str, Any]:
 
 
 def _has_choice(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("choices"), list) and bool(data["choices"]) and isinstance(data["choices"][0], dict)
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("choices"), list)
+        and bool(data["choices"])
+        and isinstance(data["choices"][0], dict)
+    )
 
 
 def _add_usage(obj: dict[str, Any], verdict: Verdict) -> None:

@@ -43,7 +43,11 @@ class AssembledCall:
 
     def wire(self) -> dict[str, Any]:
         """As an OpenAI ``tool_calls`` item (``id`` may still be ``None``)."""
-        return {"id": self.id, "type": self.type, "function": {"name": self.name, "arguments": self.arguments}}
+        return {
+            "id": self.id,
+            "type": self.type,
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
 
 
 class StreamAssembler:

@@ -28,7 +28,10 @@ HELP: dict[str, tuple[str, str]] = {
     "toolmend_recoveries_total": ("counter", "Answers made valid by re-asking."),
     "toolmend_give_ups_total": ("counter", "Answers the guard gave up on (an error was returned)."),
     "toolmend_upstream_errors_total": ("counter", "Upstream failures passed on to the client, by status."),
-    "toolmend_upstream_retries_total": ("counter", "Upstream requests retried after 429/5xx or a transport error."),
+    "toolmend_upstream_retries_total": (
+        "counter",
+        "Upstream requests retried after 429/5xx or a transport error.",
+    ),
     "toolmend_bad_requests_total": ("counter", "Requests refused with a 4xx before reaching the upstream."),
     "toolmend_client_disconnects_total": ("counter", "Requests whose client went away (upstream cancelled)."),
     "toolmend_request_seconds": ("histogram", "Time from request to the last byte sent, by stream."),

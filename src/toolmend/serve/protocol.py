@@ -72,7 +72,12 @@ class RequestError(ToolmendError):
 
 
 def error_body(
-    message: str, *, type: str = "invalid_request_error", param: str | None = None, code: Any = None, **extra: Any
+    message: str,
+    *,
+    type: str = "invalid_request_error",
+    param: str | None = None,
+    code: Any = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     """An OpenAI-shaped error object (``extra`` adds toolmend's own keys, such as findings)."""
     return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}
@@ -106,10 +111,15 @@ def validate_request(body: Mapping[str, Any], extra_fields: Iterable[str] = ()) 
     _require("model" in body, "Missing required parameter: 'model'.", "model", "missing_required_parameter")
     _require(isinstance(body["model"], str), "'model' must be a string.", "model")
     _require(
-        "messages" in body, "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"
+        "messages" in body,
+        "Missing required parameter: 'messages'.",
+        "messages",
+        "missing_required_parameter",
     )
     messages = body["messages"]
-    _require(isinstance(messages, list) and bool(messages), "'messages' must be a non-empty array.", "messages")
+    _require(
+        isinstance(messages, list) and bool(messages), "'messages' must be a non-empty array.", "messages"
+    )
     for i, m in enumerate(messages):
         _require(isinstance(m, dict), f"messages[{i}] must be an object.", f"messages[{i}]")
         _require(
@@ -118,7 +128,11 @@ def validate_request(body: Mapping[str, Any], extra_fields: Iterable[str] = ()) 
             f"messages[{i}].role",
         )
     if "stream" in body:
-        _require(isinstance(body["stream"], bool) or body["stream"] is None, "'stream' must be a boolean.", "stream")
+        _require(
+            isinstance(body["stream"], bool) or body["stream"] is None,
+            "'stream' must be a boolean.",
+            "stream",
+        )
     tools = body.get("tools")
     if tools is not None:
         _require(isinstance(tools, list), "'tools' must be an array.", "tools")
@@ -134,7 +148,9 @@ def _check_tool(tool: Any, where: str) -> None:
     _require(isinstance(fn, dict), f"{where}.function must be an object.", f"{where}.function")
     name = fn.get("name")
     _require(
-        isinstance(name, str) and bool(name), f"{where}.function.name must be a non-empty string.", f"{where}.function.name"
+        isinstance(name, str) and bool(name),
+        f"{where}.function.name must be a non-empty string.",
+        f"{where}.function.name",
     )
     params = fn.get("parameters")
     if params is None:
@@ -142,7 +158,9 @@ def _check_tool(tool: Any, where: str) -> None:
     where = f"{where}.function.parameters"
     _require(isinstance(params, dict), f"{where} must be a JSON Schema object.", where, "invalid_schema")
     try:
-        jsonschema.validators.validator_for(params, default=jsonschema.Draft202012Validator).check_schema(params)
+        jsonschema.validators.validator_for(params, default=jsonschema.Draft202012Validator).check_schema(
+            params
+        )
     except jsonschema.SchemaError as exc:
         path = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in exc.path)
         raise RequestError(

@@ -78,7 +78,13 @@ def trace_record(
     examples = []
     if final is not None and outcome in ("accepted", "repaired", "recovered", "passthrough", "cut"):
         examples.append({"label": "desirable", "message": final})
-    if original is not None and outcome in ("repaired", "recovered", "aborted", "rejected", "failed_to_model"):
+    if original is not None and outcome in (
+        "repaired",
+        "recovered",
+        "aborted",
+        "rejected",
+        "failed_to_model",
+    ):
         examples.append({"label": "undesirable", "message": original})
     return {
         "id": sample_id,

@@ -139,7 +139,11 @@ class Upstream:
     def headers(self, incoming: Mapping[str, str] | None) -> dict[str, str]:
         """Headers for the upstream: the client's own (minus hop-by-hop ones and toolmend's), and
         the upstream key: the configured one, else the client's bearer token."""
-        out = {k: v for k, v in (incoming or {}).items() if k.lower() not in _DROP and not k.lower().startswith("x-toolmend")}
+        out = {
+            k: v
+            for k, v in (incoming or {}).items()
+            if k.lower() not in _DROP and not k.lower().startswith("x-toolmend")
+        }
         if self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
         elif incoming is not None and incoming.get("Authorization"):
@@ -170,7 +174,9 @@ class Upstream:
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
         detail = body.get("error") if isinstance(body, dict) else None
-        message = (detail.get("message") if isinstance(detail, dict) else None) or raw.decode(errors="replace")[:500]
+        message = (detail.get("message") if isinstance(detail, dict) else None) or raw.decode(
+            errors="replace"
+        )[:500]
         return UpstreamError(
             f"upstream answered {resp.status}: {message}".rstrip(": "),
             status=resp.status,
@@ -179,7 +185,9 @@ class Upstream:
             retry_after=_retry_after(resp.headers),
         )
 
-    async def post(self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None) -> UpstreamReply:
+    async def post(
+        self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None
+    ) -> UpstreamReply:
         """POST a JSON body and read the whole answer (retrying what is worth retrying)."""
         data = json.dumps(body).encode()
         hdrs = self.headers(headers)
@@ -187,19 +195,23 @@ class Upstream:
         async for attempt in self._retrying():
             with attempt:
                 attempts += 1
-                async with _guard_transport():
-                    async with self.session.post(self.base_url + path, data=data, headers=hdrs) as resp:
-                        if resp.status >= 400:
-                            raise await self._error(resp)
-                        raw = await resp.read()
-                        return UpstreamReply(resp.status, resp.headers, raw, attempts)
+                async with (
+                    _guard_transport(),
+                    self.session.post(self.base_url + path, data=data, headers=hdrs) as resp,
+                ):
+                    if resp.status >= 400:
+                        raise await self._error(resp)
+                    raw = await resp.read()
+                    return UpstreamReply(resp.status, resp.headers, raw, attempts)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def get(self, path: str, headers: Mapping[str, str] | None) -> UpstreamReply:
         """GET ``path`` once (``/models``); errors are passed on as they are."""
-        async with _guard_transport():
-            async with self.session.get(self.base_url + path, headers=self.headers(headers)) as resp:
-                return UpstreamReply(resp.status, resp.headers, await resp.read())
+        async with (
+            _guard_transport(),
+            self.session.get(self.base_url + path, headers=self.headers(headers)) as resp,
+        ):
+            return UpstreamReply(resp.status, resp.headers, await resp.read())
 
     async def open_stream(
         self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None
@@ -227,7 +239,9 @@ class _guard_transport:  # noqa: N801 - used as a context manager
     async def __aenter__(self) -> None:
         return None
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
         if exc is None or isinstance(exc, UpstreamError):
             return
         if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):

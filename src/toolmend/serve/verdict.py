@@ -26,7 +26,7 @@ from toolmend.schema import Message, ToolCall
 from toolmend.serve.assembler import ContentGate
 from toolmend.serve.protocol import error_body, tool_names
 
-__all__ = ["Answer", "Reask", "Verdict", "judge", "split_content", "usage_of"]
+__all__ = ["Answer", "Reask", "Verdict", "answer_of", "judge", "split_content", "usage_of"]
 
 Outcome = Literal[
     "passthrough", "accepted", "repaired", "recovered", "failed_to_model", "aborted", "rejected", "cut"
@@ -82,7 +82,9 @@ class Verdict:
         }
         if self.reasks:
             u = self.reask_usage
-            out["x-toolmend-reask-usage"] = f"prompt_tokens={u['prompt_tokens']},completion_tokens={u['completion_tokens']}"
+            out["x-toolmend-reask-usage"] = (
+                f"prompt_tokens={u['prompt_tokens']},completion_tokens={u['completion_tokens']}"
+            )
         if self.shadow is not None:
             out["x-toolmend-shadow"] = self.shadow
         return out
@@ -146,7 +148,7 @@ def _choice_allows(body: Mapping[str, Any]) -> tuple[str, list[str] | None]:
         names = [t.get("function", {}).get("name") for t in spec.get("tools") or [] if isinstance(t, dict)]
         return str(spec.get("mode") or "auto"), [n for n in names if isinstance(n, str)]
     fn = choice.get("function") or {}
-    return "required", [fn.get("name")]
+    return "required", [str(fn.get("name"))]
 
 
 def _truncated(raw: str) -> bool:
@@ -211,11 +213,12 @@ def _turn(text: str, calls: Sequence[Mapping[str, Any]]) -> Turn:
                                     "arguments": c["function"]["arguments"]} for c in calls])  # fmt: skip
 
 
-def _completion_answer(body: Any, rescue: bool) -> Answer:
+def answer_of(body: Any, rescue: bool) -> Answer:
+    """The :class:`Answer` in a non-streamed completion body (content split as a stream would be)."""
     msg = (body.get("choices") or [{}])[0] if isinstance(body, dict) else {}
     message = msg.get("message") or {}
-    content = message.get("content") if isinstance(message.get("content"), str) else ""
-    sent, held = split_content(content, rescue)
+    content = message.get("content")
+    sent, held = split_content(content if isinstance(content, str) else "", rescue)
     return Answer(sent=sent, held=held, tool_calls=list(message.get("tool_calls") or []),
                   finish_reason=msg.get("finish_reason"), usage=body.get("usage"))  # fmt: skip
 
@@ -251,16 +254,25 @@ async def judge(
     cut = [c for c in calls if finish in ("length", None) and _truncated(c["function"]["arguments"])]
     if cut:
         calls = [c for c in calls if c not in cut]
-        fixes.extend({"code": "truncated_call", "action": "drop_call", "before": c["function"]["name"]} for c in cut)
+        fixes.extend(
+            {"code": "truncated_call", "action": "drop_call", "before": c["function"]["name"]} for c in cut
+        )
         finish = "length"
     if mode == "none" and calls:
-        fixes.extend({"code": "tool_choice_none", "action": "drop_call", "before": c["function"]["name"]} for c in calls)
+        fixes.extend(
+            {"code": "tool_choice_none", "action": "drop_call", "before": c["function"]["name"]}
+            for c in calls
+        )
         calls = []
     if body.get("parallel_tool_calls") is False and len(calls) > 1:
         fixes.extend({"code": "parallel_tool_calls", "action": "drop_call", "before": c["function"]["name"]}
                      for c in calls[1:])  # fmt: skip
         calls = calls[:1]
-    tools = [_strict_view(t) for t in body["tools"] if allowed is None or (t.get("function") or {}).get("name") in allowed]
+    tools = [
+        _strict_view(t)
+        for t in body["tools"]
+        if allowed is None or (t.get("function") or {}).get("name") in allowed
+    ]
     guard = Guard(_checker(tools), policy)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
@@ -302,7 +314,7 @@ async def judge(
         p, c = usage_of(got)
         verdict.reask_usage["prompt_tokens"] += p
         verdict.reask_usage["completion_tokens"] += c
-        reply = _completion_answer(got, mode != "none")
+        reply = answer_of(got, mode != "none")
         calls = [_wire_call(c) for c in reply.tool_calls] or _rescue(reply, names) or []
         if body.get("parallel_tool_calls") is False:
             calls = calls[:1]
@@ -341,7 +353,9 @@ async def judge(
     verdict.findings = list(dict.fromkeys(codes))
     verdict.repairs = len(fixes) + sum(len(d.fixes) for d in outcome.decisions)
     verdict.fixes.extend(
-        {"code": fx.code, "action": fx.action, "call": fx.call, "path": fx.path} for d in outcome.decisions for fx in d.fixes
+        {"code": fx.code, "action": fx.action, "call": fx.call, "path": fx.path}
+        for d in outcome.decisions
+        for fx in d.fixes
     )
     if outcome.status == "aborted":
         verdict.outcome = "aborted"
@@ -376,7 +390,9 @@ def _wire_call(c: Mapping[str, Any]) -> dict[str, Any]:
             "function": {"name": fn.get("name") or "", "arguments": args}}  # fmt: skip
 
 
-def _finish(verdict: Verdict, original: list[dict[str, Any]], calls: Sequence[ToolCall], answer: Answer) -> None:
+def _finish(
+    verdict: Verdict, original: list[dict[str, Any]], calls: Sequence[ToolCall], answer: Answer
+) -> None:
     """The final ``tool_calls``: an unchanged call keeps its original bytes; honest finish_reason."""
     by_id = {c["id"]: c for c in original}
     out = []
@@ -386,7 +402,9 @@ def _finish(verdict: Verdict, original: list[dict[str, Any]], calls: Sequence[To
             out.append(orig)
         else:
             args = json.dumps(c.model_dump(mode="json")["arguments"], ensure_ascii=False)
-            out.append({"id": c.id or _new_id(), "type": "function", "function": {"name": c.name, "arguments": args}})
+            out.append(
+                {"id": c.id or _new_id(), "type": "function", "function": {"name": c.name, "arguments": args}}
+            )
     verdict.tool_calls = out
     if verdict.outcome == "cut":
         verdict.finish_reason = "length"
