@@ -15,6 +15,7 @@ expected, as OpenAI's own API does, so that every SDK raises its usual ``BadRequ
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -83,6 +84,9 @@ def error_body(
     return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}
 
 
+_VALID_TOOLS: OrderedDict[str, None] = OrderedDict()
+
+
 def _require(cond: bool, message: str, param: str, code: str = "invalid_value") -> None:
     if not cond:
         raise RequestError(message, param=param, code=code)
@@ -136,8 +140,15 @@ def validate_request(body: Mapping[str, Any], extra_fields: Iterable[str] = ()) 
     tools = body.get("tools")
     if tools is not None:
         _require(isinstance(tools, list), "'tools' must be an array.", "tools")
-        for i, tool in enumerate(tools):
-            _check_tool(tool, f"tools[{i}]")
+        # Agents send the same tools with every request; checking a schema against the
+        # meta-schema costs milliseconds, so a tool list that passed is remembered.
+        key = json.dumps(tools, sort_keys=True, default=str)
+        if key not in _VALID_TOOLS:
+            for i, tool in enumerate(tools):
+                _check_tool(tool, f"tools[{i}]")
+            _VALID_TOOLS[key] = None
+            if len(_VALID_TOOLS) > 256:
+                _VALID_TOOLS.popitem(last=False)
     _check_tool_choice(body.get("tool_choice"), tool_names(body))
 
 

@@ -278,8 +278,13 @@ async def judge(
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes
     need_call = mode == "required" and not calls and not cut
+    decision = guard.decide(turn)
+    if not (shadow or strict) and decision.action == "accept" and not fixes and not need_call:
+        # The common case: a clean answer costs one decision, and nothing is rewritten.
+        verdict.events.append(decision.event())
+        _finish(verdict, original, decision.calls, answer)
+        return verdict
     if shadow or strict:
-        decision = guard.decide(turn)
         verdict.events.append(decision.event())
         codes = [f["code"] for f in fixes] + decision.codes + (["no_tool_call"] if need_call else [])
         verdict.findings = list(dict.fromkeys(codes))
@@ -345,7 +350,8 @@ async def judge(
         p, c = usage_of({"usage": reply.usage})
         return Reply(turn=_turn(reply.content if not got else "", got), input_tokens=p, output_tokens=c)
 
-    outcome = await drive(guard, respond, [], first=Reply(turn=turn))
+    # A fresh guard: the decision above must not count against the budget twice.
+    outcome = await drive(Guard(guard.checker, policy), respond, [], first=Reply(turn=turn))
     verdict.events.extend(outcome.events)
     codes = [f["code"] for f in fixes]
     for d in outcome.decisions:
