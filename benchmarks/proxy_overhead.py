@@ -90,7 +90,9 @@ class Load:
             if stream:
                 body["stream"] = True
             t = time.perf_counter()
-            async with session.post(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}) as r:
+            async with session.post(
+                url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            ) as r:
                 raw = await r.read()
             latencies.append(time.perf_counter() - t)
             ok = r.status == 200 and (f'"call_{mark}"' in raw.decode() if stream else
@@ -113,7 +115,9 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-async def _compare(direct: str, proxied: str, pid: int, args: argparse.Namespace, stream: bool, tag: str) -> dict[str, Any]:
+async def _compare(
+    direct: str, proxied: str, pid: int, args: argparse.Namespace, stream: bool, tag: str
+) -> dict[str, Any]:
     import aiohttp
 
     load = Load(args.concurrency)
@@ -121,7 +125,9 @@ async def _compare(direct: str, proxied: str, pid: int, args: argparse.Namespace
     cpu = 0.0
     sent = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.concurrency)) as session:
-        await load.run(session, proxied, [f"{tag}w{i}" for i in range(args.concurrency * 2)], stream)  # warm-up
+        await load.run(
+            session, proxied, [f"{tag}w{i}" for i in range(args.concurrency * 2)], stream
+        )  # warm-up
         await load.run(session, direct, [f"{tag}v{i}" for i in range(args.concurrency * 2)], stream)
         for r in range(args.rounds):
             order = ["direct", "proxy"] if r % 2 == 0 else ["proxy", "direct"]
@@ -238,12 +244,16 @@ def _row(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--requests", type=int, default=2000, help="requests per target per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", type=int, default=20000, help="requests of the memory run (0: skip)")
-    parser.add_argument("--stacks", action="store_true", help="also compare bare aiohttp.web and Starlette+uvicorn")
+    parser.add_argument(
+        "--stacks", action="store_true", help="also compare bare aiohttp.web and Starlette+uvicorn"
+    )
     parser.add_argument("--probe", choices=["aiohttp", "starlette"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -274,7 +284,9 @@ def main() -> None:
                 probe = _start([sys.executable, __file__, "--probe", stack, "--upstream", direct, "--port", str(p)],
                                f"http://127.0.0.1:{p}/healthz")  # fmt: skip
                 procs.append(probe)
-                r = asyncio.run(_compare(direct, f"http://127.0.0.1:{p}/v1", probe.pid, args, False, stack[0]))
+                r = asyncio.run(
+                    _compare(direct, f"http://127.0.0.1:{p}/v1", probe.pid, args, False, stack[0])
+                )
                 rows.append({"what": f"bare pass-through on {stack}", **r})
                 probe.terminate()
         print("\n| through | mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 ms | added p99 ms "

@@ -52,6 +52,8 @@ def load_policy(path: Path) -> GuardPolicy:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "?"
         raise ToolmendError(f"{path}, field {field!r}: {err['msg']}") from None
+    except ToolmendError as exc:
+        raise ToolmendError(f"{path}: {exc}") from None
 
 
 def _key(var: str | None, flag: str) -> str | None:

@@ -2,7 +2,7 @@
 ``/healthz`` and ``/metrics``. See :mod:`toolmend.serve` for what it does with each answer.
 
 >>> app = create_app(ServeConfig(upstream="http://127.0.0.1:8000/v1"))
->>> sorted(r.resource.canonical for r in app.router.routes())
+>>> sorted({r.resource.canonical for r in app.router.routes()})
 ['/healthz', '/metrics', '/v1/chat/completions', '/v1/models']
 """
 
