@@ -155,6 +155,7 @@ class ScriptedUpstream:
         self.handler = handler
         self.bodies: list[dict[str, Any]] = []
         self.auth: list[str | None] = []
+        self.peers: set[Any] = set()
         self.cancelled = 0
         self.finished = 0
         app = web.Application()
@@ -187,6 +188,7 @@ class ScriptedUpstream:
         body = await request.json()
         self.bodies.append(body)
         self.auth.append(request.headers.get("Authorization"))
+        self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
         scene = self._next(body)
         if scene.delay:
             try:
@@ -254,6 +256,7 @@ def main() -> None:
     # The process form keeps nothing per request: memory must stay flat under a long benchmark.
     upstream.bodies = _Discard()
     upstream.auth = _Discard()
+    upstream.peers = _NoSet()
 
     async def serve() -> None:
         runner = web.AppRunner(upstream.thread.app, access_log=None)
@@ -271,6 +274,11 @@ def main() -> None:
 
 class _Discard(list):  # type: ignore[type-arg]
     def append(self, _item: Any) -> None:
+        return None
+
+
+class _NoSet(set):  # type: ignore[type-arg]
+    def add(self, _item: Any) -> None:
         return None
 
 

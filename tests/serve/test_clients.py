@@ -101,6 +101,13 @@ def test_give_up_is_an_openai_error(serve: Any) -> None:
     assert info.value.body["code"] == "tool_call_guard_gave_up"
     assert "missing_required" in info.value.body["findings"]
     assert len(proxy.upstream.bodies) == 3  # the answer and two re-asks (the default budget)
+    # On a stream the same error comes in-band, and no partial or invalid call is sent.
+    stream = client.chat.completions.create(**ASK, stream=True)
+    seen: list[Any] = []
+    with pytest.raises(openai.APIError) as err:
+        seen.extend(stream)
+    assert "tool_call_guard_gave_up" in str(err.value.body)
+    assert not any(c.choices and c.choices[0].delta.tool_calls for c in seen)
 
 
 def test_langchain_bind_tools(serve: Any) -> None:

@@ -169,3 +169,15 @@ def test_clean_stream_content_passes_through_byte_for_byte(serve: Any) -> None:
     for chunk in chunks[:3]:  # role, "Hello", " world": forwarded as the upstream wrote them
         assert "data: " + json.dumps(chunk) + "\n\n" in text
     assert text.endswith("data: [DONE]\n\n")
+
+
+def test_upstream_connections_are_reused_after_streams(serve: Any) -> None:
+    proxy = serve(Scene(chunks=stream_of([{"content": "hi"}], "stop")))
+    client = openai.OpenAI(base_url=proxy.url, api_key="k", max_retries=0)
+    for _ in range(3):
+        collect(
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], tools=TOOLS, stream=True
+            )
+        )
+    assert len(proxy.upstream.peers) == 1  # one pooled connection, not one per stream

@@ -9,11 +9,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from toolmend.serve.assembler import ContentGate, StreamAssembler
 from toolmend.serve.metrics import Metrics
 from toolmend.serve.protocol import RequestError, error_body, parse_body, tool_names, validate_request
 from toolmend.serve.traces import TraceWriter, trace_record
-from toolmend.serve.upstream import Upstream, UpstreamError, iter_sse
+from toolmend.serve.upstream import Upstream, UpstreamError, UpstreamReply, guard_transport, iter_sse
 from toolmend.serve.verdict import Answer, Verdict, answer_of, judge
 
 __all__ = ["ServeConfig", "create_app", "run"]
@@ -269,16 +270,38 @@ class _Exchange:
         except UpstreamError as exc:
             return self._failed(exc)
         response = web.StreamResponse(status=200, headers=_SSE_HEADERS)
+        clean = False
         try:
             await response.prepare(self.request)
             await self._relay(upstream, response, t)
+            clean = self.status == 200
         except (ConnectionResetError, ConnectionError):
             # The client went away: closing the upstream response cancels the upstream request.
             proxy.metrics.inc("toolmend_client_disconnects_total")
             self.outcome = "client_disconnected"
         finally:
-            upstream.close()
+            if clean:
+                # The client has its answer; read the body's end so the connection goes back to
+                # the pool (a new connection per stream costs milliseconds).
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(upstream.read(), 1.0)
+                upstream.release()
+            else:
+                upstream.close()
         return response
+
+    async def _events(self, upstream: Any) -> AsyncIterator[bytes]:
+        """The upstream's stream events; a server that ignored ``stream`` and sent one JSON body
+        is read as the stream that body stands for."""
+        if _mime(upstream.headers) != "application/json":
+            async for data in iter_sse(upstream):
+                yield data
+            return
+        async with guard_transport():
+            raw = await upstream.read()
+        for chunk in _as_chunks(UpstreamReply(upstream.status, upstream.headers, raw).json()):
+            yield json.dumps(chunk).encode()
+        yield b"[DONE]"
 
     async def _relay(self, upstream: Any, response: web.StreamResponse, t: float) -> None:
         proxy = self.proxy
@@ -291,7 +314,7 @@ class _Exchange:
         base: dict[str, Any] = {}
         done = first = False
         try:
-            async for data in iter_sse(upstream):
+            async for data in self._events(upstream):
                 if data == b"[DONE]":
                     done = True
                     break
@@ -508,6 +531,30 @@ def _upstream_error_body(exc: UpstreamError) -> dict[str, Any]:
     if isinstance(detail, dict) and detail.get("message"):
         return {"error": {**detail, "message": f"upstream error ({exc.status}): {detail['message']}"}}
     return error_body(str(exc), type=exc.kind, code=exc.status)
+
+
+def _as_chunks(body: Any) -> list[dict[str, Any]]:
+    """A non-streamed completion as the chunks of the same answer."""
+    if not _has_choice(body):
+        raise UpstreamError("the upstream's answer has no choices", status=502, kind="upstream_invalid")
+    base = {k: body[k] for k in _CHUNK_KEYS if k in body}
+    base["object"] = "chat.completion.chunk"
+    choice = body["choices"][0]
+    message = choice.get("message") or {}
+    delta = {"role": "assistant", "content": message.get("content")}
+    calls = [{"index": i, **c} for i, c in enumerate(message.get("tool_calls") or [])]
+    out = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}]
+    if calls:
+        out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": None}]})
+    out.append(
+        {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason") or "stop"}],
+        }
+    )
+    if body.get("usage") is not None:
+        out.append({**base, "choices": [], "usage": body["usage"]})
+    return out
 
 
 def _json(status: int, obj: Any, headers: Mapping[str, str] | None = None) -> web.Response:

@@ -22,7 +22,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from toolmend.errors import ModelError
 
-__all__ = ["RETRY_STATUS", "Upstream", "UpstreamError", "UpstreamReply", "iter_sse"]
+__all__ = ["RETRY_STATUS", "Upstream", "UpstreamError", "UpstreamReply", "guard_transport", "iter_sse"]
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 """Statuses worth another try (the set LiteLLM and Portkey retry by default)."""
@@ -196,7 +196,7 @@ class Upstream:
             with attempt:
                 attempts += 1
                 async with (
-                    _guard_transport(),
+                    guard_transport(),
                     self.session.post(self.base_url + path, data=data, headers=hdrs) as resp,
                 ):
                     if resp.status >= 400:
@@ -208,7 +208,7 @@ class Upstream:
     async def get(self, path: str, headers: Mapping[str, str] | None) -> UpstreamReply:
         """GET ``path`` once (``/models``); errors are passed on as they are."""
         async with (
-            _guard_transport(),
+            guard_transport(),
             self.session.get(self.base_url + path, headers=self.headers(headers)) as resp,
         ):
             return UpstreamReply(resp.status, resp.headers, await resp.read())
@@ -222,7 +222,7 @@ class Upstream:
         hdrs = self.headers(headers)
         async for attempt in self._retrying():
             with attempt:
-                async with _guard_transport():
+                async with guard_transport():
                     resp = await self.session.post(self.base_url + path, data=data, headers=hdrs)
                     if resp.status >= 400:
                         try:
@@ -233,7 +233,7 @@ class Upstream:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-class _guard_transport:  # noqa: N801 - used as a context manager
+class guard_transport:  # noqa: N801 - used as a context manager
     """Transport failures as :class:`UpstreamError` (timeouts 504, the rest 502; both retryable)."""
 
     async def __aenter__(self) -> None:
@@ -258,7 +258,7 @@ async def iter_sse(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     A timeout or a dropped connection mid-stream raises :class:`UpstreamError`.
     """
     data: list[bytes] = []
-    async with _guard_transport():
+    async with guard_transport():
         async for line in resp.content:
             line = line.rstrip(b"\r\n")
             if not line:
