@@ -166,3 +166,52 @@ def test_every_request_is_counted(serve: Any) -> None:
     assert m.value("toolmend_requests_total") == 2
     assert m.value("toolmend_requests_total", stream="false", outcome="accepted") == 1
     assert m.value("toolmend_upstream_errors_total", status="500") == 1
+
+
+async def test_a_mix_of_faults_every_request_ends_and_is_counted(serve: Any) -> None:
+    import random
+
+    rng = random.Random(7)
+    ok_stream = stream_of([{"tool_calls": [{"index": 0, **call("f", '{"a": 1}', "c1")}]}], "tool_calls")
+    scenes = {
+        "ok": Scene(body=OK),
+        "ok_stream": Scene(chunks=ok_stream),
+        "slow": Scene(body=OK, delay=5),
+        "drop": Scene(drop=True),
+        "429": Scene(status=429, body={"error": {"message": "later"}}, headers={"Retry-After": "0"}),
+        "500": Scene(status=500, body={"error": {"message": "oops"}}),
+        "503": Scene(status=503, body={"error": {"message": "busy"}}),
+        "broken": Scene(body=b"{half"),
+        "stop": Scene(chunks=stream_of(_deltas(), None, None), done=False),
+        "silent": Scene(chunks=[*stream_of(_deltas(), None, None), None]),
+    }
+    picks: list[str] = []
+
+    def handler(body: dict[str, Any]) -> Scene:
+        name = rng.choice(list(scenes))
+        picks.append(name)
+        return scenes[name]
+
+    proxy = serve(handler=handler, timeout=0.5, read_timeout=0.3, retries=1, max_retry_wait=0.01)
+    ended: list[str] = []
+
+    async def one(i: int) -> None:
+        body = {**ASK, "stream": i % 2 == 0}
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session,
+            session.post(proxy.url + "/chat/completions", json=body) as resp,
+        ):
+            text = await resp.text()
+        if resp.status != 200:
+            ended.append(f"http_{resp.status}")
+        elif body["stream"]:
+            ended.append("in_band_error" if '"error"' in text else "ok")
+            assert text.rstrip().endswith("[DONE]") or '"error"' in text
+        else:
+            ended.append("ok")
+
+    await asyncio.gather(*(one(i) for i in range(40)))
+    assert len(ended) == 40  # every request ended (the client's own limit was never needed)
+    assert proxy.metrics.value("toolmend_requests_total") == 40
+    assert set(ended) <= {"ok", "in_band_error", "http_429", "http_500", "http_502", "http_503", "http_504"}
+    assert "ok" in ended and len(set(ended)) >= 4
