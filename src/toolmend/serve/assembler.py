@@ -24,6 +24,7 @@ so that the proxy can still turn it into ``tool_calls``:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,9 +87,7 @@ class StreamAssembler:
             if isinstance(args, str):
                 slot.arguments += args
             elif isinstance(args, Mapping):
-                import json
-
-                slot.arguments += json.dumps(args)
+                slot.arguments += json.dumps(args)  # some servers send decoded arguments
 
     def _known(self, cid: str) -> bool:
         return any(s.id == cid for s in self._slots)

@@ -203,7 +203,7 @@ class Upstream:
                         raise await self._error(resp)
                     raw = await resp.read()
                     return UpstreamReply(resp.status, resp.headers, raw, attempts)
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise UpstreamError("the upstream was not tried", status=502)  # pragma: no cover - tenacity re-raises
 
     async def get(self, path: str, headers: Mapping[str, str] | None) -> UpstreamReply:
         """GET ``path`` once (``/models``); errors are passed on as they are."""
@@ -230,7 +230,7 @@ class Upstream:
                         finally:
                             resp.release()
                     return resp
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise UpstreamError("the upstream was not tried", status=502)  # pragma: no cover - tenacity re-raises
 
 
 class guard_transport:  # noqa: N801 - used as a context manager
