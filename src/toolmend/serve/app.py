@@ -418,35 +418,24 @@ class _Exchange:
             await response.write_eof()
             return
         already = answer.sent
+        # The rest of the answer goes out in one write: one syscall, not one per event.
+        events: list[dict[str, Any]] = []
         if verdict.content and verdict.content != already and verdict.content.startswith(already):
-            await self._emit(
-                response,
-                {
-                    **base,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "delta": {"content": verdict.content[len(already) :]},
-                            "finish_reason": None,
-                        }
-                    ],
-                },
-            )
+            rest = {"content": verdict.content[len(already) :]}
+            events.append({**base, "choices": [{"index": 0, "delta": rest, "finish_reason": None}]})
         for i, call in enumerate(verdict.tool_calls):
             delta = {"tool_calls": [{"index": i, **call}]}
             if i == 0 and not already and not verdict.content:
                 delta = {"role": "assistant", "content": None, **delta}
-            await self._emit(
-                response, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-            )
-        await self._emit(
-            response, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": verdict.finish_reason}]}
+            events.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        events.append(
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": verdict.finish_reason}]}
         )
         if usage_chunk is not None:
             _add_usage(usage_chunk, verdict)
-            await self._emit(response, usage_chunk)
-        await self._comment(response, verdict)
-        await response.write(b"data: [DONE]\n\n")
+            events.append(usage_chunk)
+        out = b"".join(b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n" for c in events)
+        await response.write(out + _comment_line(verdict) + b"data: [DONE]\n\n")
         await response.write_eof()
         self.final = verdict.message()
 
@@ -454,9 +443,7 @@ class _Exchange:
         await response.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n")
 
     async def _comment(self, response: web.StreamResponse, verdict: Verdict) -> None:
-        # Headers left before the answer was known; an SSE comment line carries them (clients skip it).
-        text = " ".join(f"{k}={v}" for k, v in verdict.headers().items())
-        await response.write(f": {text}\n\n".encode())
+        await response.write(_comment_line(verdict))
 
     # -- bookkeeping ----------------------------------------------------------------------------
 
@@ -531,6 +518,12 @@ def _upstream_error_body(exc: UpstreamError) -> dict[str, Any]:
     if isinstance(detail, dict) and detail.get("message"):
         return {"error": {**detail, "message": f"upstream error ({exc.status}): {detail['message']}"}}
     return error_body(str(exc), type=exc.kind, code=exc.status)
+
+
+def _comment_line(verdict: Verdict) -> bytes:
+    """The ``x-toolmend-*`` values as an SSE comment: a stream's headers left before the answer
+    was known, and clients skip comment lines."""
+    return (": " + " ".join(f"{k}={v}" for k, v in verdict.headers().items()) + "\n\n").encode()
 
 
 def _as_chunks(body: Any) -> list[dict[str, Any]]:
