@@ -31,7 +31,7 @@ LAYERS: list[list[str]] = [
     ["strategies"],
     ["runs"],
     ["bench"],
-    ["reports"],
+    ["reports", "serve"],
     ["cli"],
     ["__init__", "__main__"],
 ]

@@ -1,0 +1,64 @@
+"""Fixtures for the proxy tests: a scripted upstream and ``toolmend serve`` in front of it, both
+real servers on 127.0.0.1 (threads), so the real openai SDK and LangChain can talk to them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolmend.serve import ServeConfig, create_app
+
+_HERE = Path(__file__).resolve().parent
+if "scripted_upstream" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("scripted_upstream", _HERE / "scripted_upstream.py")
+    assert _spec is not None and _spec.loader is not None
+    _mod = importlib.util.module_from_spec(_spec)
+    sys.modules["scripted_upstream"] = _mod
+    _spec.loader.exec_module(_mod)
+
+from scripted_upstream import AppThread, Scene, ScriptedUpstream  # noqa: E402
+
+
+class Proxy:
+    """A running proxy: ``url`` (…/v1), the ``upstream`` it talks to, and its app state."""
+
+    def __init__(self, upstream: ScriptedUpstream, **config: Any) -> None:
+        self.upstream = upstream
+        self.config = ServeConfig(upstream=upstream.base_url, **config)
+        self.app = create_app(self.config)
+        self.thread = AppThread(self.app).start()
+
+    @property
+    def url(self) -> str:
+        return self.thread.url + "/v1"
+
+    @property
+    def metrics(self) -> Any:
+        from toolmend.serve.app import PROXY
+
+        return self.app[PROXY].metrics
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Proxy]]:
+    """``serve(*scenes, **config)``: a scripted upstream and a proxy in front of it."""
+    started: list[Proxy] = []
+
+    def make(*scenes: Scene, handler: Any = None, **config: Any) -> Proxy:
+        upstream = ScriptedUpstream(*scenes, handler=handler).start()
+        proxy = Proxy(upstream, **config)
+        started.append(proxy)
+        return proxy
+
+    yield make
+    for p in started:
+        p.stop()
+        p.upstream.stop()

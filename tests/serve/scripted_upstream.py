@@ -1,0 +1,286 @@
+"""A scripted OpenAI-compatible upstream on 127.0.0.1 (aiohttp.web in a thread), and a runner
+that serves any aiohttp app (the proxy) in a thread, so sync and async clients can use both.
+
+Each request takes the next :class:`Scene` of the script (the last one repeats): a JSON answer,
+a stream of chunks (with delays, a drop or a stop mid-way), an error status, a raw body, or a
+dropped connection. Every request body is kept, and the server counts streams whose client went
+away before the end (``cancelled``).
+
+As a process (for benchmarks/proxy_overhead.py)::
+
+    python tests/serve/scripted_upstream.py [--port 0]   # prints "PORT <n>"; clean calls, streamed or not
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["AppThread", "Scene", "ScriptedUpstream", "call", "completion", "stream_of"]
+
+
+@dataclass
+class Scene:
+    """What the upstream does for one request."""
+
+    body: Any = None
+    """A JSON answer (dict), or raw bytes sent as they are."""
+    chunks: list[Any] | None = None
+    """A stream: each item a chunk dict, raw bytes (sent as one event's data) or None (a pause)."""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+    drop: bool = False
+    """Close the connection without an answer (after ``delay``); with ``chunks``: after them."""
+    done: bool = True
+    """Send ``data: [DONE]`` at the end of a stream."""
+
+
+def call(name: str, arguments: str | dict[str, Any], id: str | None = None) -> dict[str, Any]:
+    """A ``tool_calls`` item; dict arguments are JSON-encoded."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": id or f"call_{name}", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def completion(
+    content: str | None = None,
+    calls: list[dict[str, Any]] | None = None,
+    finish: str | None = None,
+    usage: tuple[int, int] = (10, 5),
+) -> dict[str, Any]:
+    """A chat completion body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": "chatcmpl-up",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": finish or ("tool_calls" if calls else "stop")}],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+    }  # fmt: skip
+
+
+def stream_of(
+    deltas: list[dict[str, Any]], finish: str | None = "stop", usage: tuple[int, int] | None = (10, 5)
+) -> list[Any]:
+    """Chunks for ``deltas`` (a role chunk first), a finish chunk, and a usage chunk."""
+    base = {
+        "id": "chatcmpl-up",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "scripted",
+    }
+    out: list[Any] = [
+        {
+            **base,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+        }
+    ]
+    out += [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    if finish is not None:
+        out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    if usage is not None:
+        out.append({**base, "choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+                                                    "total_tokens": sum(usage)}})  # fmt: skip
+    return out
+
+
+class AppThread:
+    """Serves an aiohttp app on 127.0.0.1 in a daemon thread (its own event loop)."""
+
+    def __init__(self, app: web.Application, *, handler_cancellation: bool = True) -> None:
+        self.app = app
+        self.port = 0
+        self._cancel = handler_cancellation
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> AppThread:
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            try:
+                self._loop.run_until_complete(self._serve())
+            except BaseException as exc:  # pragma: no cover - surfaced by start()
+                self._error = exc
+                self._ready.set()
+                return
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._runner.cleanup() if self._runner else asyncio.sleep(0))
+            self._loop.close()
+
+        threading.Thread(target=run, daemon=True).start()
+        self._ready.wait(10)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    async def _serve(self) -> None:
+        self._runner = web.AppRunner(self.app, handler_cancellation=self._cancel, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._ready.set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+class ScriptedUpstream:
+    """See the module docstring. ``handler`` (optional) picks the scene from the request body."""
+
+    def __init__(self, *script: Scene, handler: Callable[[dict[str, Any]], Scene] | None = None) -> None:
+        self.script = list(script)
+        self.handler = handler
+        self.bodies: list[dict[str, Any]] = []
+        self.auth: list[str | None] = []
+        self.peers: set[Any] = set()
+        self.cancelled = 0
+        self.finished = 0
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self.thread = AppThread(app)
+
+    def start(self) -> ScriptedUpstream:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+    @property
+    def base_url(self) -> str:
+        return self.thread.url + "/v1"
+
+    def _next(self, body: dict[str, Any]) -> Scene:
+        if self.handler is not None:
+            return self.handler(body)
+        return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+
+    async def _models(self, _request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "me"}]}
+        )
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.bodies.append(body)
+        self.auth.append(request.headers.get("Authorization"))
+        self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
+        scene = self._next(body)
+        if scene.delay:
+            try:
+                await asyncio.sleep(scene.delay)
+            except asyncio.CancelledError:
+                self.cancelled += 1  # the proxy went away while we were "thinking"
+                raise
+        if scene.drop and scene.chunks is None:
+            assert request.transport is not None
+            request.transport.close()
+            raise asyncio.CancelledError
+        if scene.chunks is None:
+            if isinstance(scene.body, bytes):
+                return web.Response(body=scene.body, status=scene.status, headers=scene.headers,
+                                    content_type="application/json")  # fmt: skip
+            return web.json_response(scene.body, status=scene.status, headers=scene.headers)
+        resp = web.StreamResponse(
+            status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers}
+        )
+        try:
+            await resp.prepare(request)
+            for chunk in scene.chunks:
+                if scene.chunk_delay:
+                    await asyncio.sleep(scene.chunk_delay)
+                if chunk is None:
+                    await asyncio.sleep(3600)
+                data = chunk if isinstance(chunk, bytes) else json.dumps(chunk).encode()
+                await resp.write(b"data: " + data + b"\n\n")
+            if scene.drop:
+                assert request.transport is not None
+                request.transport.close()
+                return resp
+            if scene.done:
+                await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            self.finished += 1
+        except (asyncio.CancelledError, ConnectionError):
+            self.cancelled += 1
+            raise
+        return resp
+
+
+def _bench_scene(body: dict[str, Any]) -> Scene:
+    """A clean answer for the benchmark: one valid call when the request has tools, its id taken
+    from the last user message, so a client can tell that it got its own answer."""
+    mark = str(body["messages"][-1].get("content", ""))
+    calls = (
+        [call("get_weather", {"city": "Oslo", "days": 3}, id=f"call_{mark}")] if body.get("tools") else None
+    )
+    if not body.get("stream"):
+        return Scene(body=completion(mark if not calls else None, calls))
+    deltas: list[dict[str, Any]] = [{"content": mark}] if not calls else [
+        {"tool_calls": [{"index": 0, "id": f"call_{mark}", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Oslo", '}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": '"days": 3}'}}]},
+    ]  # fmt: skip
+    return Scene(chunks=stream_of(deltas, "tool_calls" if calls else "stop"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    upstream = ScriptedUpstream(handler=_bench_scene)
+    # The process form keeps nothing per request: memory must stay flat under a long benchmark.
+    upstream.bodies = _Discard()
+    upstream.auth = _Discard()
+    upstream.peers = _NoSet()
+
+    async def serve() -> None:
+        runner = web.AppRunner(upstream.thread.app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", args.port, backlog=1024)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        print(f"PORT {port}", flush=True)
+        while True:
+            await asyncio.sleep(3600)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+class _Discard(list):  # type: ignore[type-arg]
+    def append(self, _item: Any) -> None:
+        return None
+
+
+class _NoSet(set):  # type: ignore[type-arg]
+    def add(self, _item: Any) -> None:
+        return None
+
+
+if __name__ == "__main__":
+    main()
