@@ -6,7 +6,7 @@ import typer
 
 from toolmend._version import __version__
 from toolmend.benchmarks import BENCHMARKS, STRATEGIES, SUITES
-from toolmend.cli import bench, build, cache, check, report, score
+from toolmend.cli import bench, build, cache, check, report, score, train
 from toolmend.models import MODELS
 
 
@@ -48,7 +48,7 @@ def _root(
     """Measure, catch, recover from and train away LLM tool-call errors (see the list above)."""
 
 
-for _command in (bench, build, cache, check, report, score):
+for _command in (bench, build, cache, check, report, score, train):
     _command.register(app)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 from toolmend.errors import ConfigError
 
@@ -17,7 +18,12 @@ def require(*packages: str) -> None:
 
     >>> require("json")
     """
-    missing = [p for p in packages or TRAIN_PACKAGES if importlib.util.find_spec(p) is None]
+    # ``sys.modules[name] = None`` is Python's way to block an import; honour it like absence.
+    missing = [
+        p
+        for p in packages or TRAIN_PACKAGES
+        if (p in sys.modules and sys.modules[p] is None) or (p not in sys.modules and importlib.util.find_spec(p) is None)
+    ]
     if missing:
         raise ConfigError(
             f"training needs the 'train' extra ({', '.join(missing)} missing): pip install 'toolmend[train]'"

@@ -337,7 +337,7 @@ def prepare(
     if not gpu:
         # TRL turns bf16 on by default and refuses it on a CPU unless use_cpu is set; gradient
         # checkpointing only slows a CPU run down.
-        defaults.update(use_cpu=True, bf16=False, gradient_checkpointing=False)
+        defaults.update(use_cpu=True, bf16=False, activation_checkpointing=False)
     args = {**defaults, **{k: v for k, v in options.items() if k not in _TOOLMEND_KEYS}}
 
     import trl
@@ -348,6 +348,8 @@ def prepare(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{config_class.__name__}: {exc}") from None
 
+    if kind == "kto" and trl_config.per_device_train_batch_size < 2:
+        raise ConfigError("KTO needs per_device_train_batch_size >= 2 (its KL estimate uses the other rows)")
     peft_config = None
     if lora:
         require("peft")
@@ -363,8 +365,6 @@ def prepare(
     if kind == "sft":
         trainer = trl.SFTTrainer(**common)
     elif kind == "kto":
-        if trl_config.per_device_train_batch_size < 2:
-            raise ConfigError("KTO needs per_device_train_batch_size >= 2 (its KL estimate uses the other rows)")
         trainer = trl.KTOTrainer(**common)
     else:
         funcs: list[Any] = [REWARDS[r][0]() for r in reward_names]

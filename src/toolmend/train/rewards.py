@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import linear_sum_assignment
 
-from toolmend.benchmarks.reflection_bench import RewardConfig, reward_breakdown
+from toolmend.benchmarks.reflection_bench import RewardConfig, Similarity, reward_breakdown
 from toolmend.check import Checker
 from toolmend.errors import ConfigError
 from toolmend.formats import load_tools, parse_calls
@@ -96,24 +96,34 @@ class SchemaRewardConfig(BaseModel):
     )
 
 
-def schema_score(text: str, tools: Any, config: SchemaRewardConfig | None = None) -> float:
+def schema_score(
+    text: str, tools: Any, config: SchemaRewardConfig | None = None, expected_count: int | None = None
+) -> float:
     """The schema reward of one reply text against the offered ``tools`` (any spec dialect or
-    JSON text of a list of them)."""
+    JSON text of a list of them); ``expected_count`` (the gold's number of calls, when known)
+    adds ``wrong_tool_count`` and lets intended repeats pass."""
     cfg = config or SchemaRewardConfig()
     parsed = parse_calls(text)
     if not parsed.calls:
         return cfg.min_reward
-    findings = [*parsed.findings, *Checker(load_tools(_json(tools))).check(parsed.calls)]
+    findings = [*parsed.findings, *Checker(load_tools(_json(tools))).check(parsed.calls, expected_count)]
     penalty = sum(cfg.penalties.get(f.code, cfg.default_penalty) for f in findings)
     return max(cfg.min_reward, cfg.max_reward - penalty)
 
 
-def schema_reward(config: SchemaRewardConfig | None = None, *, tools_column: str = "tools") -> RewardFn:
-    """A reward function scoring each completion with :func:`schema_score` against its row's tools."""
+def schema_reward(
+    config: SchemaRewardConfig | None = None, *, tools_column: str = "tools", gold_column: str = "gold_calls"
+) -> RewardFn:
+    """A reward function scoring each completion with :func:`schema_score` against its row's
+    tools (and the gold's call count, when the ``gold_calls`` column is there)."""
 
     def schema_valid(completions: list[Any], **columns: Any) -> list[float | None]:
-        tools = _column(columns, tools_column, len(completions))
-        return [schema_score(completion_text(c), t, config) for c, t in zip(completions, tools, strict=True)]
+        n = len(completions)
+        tools = _column(columns, tools_column, n)
+        counts = [len(_as_calls(g)) for g in _column(columns, gold_column, n)] if gold_column in columns else [None] * n
+        return [
+            schema_score(completion_text(c), t, config, k) for c, t, k in zip(completions, tools, counts, strict=True)
+        ]
 
     return schema_valid
 
@@ -191,20 +201,36 @@ def reflection_config(preset: Literal["paper", "released"] | RewardConfig = "pap
 
 
 def reflection_reward(
-    preset: Literal["paper", "released"] | RewardConfig = "paper", *, gold_column: str = "ground_truth"
+    preset: Literal["paper", "released"] | RewardConfig = "paper",
+    *,
+    gold_column: str = "ground_truth",
+    sim: Similarity | None = None,
 ) -> RewardFn:
     """Tool-Reflection-Bench's structured-reflection reward in [0, 1] against ``ground_truth``.
 
     Unlike :func:`toolmend.benchmarks.reflection_bench.reflection_reward`, which logs and
-    scores 0 so that an evaluation goes on, this raises: in training a silent 0 is a bug that
-    looks like a lesson.
+    scores 0 so that an evaluation goes on (and scores a failing ``sim`` term 0), this raises:
+    in training a silent 0 is a bug that looks like a lesson.
     """
     cfg = reflection_config(preset)
+    errors: list[BaseException] = []
+
+    def watched(a: str, b: str) -> float:
+        assert sim is not None
+        try:
+            return sim(a, b)
+        except Exception as exc:
+            errors.append(exc)
+            raise
 
     def reflection(completions: list[Any], **columns: Any) -> list[float | None]:
         golds = _column(columns, gold_column, len(completions))
-        return [
-            float(reward_breakdown(completion_text(c), g, cfg).reward) for c, g in zip(completions, golds, strict=True)
-        ]
+        out: list[float | None] = []
+        for c, g in zip(completions, golds, strict=True):
+            value = float(reward_breakdown(completion_text(c), g, cfg, watched if sim is not None else None).reward)
+            if errors:
+                raise errors.pop()
+            out.append(value)
+        return out
 
     return reflection
