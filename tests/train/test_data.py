@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from toolmend.benchmarks.critic.traces import load_traces
 from toolmend.check import Checker
 from toolmend.cli.app import app
 from toolmend.errors import ConfigError
 from toolmend.formats import load_tools, parse_calls
 from toolmend.schema import ToolCall
-from toolmend.train import build_dataset, build_rows, verify_injection
-from toolmend.benchmarks.critic.traces import load_traces
-from toolmend.train.data import KEEP_IT, _fingerprint
 from toolmend.synth.inject import Injection
+from toolmend.train import build_dataset, build_rows, verify_injection
+from toolmend.train.data import KEEP_IT, _fingerprint
 
 PROVENANCE = {"source", "seed", "trace_id", "operator", "sub_label", "code", "checker_version"}
 
@@ -51,7 +51,9 @@ def test_kto_negatives_fail_with_their_code_and_gold_passes(kto) -> None:
         assert row["code"] in _findings(row), row
     assert sum(v for k, v in report.codes.items() if k != "correct") == len(negatives)
     assert sum(report.verified_by.values()) == len(negatives)
-    assert {"hitec_wrong_tool_name", "hitec_missing_required", "hitec_invalid_format"} <= set(report.operators)
+    assert {"hitec_wrong_tool_name", "hitec_missing_required", "hitec_invalid_format"} <= set(
+        report.operators
+    )
 
 
 def test_kto_is_shuffled_after_unpairing(kto) -> None:
@@ -65,7 +67,7 @@ def test_rows_carry_provenance_and_a_tools_column() -> None:
     rows, report = build_rows("sft", source="world", seed=3, limit=3, max_tools=3)
     assert report.rows == 3 and report.codes == {"correct": 3}
     for row in rows:
-        assert PROVENANCE <= set(row) and row["seed"] == 3 and row["checker_version"].startswith("toolmend-")
+        assert set(row) >= PROVENANCE and row["seed"] == 3 and row["checker_version"].startswith("toolmend-")
         tools = json.loads(row["tools"])
         assert len(tools) == 3 and all(t["type"] == "function" for t in tools)
         assert row["prompt"][0]["role"] == "user" and row["completion"][0]["role"] == "assistant"
@@ -84,7 +86,10 @@ def test_refine_keeps_correct_attempts_with_keep_it() -> None:
         first, feedback = row["prompt"][1]["content"], row["prompt"][2]["content"]
         assert first != row["completion"][0]["content"]
         assert row["prompt"][1]["role"] == "assistant" and row["prompt"][2]["role"] == "user"
-        assert feedback.startswith("The calls have problems") or row["code"] in {"tool_select_error", "parameters_value_error"}
+        assert feedback.startswith("The calls have problems") or row["code"] in {
+            "tool_select_error",
+            "parameters_value_error",
+        }
 
 
 def test_reflect_rows_hold_a_reflection_and_the_gold_for_the_reward() -> None:
@@ -93,7 +98,9 @@ def test_reflect_rows_hold_a_reflection_and_the_gold_for_the_reward() -> None:
     for row in rows:
         answer = row["completion"][0]["content"]
         assert answer == row["ground_truth"] and answer.startswith("<reflect>")
-        assert parse_calls(answer).calls == [ToolCall.model_validate(c) for c in json.loads(row["gold_calls"])]
+        assert parse_calls(answer).calls == [
+            ToolCall.model_validate(c) for c in json.loads(row["gold_calls"])
+        ]
 
 
 def test_an_unverifiable_injection_is_rejected() -> None:

@@ -62,9 +62,13 @@ def test_call_match_hand_computed() -> None:
     assert call_match_score(wrong_name, gold) == -3.0
     extra = [*gold, ToolCall(name="send", arguments={})]  # names {gw} vs {gw, send}: 1/2 → 3.5/4
     assert call_match_score(extra, gold) == pytest.approx(6 * 3.5 / 4 - 3)
-    assert call_match_score(half, gold, CallMatchConfig(low=0, high=1, values_weight=0)) == pytest.approx(1.5 / 2)
+    assert call_match_score(half, gold, CallMatchConfig(low=0, high=1, values_weight=0)) == pytest.approx(
+        1.5 / 2
+    )
     fn = call_match_reward()
-    assert fn([write_calls(gold, "tags"), "nonsense"], gold_calls=[json.dumps([gold[0].model_dump()])] * 2) == [
+    assert fn(
+        [write_calls(gold, "tags"), "nonsense"], gold_calls=[json.dumps([gold[0].model_dump()])] * 2
+    ) == [
         3.0,
         -3.0,
     ]
@@ -76,7 +80,9 @@ def test_reflection_reward_presets_and_values() -> None:
     assert paper([gold], ground_truth=[gold]) == [1.0]
     # The released code adds 1e-8 to its denominators, so its maximum is 1 - O(1e-8).
     assert released([gold], ground_truth=[gold]) == [pytest.approx(1.0, abs=1e-6)]
-    wrong_call = '<reflect>the city was wrong</reflect><tool_call>{"name": "f", "arguments": {"a": 2}}</tool_call>'
+    wrong_call = (
+        '<reflect>the city was wrong</reflect><tool_call>{"name": "f", "arguments": {"a": 2}}</tool_call>'
+    )
     # Released code gates on the calls (0 when they differ); the paper's equations do not.
     assert released([wrong_call], ground_truth=[gold]) == [0.0]
     assert 0.0 < paper([wrong_call], ground_truth=[gold])[0] < 1.0
@@ -92,7 +98,9 @@ def test_bugs_raise_instead_of_scoring_zero() -> None:
         reflection_reward()([42], ground_truth=["<reflect>x</reflect>"])
     # With the gold's count known, a repeated call costs duplicate_call and wrong_tool_count (0.25 each).
     two = write_calls([ToolCall(name="send", arguments={"to": "a"})] * 2, "tags")
-    assert schema_reward()([two], tools=[TOOLS], gold_calls=['[{"name": "send", "arguments": {"to": "a"}}]']) == [0.5]
+    assert schema_reward()(
+        [two], tools=[TOOLS], gold_calls=['[{"name": "send", "arguments": {"to": "a"}}]']
+    ) == [0.5]
     with pytest.raises(ConfigError, match="JSON list"):
         call_match_reward()(["x"], gold_calls=['{"name": "f"}'])
 

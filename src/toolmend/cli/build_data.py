@@ -31,8 +31,12 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         max_tools: Annotated[
             int | None, typer.Option(help="Offer the gold tools plus distractors up to this many.")
         ] = None,
-        reply_format: Annotated[str, typer.Option(help="How calls are written: tags, json, python.")] = "tags",
-        data: Annotated[Path | None, typer.Option(help="Data folder for nestools/bfcl (default: shared).")] = None,
+        reply_format: Annotated[
+            str, typer.Option(help="How calls are written: tags, json, python.")
+        ] = "tags",
+        data: Annotated[
+            Path | None, typer.Option(help="Data folder for nestools/bfcl (default: shared).")
+        ] = None,
     ) -> None:
         from toolmend.train.data import build_rows
 
@@ -49,11 +53,17 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         report_path = out.with_name(out.name + ".report.json")
         report_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        table = Table(title=f"{kind} data: {source}, seed {seed}, {report.traces} trajectories, {report.rows} rows")
+        table = Table(
+            title=f"{kind} data: {source}, seed {seed}, {report.traces} trajectories, {report.rows} rows"
+        )
         table.add_column("part")
         table.add_column("kind")
         table.add_column("count", justify="right")
-        for part, counts in (("code", report.codes), ("verified by", report.verified_by), ("dropped", report.dropped)):
+        for part, counts in (
+            ("code", report.codes),
+            ("verified by", report.verified_by),
+            ("dropped", report.dropped),
+        ):
             for name, n in counts.items():
                 table.add_row(part, name, str(n))
         shown = console()

@@ -51,17 +51,27 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         data: Annotated[Path, typer.Option("--data", help="JSON Lines file from `toolmend build`.")],
         out: Annotated[Path, typer.Option("--out", help="Folder for the trained model or adapter.")],
         lora: Annotated[bool, typer.Option("--lora", help="Train a LoRA adapter (peft).")] = False,
-        config: Annotated[Path | None, typer.Option(help="YAML/JSON: TRL config fields and recipe options.")] = None,
+        config: Annotated[
+            Path | None, typer.Option(help="YAML/JSON: TRL config fields and recipe options.")
+        ] = None,
         set_: Annotated[
-            list[str] | None, typer.Option("--set", help="KEY=VALUE config field, repeatable (wins over --config).")
+            list[str] | None,
+            typer.Option("--set", help="KEY=VALUE config field, repeatable (wins over --config)."),
         ] = None,
         max_steps: Annotated[int | None, typer.Option(help="Stop after this many optimiser steps.")] = None,
         preset: Annotated[str | None, typer.Option(help="GRPO: dapo or gspo.")] = None,
         reward: Annotated[
-            list[str] | None, typer.Option(help="GRPO reward, repeatable: schema, call_match, reflection, reflection_released.")
+            list[str] | None,
+            typer.Option(
+                help="GRPO reward, repeatable: schema, call_match, reflection, reflection_released."
+            ),
         ] = None,
-        vllm: Annotated[str | None, typer.Option(help="GRPO generation with vLLM: server or colocate (GPU).")] = None,
-        vllm_server_url: Annotated[str | None, typer.Option(help="URL of `trl vllm-serve` in server mode.")] = None,
+        vllm: Annotated[
+            str | None, typer.Option(help="GRPO generation with vLLM: server or colocate (GPU).")
+        ] = None,
+        vllm_server_url: Annotated[
+            str | None, typer.Option(help="URL of `trl vllm-serve` in server mode.")
+        ] = None,
         deepspeed: Annotated[Path | None, typer.Option(help="DeepSpeed JSON config, passed to TRL.")] = None,
         accelerate_config: Annotated[
             Path | None, typer.Option(help="Relaunch under `accelerate launch --config_file FILE`.")
@@ -90,7 +100,7 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         except ToolmendError as exc:
             fail(str(exc))
         shown = console()
-        last = next((e for e in reversed(result.log) if "loss" in e or "train_loss" in e), {})
+        last: dict[str, Any] = next((e for e in reversed(result.log) if "loss" in e or "train_loss" in e), {})
         loss = last.get("train_loss", last.get("loss"))
         extra = f", {result.dropped_groups} tied-reward groups left out" if kind == "grpo" else ""
         shown.print(f"{kind}: {result.steps} steps, final loss {loss}{extra}; saved to {result.out}")

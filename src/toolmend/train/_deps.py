@@ -22,7 +22,8 @@ def require(*packages: str) -> None:
     missing = [
         p
         for p in packages or TRAIN_PACKAGES
-        if (p in sys.modules and sys.modules[p] is None) or (p not in sys.modules and importlib.util.find_spec(p) is None)
+        if (p in sys.modules and sys.modules[p] is None)
+        or (p not in sys.modules and importlib.util.find_spec(p) is None)
     ]
     if missing:
         raise ConfigError(

@@ -53,7 +53,7 @@ from toolmend.check import Checker, describe
 from toolmend.errors import ConfigError
 from toolmend.formats import parse_calls, to_openai_tool, write_calls
 from toolmend.formats.result import CallFormat
-from toolmend.schema import ERROR_CODES, Tool, ToolCall
+from toolmend.schema import Tool, ToolCall
 from toolmend.synth.inject import Injection, inject, operator_names
 
 if TYPE_CHECKING:
@@ -116,7 +116,9 @@ class _Ctx:
     def drop(self, reason: str) -> None:
         self.report.dropped[reason] = self.report.dropped.get(reason, 0) + 1
 
-    def add(self, row: dict[str, Any], trace: Trace, code: str, operator: str = "", sub_label: str = "") -> None:
+    def add(
+        self, row: dict[str, Any], trace: Trace, code: str, operator: str = "", sub_label: str = ""
+    ) -> None:
         if self.kind != "kto":
             row.setdefault("gold_calls", gold_json(trace.calls))
         row.update(
@@ -200,7 +202,9 @@ def feedback_text(calls: Sequence[ToolCall], text: str | None, checker: Checker,
     findings += checker.check(parsed, expected_count=expected)
     if not findings:
         return "The checker found no problem in these calls. Keep them if they do what the user asked."
-    lines = [f"- {f.message} ({describe(f.code)})" + (f" {f.suggestion}" if f.suggestion else "") for f in findings]
+    lines = [
+        f"- {f.message} ({describe(f.code)})" + (f" {f.suggestion}" if f.suggestion else "") for f in findings
+    ]
     return "The calls have problems:\n" + "\n".join(lines) + "\nReply with the corrected calls."
 
 
@@ -257,7 +261,9 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: s
     # ToolACE-R keeps already-correct attempts too, answered with "keep it".
     feedback = feedback_text(trace.calls, None, checker, expected)
     prompt = [*_user(trace), *_assistant(gold), {"role": "user", "content": feedback}]
-    ctx.add({"prompt": prompt, "completion": _assistant(f"{KEEP_IT}\n{gold}"), "tools": tools}, trace, "correct")
+    ctx.add(
+        {"prompt": prompt, "completion": _assistant(f"{KEEP_IT}\n{gold}"), "tools": tools}, trace, "correct"
+    )
 
 
 def _reflect(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
@@ -326,9 +332,13 @@ def build_rows(
     if kind not in KINDS:
         raise ConfigError(f"unknown dataset kind {kind!r}; expected one of {', '.join(KINDS)}")
     if source.startswith("traces:"):
-        raise ConfigError("the traces: source needs the guard's trace files, which this version cannot read yet")
+        raise ConfigError(
+            "the traces: source needs the guard's trace files, which this version cannot read yet"
+        )
     report = BuildReport(kind=kind, source=source, seed=seed)
-    ctx = _Ctx(kind, source, seed, reply_format, report, random.Random(f"toolmend-train:{kind}:{source}:{seed}"))
+    ctx = _Ctx(
+        kind, source, seed, reply_format, report, random.Random(f"toolmend-train:{kind}:{source}:{seed}")
+    )
     if kind == "critique":
         _critique(ctx, limit, Path(data) if data is not None else None)
     else:
@@ -361,5 +371,7 @@ def build_dataset(kind: Kind | str, **options: Any) -> tuple[Dataset, BuildRepor
 
     rows, report = build_rows(kind, **options)
     if not rows:
-        raise ConfigError(f"no {kind} rows were built from {report.source!r}; dropped: {report.dropped or 'none'}")
+        raise ConfigError(
+            f"no {kind} rows were built from {report.source!r}; dropped: {report.dropped or 'none'}"
+        )
     return Dataset.from_list(rows), report

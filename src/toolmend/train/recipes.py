@@ -195,7 +195,7 @@ def _grpo_trainer_class() -> type:
     import torch
     from trl import GRPOTrainer
 
-    class ToolGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+    class ToolGRPOTrainer(GRPOTrainer):
         """GRPO that renders each prompt with its own row's ``tools`` (as SFT and KTO do) and,
         with ``dynamic_sampling``, drops tied-reward groups from the loss and counts them."""
 
@@ -214,7 +214,11 @@ def _grpo_trainer_class() -> type:
             return output
 
         def _tokenize_prompts(self, prompts: list[Any]) -> Any:
-            if self._batch_tools is None or self.environment_factories is not None or isinstance(prompts[0], str):
+            if (
+                self._batch_tools is None
+                or self.environment_factories is not None
+                or isinstance(prompts[0], str)
+            ):
                 return super()._tokenize_prompts(prompts)
             ids = [
                 _render(self.processing_class, p, t, self.chat_template)
@@ -232,7 +236,7 @@ def _grpo_trainer_class() -> type:
             loss_mask = mask if output.get("tool_mask") is None else mask * output["tool_mask"]
             output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
             groups = self.accelerator.gather(tied.float().sum()).sum().item() / self.num_generations
-            mode = "train" if self.model.training else "eval"
+            mode = "train" if self.model is not None and self.model.training else "eval"
             self.dropped_groups += int(round(groups))
             self._metrics[mode]["dynamic_sampling/dropped_groups"].append(float(groups))
             self._metrics[mode]["dynamic_sampling/kept_frac"].append(
@@ -246,15 +250,21 @@ def _model_dir(model: str | Path) -> Path:
     path = Path(model)
     if not (path / "config.json").is_file():
         what = "does not exist" if not path.exists() else "has no config.json"
-        raise ConfigError(f"{path}: model folder {what}; pass a local Hugging Face model folder (--model PATH)")
+        raise ConfigError(
+            f"{path}: model folder {what}; pass a local Hugging Face model folder (--model PATH)"
+        )
     return path
 
 
-def _check_columns(kind: str, rows: Sequence[dict[str, Any]], data: Path | str, needed: Sequence[str]) -> None:
+def _check_columns(
+    kind: str, rows: Sequence[dict[str, Any]], data: Path | str, needed: Sequence[str]
+) -> None:
     for column in (*_COLUMNS[kind], *needed):
         for n, row in enumerate(rows, 1):
             if column not in row:
-                raise DatasetError(f"missing column (a {kind} dataset needs it)", path=data, line=n, field=column)
+                raise DatasetError(
+                    f"missing column (a {kind} dataset needs it)", path=data, line=n, field=column
+                )
 
 
 def _grpo_options(options: dict[str, Any], gpu: bool) -> dict[str, Any]:
@@ -267,7 +277,9 @@ def _grpo_options(options: dict[str, Any], gpu: bool) -> dict[str, Any]:
         if vllm not in ("server", "colocate"):
             raise ConfigError(f"vllm must be 'server' or 'colocate', not {vllm!r}")
         if not gpu:
-            raise ConfigError("vLLM generation needs a GPU; none is visible (drop --vllm to generate with transformers)")
+            raise ConfigError(
+                "vLLM generation needs a GPU; none is visible (drop --vllm to generate with transformers)"
+            )
         require("vllm")
         merged.update(use_vllm=True, vllm_mode=vllm)
     num_generations = int(merged.get("num_generations", 8))
@@ -362,6 +374,7 @@ def prepare(
     policy = AutoModelForCausalLM.from_pretrained(model_dir)
     common = {"model": policy, "args": trl_config, "train_dataset": dataset, "processing_class": tokenizer,
               "peft_config": peft_config}  # fmt: skip
+    trainer: Any
     if kind == "sft":
         trainer = trl.SFTTrainer(**common)
     elif kind == "kto":
@@ -390,7 +403,9 @@ def _check_grpo_rendering(trainer: Any, tokenizer: Any, row: dict[str, Any], mod
     finally:
         trainer._batch_tools = None
     if list(ids) != _render(tokenizer, row["prompt"], _tools(row.get("tools"))):
-        raise ConfigError(f"{model}: GRPO renders the tools differently from SFT; the policy would see other prompts")
+        raise ConfigError(
+            f"{model}: GRPO renders the tools differently from SFT; the policy would see other prompts"
+        )
 
 
 def train(

@@ -50,7 +50,9 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, str):
         return completion
     if isinstance(completion, list) and all(isinstance(m, dict) for m in completion):
-        return "".join(str(m.get("content") or "") for m in completion if m.get("role", "assistant") == "assistant")
+        return "".join(
+            str(m.get("content") or "") for m in completion if m.get("role", "assistant") == "assistant"
+        )
     raise TypeError(f"a completion is a string or a list of messages, not {type(completion).__name__}")
 
 
@@ -80,7 +82,7 @@ class SchemaRewardConfig(BaseModel):
     min_reward: float = -1.0
     default_penalty: float = 0.5
     penalties: dict[ErrorCode, float] = Field(
-        default_factory=lambda: {
+        default_factory=lambda: {  # type: ignore[arg-type]
             "invalid_format": 1.0,
             "wrong_tool_name": 1.0,
             "missing_required": 0.5,
@@ -120,9 +122,14 @@ def schema_reward(
     def schema_valid(completions: list[Any], **columns: Any) -> list[float | None]:
         n = len(completions)
         tools = _column(columns, tools_column, n)
-        counts = [len(_as_calls(g)) for g in _column(columns, gold_column, n)] if gold_column in columns else [None] * n
+        counts = (
+            [len(_as_calls(g)) for g in _column(columns, gold_column, n)]
+            if gold_column in columns
+            else [None] * n
+        )
         return [
-            schema_score(completion_text(c), t, config, k) for c, t, k in zip(completions, tools, counts, strict=True)
+            schema_score(completion_text(c), t, config, k)
+            for c, t, k in zip(completions, tools, counts, strict=True)
         ]
 
     return schema_valid
@@ -158,11 +165,15 @@ def _pair_score(g: ToolCall, p: ToolCall, cfg: CallMatchConfig) -> float:
     if g.name != p.name:
         return 0.0
     keys = cfg.keys_weight * _jaccard(set(g.arguments), set(p.arguments))
-    values = cfg.values_weight * sum(1 for k, v in g.arguments.items() if k in p.arguments and p.arguments[k] == v)
+    values = cfg.values_weight * sum(
+        1 for k, v in g.arguments.items() if k in p.arguments and p.arguments[k] == v
+    )
     return keys + values
 
 
-def call_match_score(pred: Sequence[ToolCall], gold: Sequence[ToolCall], config: CallMatchConfig | None = None) -> float:
+def call_match_score(
+    pred: Sequence[ToolCall], gold: Sequence[ToolCall], config: CallMatchConfig | None = None
+) -> float:
     """The graded match of ``pred`` against ``gold`` (calls paired by the best total score)."""
     cfg = config or CallMatchConfig()
     best = cfg.name_weight + sum(cfg.keys_weight + cfg.values_weight * len(g.arguments) for g in gold)
@@ -227,7 +238,9 @@ def reflection_reward(
         golds = _column(columns, gold_column, len(completions))
         out: list[float | None] = []
         for c, g in zip(completions, golds, strict=True):
-            value = float(reward_breakdown(completion_text(c), g, cfg, watched if sim is not None else None).reward)
+            value = float(
+                reward_breakdown(completion_text(c), g, cfg, watched if sim is not None else None).reward
+            )
             if errors:
                 raise errors.pop()
             out.append(value)
