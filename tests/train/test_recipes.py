@@ -117,7 +117,10 @@ def test_bad_inputs_fail_before_training(
 ) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         prepare("sft", model=tmp_path / "nope", data=data["sft"], out=tmp_path)
-    row = {"prompt": [{"role": "user", "content": "hi"}], "completion": [{"role": "assistant", "content": "x"}]}
+    row = {
+        "prompt": [{"role": "user", "content": "hi"}],
+        "completion": [{"role": "assistant", "content": "x"}],
+    }
     missing = write_jsonl(tmp_path / "bad.jsonl", [row])
     with pytest.raises(DatasetError, match=r"line 1, field 'label'"):
         prepare("kto", model=tiny_model, data=missing, out=tmp_path)
