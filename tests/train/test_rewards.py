@@ -17,9 +17,9 @@ from toolmend.train import (
     call_match_reward,
     call_match_score,
     reflection_config,
-    reflection_reward,
     schema_reward,
     schema_score,
+    structured_reflection_reward,
 )
 
 TOOLS = json.dumps(
@@ -76,7 +76,7 @@ def test_call_match_hand_computed() -> None:
 
 def test_reflection_reward_presets_and_values() -> None:
     gold = '<reflect>the city was wrong</reflect><tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
-    paper, released = reflection_reward("paper"), reflection_reward("released")
+    paper, released = structured_reflection_reward("paper"), structured_reflection_reward("released")
     assert paper([gold], ground_truth=[gold]) == [1.0]
     # The released code adds 1e-8 to its denominators, so its maximum is 1 - O(1e-8).
     assert released([gold], ground_truth=[gold]) == [pytest.approx(1.0, abs=1e-6)]
@@ -94,8 +94,8 @@ def test_bugs_raise_instead_of_scoring_zero() -> None:
         schema_reward()(["x"], gold_calls=["[]"])
     with pytest.raises(ConfigError, match="2 values"):
         call_match_reward()(["x"], gold_calls=["[]", "[]"])
-    with pytest.raises(TypeError, match="string or a list of messages"):
-        reflection_reward()([42], ground_truth=["<reflect>x</reflect>"])
+    with pytest.raises(ConfigError, match="string or a list of messages"):
+        structured_reflection_reward()([42], ground_truth=["<reflect>x</reflect>"])
     # With the gold's count known, a repeated call costs duplicate_call and wrong_tool_count (0.25 each).
     two = write_calls([ToolCall(name="send", arguments={"to": "a"})] * 2, "tags")
     assert schema_reward()(
@@ -109,7 +109,9 @@ def test_bugs_raise_instead_of_scoring_zero() -> None:
 
     # The benchmark's reward logs a failing similarity and scores the term 0; in training it raises.
     with pytest.raises(RuntimeError, match="similarity bug"):
-        reflection_reward(sim=broken)(["<reflect>a b</reflect>"], ground_truth=["<reflect>a c</reflect>"])
+        structured_reflection_reward(sim=broken)(
+            ["<reflect>a b</reflect>"], ground_truth=["<reflect>a c</reflect>"]
+        )
 
 
 _names = st.sampled_from(["get_weather", "send"])
@@ -139,5 +141,7 @@ def test_gold_gets_the_maximum_reward(calls: list[ToolCall], reflection: str) ->
     assert schema_reward()([text], tools=[TOOLS], gold_calls=[gold_json]) == [SchemaRewardConfig().max_reward]
     assert call_match_reward()([text], gold_calls=[gold_json]) == [CallMatchConfig().high]
     reply = f"<reflect>{reflection or 'x'}</reflect>{text}"
-    assert reflection_reward()([reply], ground_truth=[reply]) == [1.0]
-    assert reflection_reward("released")([reply], ground_truth=[reply]) == [pytest.approx(1.0, abs=1e-6)]
+    assert structured_reflection_reward()([reply], ground_truth=[reply]) == [1.0]
+    assert structured_reflection_reward("released")([reply], ground_truth=[reply]) == [
+        pytest.approx(1.0, abs=1e-6)
+    ]

@@ -17,9 +17,9 @@ from toolmend.train.rewards import (
     call_match_reward,
     call_match_score,
     reflection_config,
-    reflection_reward,
     schema_reward,
     schema_score,
+    structured_reflection_reward,
 )
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
     "call_match_score",
     "prepare",
     "reflection_config",
-    "reflection_reward",
+    "structured_reflection_reward",
     "schema_reward",
     "schema_score",
     "train",

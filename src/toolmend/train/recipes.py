@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from toolmend.errors import ConfigError, DatasetError
 from toolmend.train._deps import require
-from toolmend.train.rewards import RewardFn, call_match_reward, reflection_reward, schema_reward
+from toolmend.train.rewards import RewardFn, call_match_reward, schema_reward, structured_reflection_reward
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -76,8 +76,8 @@ GRPO_PRESETS: dict[str, dict[str, Any]] = {
 REWARDS: dict[str, tuple[Callable[[], RewardFn], str]] = {
     "schema": (schema_reward, "tools"),
     "call_match": (call_match_reward, "gold_calls"),
-    "reflection": (reflection_reward, "ground_truth"),
-    "reflection_released": (lambda: reflection_reward("released"), "ground_truth"),
+    "reflection": (structured_reflection_reward, "ground_truth"),
+    "reflection_released": (lambda: structured_reflection_reward("released"), "ground_truth"),
 }
 """GRPO reward names for ``rewards=`` / ``--reward``: the factory and the column it reads."""
 

@@ -37,7 +37,7 @@ __all__ = [
     "call_match_score",
     "completion_text",
     "reflection_config",
-    "reflection_reward",
+    "structured_reflection_reward",
     "schema_reward",
     "schema_score",
 ]
@@ -53,7 +53,7 @@ def completion_text(completion: Any) -> str:
         return "".join(
             str(m.get("content") or "") for m in completion if m.get("role", "assistant") == "assistant"
         )
-    raise TypeError(f"a completion is a string or a list of messages, not {type(completion).__name__}")
+    raise ConfigError(f"a completion is a string or a list of messages, not {type(completion).__name__}")
 
 
 def _column(columns: dict[str, Any], name: str, n: int) -> list[Any]:
@@ -211,7 +211,7 @@ def reflection_config(preset: Literal["paper", "released"] | RewardConfig = "pap
     raise ConfigError(f"unknown reflection reward preset {preset!r}; expected paper or released")
 
 
-def reflection_reward(
+def structured_reflection_reward(
     preset: Literal["paper", "released"] | RewardConfig = "paper",
     *,
     gold_column: str = "ground_truth",
