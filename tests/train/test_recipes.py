@@ -156,3 +156,22 @@ def test_cli_bad_input_exits_2(data: dict[str, Path], tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["train", "grpo", "--model", str(tmp_path / "none"), "--data",
                                       str(data["sft"]), "--out", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 2 and "model folder does not exist" in result.output
+
+
+def test_dynamic_sampling_drops_only_tied_groups(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    import torch
+
+    config = {**SMALL, "num_generations": 2, "max_completion_length": 8}
+    trainer = prepare("grpo", model=tiny_model, data=data["sft"], out=tmp_path, config=config).trainer
+    # Two groups of two: the first tied (advantage 0), the second not.
+    output = {
+        "advantages": torch.tensor([0.0, 0.0, 0.7, -0.7]),
+        "completion_mask": torch.ones(4, 3, dtype=torch.int),
+        "num_items_in_batch": torch.tensor(12),
+    }
+    trainer._drop_tied_groups(output)
+    assert output["completion_mask"].sum(dim=1).tolist() == [0, 0, 3, 3]
+    assert int(output["num_items_in_batch"]) == 6  # the dapo normaliser counts kept tokens only
+    assert trainer.dropped_groups == 1
