@@ -156,6 +156,10 @@ def test_cli_bad_input_exits_2(data: dict[str, Path], tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["train", "grpo", "--model", str(tmp_path / "none"), "--data",
                                       str(data["sft"]), "--out", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 2 and "model folder does not exist" in result.output
+    missing = tmp_path / "zero3.yaml"
+    result = CliRunner().invoke(app, ["train", "sft", "--model", "m", "--data", "d", "--out", "o",
+                                      "--accelerate-config", str(missing)])  # fmt: skip
+    assert result.exit_code == 2 and "accelerate config file not found" in result.output
 
 
 def test_dynamic_sampling_drops_only_tied_groups(

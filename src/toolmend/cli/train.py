@@ -9,7 +9,6 @@ Every input is checked before training starts; a problem is one ``error:`` line 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -77,8 +76,8 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
             Path | None, typer.Option(help="Relaunch under `accelerate launch --config_file FILE`.")
         ] = None,
     ) -> None:
-        if accelerate_config is not None and "ACCELERATE_MIXED_PRECISION" not in os.environ:
-            _relaunch(accelerate_config)
+        if accelerate_config is not None:
+            _relaunch(accelerate_config)  # the relaunched command no longer has the flag
         from toolmend.train.recipes import load_config, train
 
         try:
