@@ -18,7 +18,7 @@ from toolmend.synth.inject import Injection
 from toolmend.train import build_dataset, build_rows, verify_injection
 from toolmend.train.data import KEEP_IT, _fingerprint
 
-PROVENANCE = {"source", "seed", "trace_id", "operator", "sub_label", "code", "checker_version"}
+PROVENANCE = {"source", "seed", "trace_id", "operator", "sub_label", "code", "verified_by", "checker_version"}
 
 
 def _findings(row: dict) -> set[str]:
@@ -46,8 +46,8 @@ def test_kto_negatives_fail_with_their_code_and_gold_passes(kto) -> None:
         assert not parsed.findings
         assert not Checker(load_tools(json.loads(row["tools"]))).check(parsed.calls)
     for row in negatives:
-        if row["code"] == "wrong_tool_count":
-            continue  # needs the gold count, checked through the report below
+        if row["code"] == "wrong_tool_count" or row["verified_by"] == "world":
+            continue  # needs the gold count / the world; counted through the report below
         assert row["code"] in _findings(row), row
     assert sum(v for k, v in report.codes.items() if k != "correct") == len(negatives)
     assert sum(report.verified_by.values()) == len(negatives)
@@ -113,7 +113,7 @@ def test_an_unverifiable_injection_is_rejected() -> None:
                      expected_codes=["missing_required"])  # fmt: skip
     assert verify_injection(fake, t, checker, None) is None
     # An error the schema cannot see is kept only when the world shows it; the gold never does.
-    silent = fake.model_copy(update={"expected_codes": []})
+    silent = fake.model_copy(update={"expected_codes": [], "detectable": False})
     gold_state = _fingerprint(t, gold)[1]
     assert verify_injection(silent, t, checker, gold_state) is None
     moved = ToolCall(name="weather_current", arguments={"city": "Nowhere-Town"})

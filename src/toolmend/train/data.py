@@ -55,7 +55,7 @@ from toolmend.errors import ConfigError
 from toolmend.formats import parse_calls, to_openai_tool, write_calls
 from toolmend.formats.result import CallFormat
 from toolmend.schema import Tool, ToolCall
-from toolmend.synth.inject import Injection, inject, operator_names
+from toolmend.synth.inject import Injection, applicable, inject, operator_names
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -118,7 +118,13 @@ class _Ctx:
         self.report.dropped[reason] = self.report.dropped.get(reason, 0) + 1
 
     def add(
-        self, row: dict[str, Any], trace: Trace, code: str, operator: str = "", sub_label: str = ""
+        self,
+        row: dict[str, Any],
+        trace: Trace,
+        code: str,
+        operator: str = "",
+        sub_label: str = "",
+        verified_by: str = "gold",
     ) -> None:
         if self.kind != "kto":
             row.setdefault("gold_calls", gold_json(trace.calls))
@@ -129,6 +135,7 @@ class _Ctx:
             operator=operator,
             sub_label=sub_label,
             code=code,
+            verified_by=verified_by,
             checker_version=CHECKER_VERSION,
         )
         self.rows.append(row)
@@ -157,13 +164,17 @@ def _tools_json(tools: Sequence[Tool]) -> str:
 
 
 def _fingerprint(trace: Trace, calls: Sequence[ToolCall]) -> tuple[bool, str]:
-    """Run ``calls`` in a fresh environment (no checker in the way): all ok, and the end state."""
+    """Run ``calls`` in a fresh environment (no checker in the way): whether all succeeded, and
+    the outcome (the responses and, for the world, the end state)."""
     env = trace.make_env()
     env.checker = None
     responses = env.run(calls)
-    state = getattr(env, "context", {}).get("state")
-    digest = state.model_dump_json() if state is not None else json.dumps([r.content for r in responses])
-    return all(r.ok for r in responses), digest
+    state = env.context.get("state")
+    outcome = {
+        "responses": [r.content for r in responses],
+        "state": state.model_dump(mode="json") if state else None,
+    }
+    return all(r.ok for r in responses), json.dumps(outcome, sort_keys=True, default=str)
 
 
 def _gold_ok(trace: Trace, checker: Checker) -> bool:
@@ -175,7 +186,13 @@ def _gold_ok(trace: Trace, checker: Checker) -> bool:
 
 def verify_injection(inj: Injection, trace: Trace, checker: Checker, gold_state: str | None) -> str | None:
     """How the corruption was verified (``parser``, ``checker`` or ``world``), or ``None`` when
-    it cannot be shown to be the intended error."""
+    it cannot be shown to be the intended error.
+
+    An error a schema can see (``Injection.detectable``) must be reported by the checklist with
+    an intended code. One it cannot see (a wrong but existing tool, an unrequested optional
+    parameter) counts only when running it in the world fails or changes the outcome (the
+    responses or the end state) against the gold; a corruption that changes nothing is no error.
+    """
     wanted = set(inj.expected_codes)
     if inj.text is not None:
         parsed = parse_calls(inj.text)
@@ -185,7 +202,7 @@ def verify_injection(inj: Injection, trace: Trace, checker: Checker, gold_state:
     codes = {f.code for f in checker.check(inj.calls, expected_count=inj.expected_count)}
     if wanted & codes:
         return "checker"
-    if wanted or gold_state is None or trace.source != "world":
+    if inj.detectable or gold_state is None or trace.source != "world":
         # The checklist should have seen it and did not, or nothing can execute it for real.
         return None
     ok, state = _fingerprint(trace, inj.calls)
@@ -210,18 +227,26 @@ def feedback_text(calls: Sequence[ToolCall], text: str | None, checker: Checker,
 
 
 def _injections(
-    ctx: _Ctx, trace: Trace, checker: Checker, operators: Sequence[str], gold_state: str | None
+    ctx: _Ctx,
+    trace: Trace,
+    checker: Checker,
+    operators: Sequence[str],
+    gold_state: str | None,
+    every_step: bool = False,
 ) -> Iterator[tuple[str, Injection, str]]:
+    """Verified injections: one seeded step per operator, or every applicable step."""
     for op in operators:
-        inj = inject(trace.calls, checker, op, seed=ctx.rng.randrange(2**31))
-        if inj is None:
-            continue  # not applicable: nothing planned, nothing dropped
-        how = verify_injection(inj, trace, checker, gold_state)
-        if how is None:
-            ctx.drop(f"unverified:{op}")
-            continue
-        ctx.report.verified_by[how] = ctx.report.verified_by.get(how, 0) + 1
-        yield op, inj, how
+        steps: list[int | None] = list(applicable(op, trace.calls, checker)) if every_step else [None]
+        for step in steps:
+            inj = inject(trace.calls, checker, op, seed=ctx.rng.randrange(2**31), step=step)
+            if inj is None:
+                continue  # not applicable: nothing planned, nothing dropped
+            how = verify_injection(inj, trace, checker, gold_state)
+            if how is None:
+                ctx.drop(f"unverified:{op}")
+                continue
+            ctx.report.verified_by[how] = ctx.report.verified_by.get(how, 0) + 1
+            yield op, inj, how
 
 
 def _user(trace: Trace) -> list[dict[str, str]]:
@@ -239,13 +264,16 @@ def _sft(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str 
 
 def _kto(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
     gold = write_calls(trace.calls, ctx.fmt)
-    for op, inj, _ in _injections(ctx, trace, checker, operator_names("hitec"), gold_state):
+    # HiTEC-KTO: every gold call corrupted by every checklist error that applies to it.
+    for op, inj, how in _injections(
+        ctx, trace, checker, operator_names("hitec"), gold_state, every_step=True
+    ):
         bad = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
         # One desirable row per negative keeps the two classes balanced, as HiTEC's pairs are.
         ctx.add({"prompt": _user(trace), "completion": _assistant(gold), "label": True, "tools": tools},
                 trace, "correct", op, inj.sub_label)  # fmt: skip
         ctx.add({"prompt": _user(trace), "completion": _assistant(bad), "label": False, "tools": tools},
-                trace, _code(inj), op, inj.sub_label)  # fmt: skip
+                trace, _code(inj), op, inj.sub_label, how)  # fmt: skip
 
 
 def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
@@ -253,12 +281,12 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: s
     expected = len(trace.calls)
     ops = operator_names("hitec") + operator_names("critictool")
     chosen = [ctx.rng.choice(ops)]
-    for op, inj, _ in _injections(ctx, trace, checker, chosen, gold_state):
+    for op, inj, how in _injections(ctx, trace, checker, chosen, gold_state):
         first = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
         feedback = feedback_text(inj.calls, inj.text, checker, expected)
         prompt = [*_user(trace), *_assistant(first), {"role": "user", "content": feedback}]
         ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools}, trace, _code(inj), op,
-                inj.sub_label)  # fmt: skip
+                inj.sub_label, how)  # fmt: skip
     # ToolACE-R keeps already-correct attempts too, answered with "keep it".
     feedback = feedback_text(trace.calls, None, checker, expected)
     prompt = [*_user(trace), *_assistant(gold), {"role": "user", "content": feedback}]
@@ -268,7 +296,7 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: s
 
 
 def _reflect(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
-    for op, inj, _ in _injections(ctx, trace, checker, operator_names("reflection"), gold_state):
+    for op, inj, how in _injections(ctx, trace, checker, operator_names("reflection"), gold_state):
         env = trace.make_env()
         env.checker = None
         prefix = inj.prefix
@@ -280,7 +308,7 @@ def _reflect(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: 
         answer = f"<reflect>{inj.description}</reflect>{write_calls(fix, ctx.fmt)}"
         ctx.add({"prompt": prompt, "completion": _assistant(answer), "ground_truth": answer, "tools": tools,
                  "gold_calls": gold_json(fix)},
-                trace, _code(inj), op, inj.sub_label)  # fmt: skip
+                trace, _code(inj), op, inj.sub_label, how)  # fmt: skip
 
 
 _BUILDERS: dict[str, Callable[[_Ctx, Trace, str, Checker, str | None], None]] = {
@@ -310,7 +338,8 @@ def _critique(ctx: _Ctx, limit: int | None, data: Path | None) -> None:
         ctx.rows.append(
             {"prompt": prompt, "completion": _assistant(answer), "tools": _tools_json(s.tools),
              "gold_calls": gold_json(s.target), "source": ctx.source, "seed": ctx.seed, "trace_id": s.id, "operator": "critic_suite",
-             "sub_label": label, "code": label, "checker_version": CHECKER_VERSION}
+             "sub_label": label, "code": label, "verified_by": "critic_suite",
+             "checker_version": CHECKER_VERSION}
         )  # fmt: skip
         ctx.report.codes[label] = ctx.report.codes.get(label, 0) + 1
 
