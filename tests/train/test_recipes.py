@@ -27,7 +27,9 @@ def _rows(kind: str, limit: int = 2) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("data")
-    return {k: write_jsonl(root / f"{k}.jsonl", _rows(k)) for k in ("sft", "kto", "refine", "reflect")}
+    return {
+        k: write_jsonl(root / f"{k}.jsonl", _rows(k)) for k in ("sft", "kto", "refine", "reflect", "critique")
+    }
 
 
 def test_sft_runs_two_steps_on_builder_output(
@@ -54,6 +56,14 @@ def test_refine_supervises_only_the_refined_turn(
         assert text == refined + "<|im_end|>"
         assert first not in text or first in refined  # the first attempt is never a target on its own
         assert row["prompt"][2]["content"] not in text  # nor the feedback
+
+
+def test_critique_data_loads_into_sft_unchanged(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    prepared = prepare("sft", model=tiny_model, data=data["critique"], out=tmp_path, config=SMALL)
+    rows = data["critique"].read_text().splitlines()
+    assert len(prepared.trainer.train_dataset) == len(rows) > 0  # nothing truncated away
 
 
 def test_kto_runs_two_steps_with_both_labels(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:

@@ -60,6 +60,8 @@ from toolmend.synth.inject import Injection, applicable, inject, operator_names
 if TYPE_CHECKING:
     from datasets import Dataset
 
+    from toolmend.env import Environment
+
 __all__ = [
     "KINDS",
     "BuildReport",
@@ -319,7 +321,14 @@ _BUILDERS: dict[str, Callable[[_Ctx, Trace, str, Checker, str | None], None]] = 
 }
 
 
-def _critique(ctx: _Ctx, limit: int | None, data: Path | None) -> None:
+def _no_env(faults: Any = None) -> Environment:
+    raise ConfigError("critique samples were already executed by the suite builder")
+
+
+def _critique(ctx: _Ctx, limit: int | None, data: Path | None, max_tools: int | None) -> None:
+    """CriticTool samples from the suite builder, rewritten in this dataset's reply format: the
+    CriticTool system prompt (its own action format and tool list) gives way to the ``tools``
+    column, and the history's actions are written as calls like every other turn."""
     import tempfile
 
     from toolmend.benchmarks.critic import build_suite
@@ -332,16 +341,20 @@ def _critique(ctx: _Ctx, limit: int | None, data: Path | None) -> None:
         ctx.report.dropped[reason] = ctx.report.dropped.get(reason, 0) + n
     ctx.report.traces = info.traces
     for s in samples:
-        prompt = [{"role": m.role, "content": m.content} for m in s.messages]
-        answer = write_calls(s.target, ctx.fmt) if s.target else str(s.metadata.get("answer", "FinishAction"))
-        label = str(s.metadata.get("error_type") or s.metadata.get("label") or "error_free")
-        ctx.rows.append(
-            {"prompt": prompt, "completion": _assistant(answer), "tools": _tools_json(s.tools),
-             "gold_calls": gold_json(s.target), "source": ctx.source, "seed": ctx.seed, "trace_id": s.id, "operator": "critic_suite",
-             "sub_label": label, "code": label, "verified_by": "critic_suite",
-             "checker_version": CHECKER_VERSION}
-        )  # fmt: skip
-        ctx.report.codes[label] = ctx.report.codes.get(label, 0) + 1
+        prompt: list[dict[str, str]] = []
+        used = {c.name for c in s.target}
+        for m in s.messages:
+            if m.role == "system":
+                continue
+            calls = parse_calls(m.content).calls if m.role == "assistant" else []
+            used |= {c.name for c in calls}
+            prompt.append({"role": m.role, "content": write_calls(calls, ctx.fmt) if calls else m.content})
+        trace = Trace(s.id, "", s.tools, [ToolCall(name=n) for n in sorted(used)], ctx.source, _no_env)
+        answer = write_calls(s.target, ctx.fmt) if s.target else str(s.metadata.get("gold") or "FinishAction")
+        label = str(s.metadata.get("error_type") or "error_free")
+        row = {"prompt": prompt, "completion": _assistant(answer), "tools": _tools_json(_offered(trace, max_tools, ctx.rng)),
+               "gold_calls": gold_json(s.target)}  # fmt: skip
+        ctx.add(row, trace, label, "critic_suite", label, "critic_suite")
 
 
 def build_rows(
@@ -370,7 +383,7 @@ def build_rows(
         kind, source, seed, reply_format, report, random.Random(f"toolmend-train:{kind}:{source}:{seed}")
     )
     if kind == "critique":
-        _critique(ctx, limit, Path(data) if data is not None else None)
+        _critique(ctx, limit, Path(data) if data is not None else None, max_tools)
     else:
         traces = load_traces(source, seed=seed, data=data)
         traces = traces[:limit] if limit is not None else traces
