@@ -337,7 +337,9 @@ def _critique(ctx: _Ctx, limit: int | None, data: Path | None, max_tools: int | 
     with tempfile.TemporaryDirectory() as tmp:
         info = build_suite(ctx.source, seed=ctx.seed, out=Path(tmp), limit=limit, data=data)
         samples = load_critictool(tmp, external_modes=("skip",))
-    for reason, n in info.skipped.items():
+    # `skipped`: samples the builder could not plan; `dropped` (suite builders with label checks):
+    # samples whose label failed its check. Both are drops of this dataset too.
+    for reason, n in [*info.skipped.items(), *getattr(info, "dropped", {}).items()]:
         ctx.report.dropped[reason] = ctx.report.dropped.get(reason, 0) + n
     ctx.report.traces = info.traces
     for s in samples:
