@@ -13,7 +13,8 @@ if [ -n "${TORCH_INDEX:-}" ]; then
 else
   .venv/bin/python -m pip install -q "torch==2.13.0"
 fi
-.venv/bin/python -m pip install -q -e ".[embed,viz]" --group dev
+# train: the recipe tests (tests/train) train a tiny model with TRL; torch is already pinned above.
+.venv/bin/python -m pip install -q -e ".[embed,viz,train]" --group dev
 # Headless chromium for the report's browser test (tests/reports/test_report_browser.py); without
 # it that test is skipped and says why.
 if ! command -v chromedriver >/dev/null 2>&1; then

@@ -28,7 +28,7 @@ LAYERS: list[list[str]] = [
     ["check", "compare", "env"],
     ["models", "world", "synth", "guard"],
     ["benchmarks"],
-    ["strategies"],
+    ["strategies", "train"],
     ["runs"],
     ["bench"],
     ["reports", "serve"],

@@ -10,7 +10,7 @@ from typer.core import TyperGroup
 
 from toolmend._version import __version__
 from toolmend.benchmarks import BENCHMARKS, STRATEGIES, SUITES
-from toolmend.cli import bench, build, cache, check, report, score, serve
+from toolmend.cli import bench, build, cache, check, report, score, serve, train
 from toolmend.models import MODELS
 
 
@@ -77,7 +77,7 @@ def _root(
     """Measure, catch, recover from and train away LLM tool-call errors (see the list above)."""
 
 
-for _command in (bench, build, cache, check, report, score, serve):
+for _command in (bench, build, cache, check, report, score, serve, train):
     _command.register(app)
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from toolmend.cli import build_data
 from toolmend.cli._console import console, fail
 from toolmend.errors import ToolmendError
 
@@ -140,4 +141,5 @@ def register(app: typer.Typer) -> None:
     """Add the ``build`` command group (with ``critic``) to ``app``."""
     build = typer.Typer(help="Build datasets and suites.", no_args_is_help=True)
     build.command("critic")(critic)
+    build_data.register(build)
     app.add_typer(build, name="build")

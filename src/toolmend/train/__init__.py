@@ -1,0 +1,46 @@
+"""Teach: verified training data, checklist rewards, and SFT / KTO / GRPO recipes on TRL.
+
+The builders and rewards need only toolmend's core dependencies; :func:`build_dataset` and the
+recipes need the ``train`` extra (``pip install 'toolmend[train]'``) and say so when it is missing.
+
+>>> from toolmend.train import build_rows
+>>> rows, report = build_rows("sft", source="world", seed=0, limit=2)
+>>> sorted(rows[0])[:4], report.rows
+(['checker_version', 'code', 'completion', 'gold_calls'], 2)
+"""
+
+from toolmend.train.data import KINDS, BuildReport, Kind, build_dataset, build_rows, verify_injection
+from toolmend.train.recipes import GRPO_PRESETS, REWARDS, Prepared, TrainResult, prepare, train
+from toolmend.train.rewards import (
+    CallMatchConfig,
+    SchemaRewardConfig,
+    call_match_reward,
+    call_match_score,
+    reflection_config,
+    schema_reward,
+    schema_score,
+    structured_reflection_reward,
+)
+
+__all__ = [
+    "GRPO_PRESETS",
+    "KINDS",
+    "REWARDS",
+    "BuildReport",
+    "CallMatchConfig",
+    "Kind",
+    "Prepared",
+    "SchemaRewardConfig",
+    "TrainResult",
+    "build_dataset",
+    "build_rows",
+    "call_match_reward",
+    "call_match_score",
+    "prepare",
+    "reflection_config",
+    "structured_reflection_reward",
+    "schema_reward",
+    "schema_score",
+    "train",
+    "verify_injection",
+]

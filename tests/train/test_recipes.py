@@ -1,0 +1,191 @@
+"""The recipes on a tiny Llama built here: each runs 2 real TRL steps on a builder's output,
+refine masks supervise only the refined turn, and bad inputs fail before any training."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tiny_llm import NO_MARKERS, NO_TOOLS, save_tiny, write_jsonl
+from typer.testing import CliRunner
+
+from toolmend.cli.app import app
+from toolmend.errors import ConfigError, DatasetError
+from toolmend.train import build_rows, prepare, train
+from toolmend.train.recipes import _check_grpo_rendering
+
+SMALL = {"max_steps": 2, "logging_steps": 1, "per_device_train_batch_size": 2}
+
+
+def _rows(kind: str, limit: int = 2) -> list[dict[str, Any]]:
+    return build_rows(kind, source="world", seed=0, limit=limit, max_tools=2)[0]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("data")
+    return {
+        k: write_jsonl(root / f"{k}.jsonl", _rows(k)) for k in ("sft", "kto", "refine", "reflect", "critique")
+    }
+
+
+def test_sft_runs_two_steps_on_builder_output(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    result = train("sft", model=tiny_model, data=data["sft"], out=tmp_path, config=SMALL)
+    assert result.steps == 2 and (tmp_path / "model.safetensors").is_file()
+    assert any("loss" in e for e in result.log)
+
+
+def test_refine_supervises_only_the_refined_turn(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    prepared = prepare("sft", model=tiny_model, data=data["refine"], out=tmp_path, config=SMALL)
+    tokenizer = prepared.trainer.processing_class
+    rows = [json.loads(line) for line in data["refine"].read_text().splitlines()]
+    dataset = prepared.trainer.train_dataset
+    assert len(dataset) == len(rows)
+    for row, example in zip(rows, dataset, strict=True):
+        # TRL folds the prompt-completion mask into labels: -100 is not supervised.
+        supervised = [t for t in example["labels"] if t != -100]
+        text = tokenizer.decode(supervised)
+        refined, first = row["completion"][0]["content"], row["prompt"][1]["content"]
+        assert text == refined + "<|im_end|>"
+        assert first not in text or first in refined  # the first attempt is never a target on its own
+        assert row["prompt"][2]["content"] not in text  # nor the feedback
+
+
+def test_critique_data_loads_into_sft_unchanged(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    prepared = prepare("sft", model=tiny_model, data=data["critique"], out=tmp_path, config=SMALL)
+    rows = data["critique"].read_text().splitlines()
+    assert len(prepared.trainer.train_dataset) == len(rows) > 0  # nothing truncated away
+
+
+def test_kto_runs_two_steps_with_both_labels(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:
+    result = train(
+        "kto",
+        model=tiny_model,
+        data=data["kto"],
+        out=tmp_path,
+        config={**SMALL, "per_device_train_batch_size": 4},
+    )
+    assert result.steps == 2
+    logged = {k for e in result.log for k in e}
+    assert {"rewards/chosen", "rewards/rejected"} <= logged  # shuffled rows: mixed batches
+
+
+def test_kto_with_lora(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:
+    result = train("kto", model=tiny_model, data=data["kto"], out=tmp_path, lora=True,
+                   config={**SMALL, "max_steps": 1, "per_device_train_batch_size": 4})  # fmt: skip
+    assert result.steps == 1 and (tmp_path / "adapter_config.json").is_file()
+
+
+@pytest.mark.parametrize("preset", ["dapo", "gspo"])
+def test_grpo_presets_run_with_checker_rewards(
+    preset: str, tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    config = {**SMALL, "preset": preset, "num_generations": 2, "max_completion_length": 8,
+              "rewards": ["schema", "call_match", "reflection"]}  # fmt: skip
+    prepared = prepare("grpo", model=tiny_model, data=data["reflect"], out=tmp_path, config=config)
+    args = prepared.trainer.args
+    if preset == "dapo":
+        assert (args.loss_type, args.epsilon_high, args.mask_truncated_completions) == ("dapo", 0.28, True)
+        assert "soft_overlong_punishment_reward" in prepared.trainer.reward_func_names
+    else:
+        assert (args.importance_sampling_level, args.loss_type) == ("sequence", "grpo")
+    prepared.trainer.train()
+    logs = [e for e in prepared.trainer.state.log_history if "dynamic_sampling/dropped_groups" in e]
+    assert prepared.trainer.state.global_step == 2 and logs
+    # A random tiny model writes no valid call: every group ties, so every group is dropped and counted.
+    assert prepared.trainer.dropped_groups == sum(e["dynamic_sampling/dropped_groups"] for e in logs) > 0
+
+
+def test_grpo_renders_prompts_with_each_rows_tools(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    import trl
+
+    prepared = prepare("grpo", model=tiny_model, data=data["sft"], out=tmp_path,
+                       config={**SMALL, "num_generations": 2, "max_completion_length": 8})  # fmt: skip
+    row = json.loads(data["sft"].read_text().splitlines()[0])
+    _check_grpo_rendering(prepared.trainer, prepared.trainer.processing_class, row, tiny_model)
+    # TRL's own GRPOTrainer ignores the `tools` column: the check catches it.
+    plain = trl.GRPOTrainer(model=prepared.trainer.model, reward_funcs=prepared.trainer.reward_funcs,
+                            args=prepared.trainer.args, train_dataset=prepared.trainer.train_dataset,
+                            processing_class=prepared.trainer.processing_class)  # fmt: skip
+    with pytest.raises(ConfigError, match="renders the tools differently"):
+        _check_grpo_rendering(plain, plain.processing_class, row, tiny_model)
+
+
+def test_bad_inputs_fail_before_training(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path, corpus: list[str]
+) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        prepare("sft", model=tmp_path / "nope", data=data["sft"], out=tmp_path)
+    row = {
+        "prompt": [{"role": "user", "content": "hi"}],
+        "completion": [{"role": "assistant", "content": "x"}],
+    }
+    missing = write_jsonl(tmp_path / "bad.jsonl", [row])
+    with pytest.raises(DatasetError, match=r"line 1, field 'label'"):
+        prepare("kto", model=tiny_model, data=missing, out=tmp_path)
+    with pytest.raises(DatasetError, match="field 'ground_truth'"):
+        prepare("grpo", model=tiny_model, data=data["sft"], out=tmp_path, rewards=["reflection"])
+    with pytest.raises(ConfigError, match="divisible by num_generations"):
+        prepare("grpo", model=tiny_model, data=data["sft"], out=tmp_path,
+                config={"per_device_train_batch_size": 3, "num_generations": 2})  # fmt: skip
+    with pytest.raises(ConfigError, match="vLLM generation needs a GPU"):
+        prepare("grpo", model=tiny_model, data=data["sft"], out=tmp_path, config={"vllm": "colocate"})
+    no_markers = save_tiny(tmp_path / "plain", NO_MARKERS, corpus)
+    messages = write_jsonl(
+        tmp_path / "m.jsonl", [{"prompt": r["prompt"], "completion": r["completion"]} for r in _rows("sft")]
+    )
+    with pytest.raises(ConfigError, match="generation"):
+        prepare("sft", model=no_markers, data=messages, out=tmp_path, config={"assistant_only_loss": True})
+    no_tools = save_tiny(tmp_path / "notools", NO_TOOLS, corpus)
+    with pytest.raises(ConfigError, match="ignores the `tools` column"):
+        prepare("sft", model=no_tools, data=data["sft"], out=tmp_path)
+
+
+def test_missing_train_extra_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "trl", None)  # Python's own way to make an import fail
+    result = CliRunner().invoke(app, ["train", "sft", "--model", str(tiny_model), "--data", str(data["sft"]),
+                                      "--out", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 2
+    assert "pip install 'toolmend[train]'" in result.output and "Traceback" not in result.output
+
+
+def test_cli_bad_input_exits_2(data: dict[str, Path], tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["train", "grpo", "--model", str(tmp_path / "none"), "--data",
+                                      str(data["sft"]), "--out", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 2 and "model folder does not exist" in result.output
+    missing = tmp_path / "zero3.yaml"
+    result = CliRunner().invoke(app, ["train", "sft", "--model", "m", "--data", "d", "--out", "o",
+                                      "--accelerate-config", str(missing)])  # fmt: skip
+    assert result.exit_code == 2 and "accelerate config file not found" in result.output
+
+
+def test_dynamic_sampling_drops_only_tied_groups(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    import torch
+
+    config = {**SMALL, "num_generations": 2, "max_completion_length": 8}
+    trainer = prepare("grpo", model=tiny_model, data=data["sft"], out=tmp_path, config=config).trainer
+    # Two groups of two: the first tied (advantage 0), the second not.
+    output = {
+        "advantages": torch.tensor([0.0, 0.0, 0.7, -0.7]),
+        "completion_mask": torch.ones(4, 3, dtype=torch.int),
+        "num_items_in_batch": torch.tensor(12),
+    }
+    trainer._drop_tied_groups(output)
+    assert output["completion_mask"].sum(dim=1).tolist() == [0, 0, 3, 3]
+    assert int(output["num_items_in_batch"]) == 6  # the dapo normaliser counts kept tokens only
+    assert trainer.dropped_groups == 1
