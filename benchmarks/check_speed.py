@@ -30,10 +30,10 @@ import fastjsonschema
 import jsonschema
 import jsonschema_rs
 
+from toolmend._schema import Tool, ToolCall
 from toolmend._shared import shared_dir
 from toolmend.check import Checker
-from toolmend.formats.tools import load_tools
-from toolmend.schema import Tool, ToolCall
+from toolmend.formats._tools import load_tools
 
 
 def _gold() -> list[tuple[list[Tool], ToolCall]]:

@@ -16,15 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolmend._schema import Message
 from toolmend.benchmarks.critic import build_suite
 from toolmend.benchmarks.critictool import CriticToolBenchmark, parse_tool_list, prompt_tools
-from toolmend.benchmarks.critictool.checklist import critique
-from toolmend.benchmarks.critictool.runner import run_sample
-from toolmend.compare.embed import Embedder
-from toolmend.formats.tools import load_tools
-from toolmend.schema import Message
+from toolmend.benchmarks.critictool._checklist import critique
+from toolmend.benchmarks.critictool._runner import run_sample
+from toolmend.compare._embed import Embedder
+from toolmend.formats._tools import load_tools
 from toolmend.world import World
-from toolmend.world.create import create_state
+from toolmend.world._create import create_state
 
 
 def cpu(fn: Callable[[], Any]) -> tuple[float, Any]:

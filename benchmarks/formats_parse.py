@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from toolmend._schema import ToolCall
 from toolmend._shared import shared_dir
 from toolmend.formats import parse_calls, write_python_calls
-from toolmend.schema import ToolCall
 
 _TAG = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from check_speed import _gold  # noqa: E402
 
+from toolmend._schema import ToolCall  # noqa: E402
 from toolmend.check import Checker  # noqa: E402
 from toolmend.guard import Guard, Turn  # noqa: E402
-from toolmend.schema import ToolCall  # noqa: E402
 
 
 def main() -> None:

@@ -86,9 +86,9 @@ def _figures(n: int, start: float, cpu: float) -> dict[str, float]:
 def _toolmend(
     base_url: str, n: int, connections: int, cache: bool, harness: bool, loop: str
 ) -> dict[str, float]:
+    from toolmend._schema import Message, Sample
     from toolmend.models import OpenAIModel, ResponseCache
     from toolmend.runs import RunDir, SampleRecord, run_samples
-    from toolmend.schema import Message, Sample
 
     def samples() -> Iterator[Sample]:
         for i in range(n):

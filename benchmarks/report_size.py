@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+from toolmend._schema import Finding, ToolCall
 from toolmend.reports import write_report
 from toolmend.runs import Manifest, RunDir, SampleRecord
-from toolmend.schema import Finding, ToolCall
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "reports"))
 from browser import chromium, open_report  # noqa: E402

@@ -21,7 +21,7 @@ from typing import Any
 
 from toolmend._shared import shared_dir
 from toolmend.benchmarks.reflection_bench import reflection_reward
-from toolmend.benchmarks.reflection_bench.reward import _gold
+from toolmend.benchmarks.reflection_bench._reward import _gold
 
 
 def naive_parts(text: str) -> tuple[str, list[dict[str, Any]], str]:

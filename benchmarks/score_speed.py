@@ -32,10 +32,10 @@ from typing import Any
 
 from rouge import Rouge
 
+from toolmend._schema import Sample
 from toolmend.benchmarks.nestools import NesTools, gold_chain, micro_metrics, to_official_output
-from toolmend.benchmarks.nestools.values import _text_score
-from toolmend.compare.rouge import rouge_l_scores
-from toolmend.schema import Sample
+from toolmend.benchmarks.nestools._values import _text_score
+from toolmend.compare._rouge import rouge_l_scores
 
 # --------------------------------------------------------------------------------------------
 # Reference: the official procedure as described in shared/notes/benchmarks.md §2.4, written

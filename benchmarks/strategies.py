@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolmend._bench import episode_turn
+from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
-from toolmend.bench import episode_turn
 from toolmend.benchmarks import BENCHMARKS, Benchmark, Prediction, load_builtin_benchmarks
 from toolmend.models import get_model
-from toolmend.schema import Message, Sample
 from toolmend.strategies import SolveState, apply_strategies, build_strategies
-from toolmend.strategies.noisy import NoisyModel, sample_tools
+from toolmend.strategies._noisy import NoisyModel, sample_tools
 
 STRATEGIES = [
     "none",
@@ -164,7 +164,7 @@ def table(name: str, results: dict[tuple[float, str], Outcome], noisy: dict[str,
 
 
 def guard_recovery(results: dict[tuple[float, str], Outcome]) -> None:
-    from toolmend.strategies.metrics import recovery_by_code
+    from toolmend.strategies._metrics import recovery_by_code
 
     rows: dict[str, dict[str, int]] = defaultdict(lambda: {"found": 0, "repair": 0, "reask": 0, "gave_up": 0})
     for (_, spec), out in results.items():

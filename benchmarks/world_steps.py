@@ -26,14 +26,14 @@ import statistics
 import time
 from collections.abc import Callable
 
+from toolmend._schema import ToolCall
 from toolmend.check import check
-from toolmend.env.environment import Environment
-from toolmend.schema import ToolCall
+from toolmend.env._environment import Environment
 from toolmend.world import WORLD_TOOLS, World, generate_tasks
-from toolmend.world.episode import Episode, gold_replies
-from toolmend.world.grading import GoldRun, gold_run
-from toolmend.world.schedule import FaultSchedule
-from toolmend.world.tasks import Task
+from toolmend.world._episode import Episode, gold_replies
+from toolmend.world._grading import GoldRun, gold_run
+from toolmend.world._schedule import FaultSchedule
+from toolmend.world._tasks import Task
 
 Timer = Callable[[Task, GoldRun], list[float]]
 CLOCK: Callable[[], float] = time.thread_time

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.bench import SUITES, Suite, run_bench
+from toolmend._bench import SUITES, Suite, run_bench
+from toolmend._errors import ConfigError, ModelError
+from toolmend._schema import Message, Sample, ToolCall
 from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks, read_predictions, score_predictions
-from toolmend.benchmarks.bfcl.decode import render_python
-from toolmend.errors import ConfigError, ModelError
+from toolmend.benchmarks.bfcl._decode import render_python
 from toolmend.models import Completion, ScriptedModel
 from toolmend.runs import RunDir
-from toolmend.schema import Message, Sample, ToolCall
 
 N = 24
 

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toolmend.bench import _make_solve
+from toolmend._bench import _make_solve
+from toolmend._schema import Message, Sample
 from toolmend.benchmarks import Benchmark, Mode, Prediction, SampleScore
 from toolmend.models import Completion, GenerateConfig, Model
-from toolmend.models.base import GenerateRequest
-from toolmend.schema import Message, Sample
+from toolmend.models._base import GenerateRequest
 
 
 class EchoBench(Benchmark):
@@ -86,8 +86,8 @@ async def test_benchmarks_without_prepare_score_at_once() -> None:
 
 
 def test_in_process_models_keep_more_samples_in_flight() -> None:
-    from toolmend.bench import _samples_in_flight
-    from toolmend.benchmarks.critictool.checklist import ChecklistCritic
+    from toolmend._bench import _samples_in_flight
+    from toolmend.benchmarks.critictool._checklist import ChecklistCritic
 
     assert _samples_in_flight(EchoModel(), 16) == 16
     assert _samples_in_flight(EchoModel(), 0) == 1

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from toolmend.bench import BenchSettings, resolve_strategies, run_bench
+from toolmend._bench import BenchSettings, resolve_strategies, run_bench
+from toolmend._errors import ConfigError
+from toolmend._schema import Message
 from toolmend.benchmarks import STRATEGIES, Generate, SolveState
 from toolmend.benchmarks.critic import build_suite
-from toolmend.errors import ConfigError
 from toolmend.models import GenerateRequest, ScriptedModel
-from toolmend.models.cache import cache_key
+from toolmend.models._cache import cache_key
 from toolmend.runs import RunDir
-from toolmend.schema import Message
 
 
 @pytest.fixture(autouse=True)

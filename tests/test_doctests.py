@@ -38,7 +38,7 @@ MODULES = [n for n in _modules() if _has_examples(n)]
 
 def test_the_examples_are_found() -> None:
     # A guard on the discovery itself: most modules have examples, and every package is walked.
-    assert len(MODULES) > 60 and "toolmend.bench" in MODULES and "toolmend.formats.calls" in MODULES
+    assert len(MODULES) > 60 and "toolmend._bench" in MODULES and "toolmend.formats._calls" in MODULES
 
 
 @pytest.mark.parametrize("name", MODULES)

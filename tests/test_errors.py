@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.errors import ParseError, PathError, ScoringError, ToolmendError
+from toolmend._errors import ParseError, PathError, ScoringError, ToolmendError
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolmend"
 BUILTIN_ERRORS = {
@@ -68,7 +68,7 @@ def test_the_scan_finds_a_builtin_raise(tmp_path: Path) -> None:
 )
 def test_new_errors_keep_their_builtin_base(cls: type[Exception], base: type[Exception]) -> None:
     assert issubclass(cls, ToolmendError) and issubclass(cls, base)
-    from toolmend.benchmarks.bfcl.decode import DecodeError
+    from toolmend.benchmarks.bfcl._decode import DecodeError
     from toolmend.env import extract_path
     from toolmend.formats import load_lenient
 

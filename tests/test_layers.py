@@ -21,16 +21,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "toolmend"
 
 LAYERS: list[list[str]] = [
-    ["_version", "errors"],
-    ["_shared", "registry"],
-    ["schema"],
+    ["_version", "_errors"],
+    ["_shared", "_registry"],
+    ["_schema"],
     ["formats"],
     ["check", "compare", "env"],
     ["models", "world", "synth", "guard"],
     ["benchmarks"],
     ["strategies", "train"],
     ["runs"],
-    ["bench"],
+    ["_bench"],
     ["reports", "serve"],
     ["cli"],
     ["__init__", "__main__"],

@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 import toolmend
 
 
@@ -48,3 +51,43 @@ def test_help_and_dir_show_the_lazily_loaded_names() -> None:
     for name in ("run_bench", "get_model", "write_report", "check_calls"):
         assert name in out
     assert pydoc.render_doc(toolmend, renderer=pydoc.plaintext)  # in this process too
+
+
+# Implementation modules are private (``_module.py``) and re-exported by their package, as in
+# httpx; these stay importable by path because they are optional integrations behind extras.
+PUBLIC_MODULES = {"toolmend.guard.langchain", "toolmend.guard.openai_client"}
+PINNED = Path(__file__).resolve().parent / "data" / "public_api.json"
+
+
+def _public_api() -> dict[str, list[str]]:
+    import importlib
+    import pkgutil
+
+    api: dict[str, list[str]] = {"toolmend": sorted(toolmend.__all__)}
+    for info in pkgutil.walk_packages(toolmend.__path__, "toolmend."):
+        if any(p.startswith("_") for p in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        api[info.name] = sorted(getattr(module, "__all__", []))
+    return api
+
+
+def test_implementation_modules_are_private() -> None:
+    import pkgutil
+
+    public_modules = {
+        info.name
+        for info in pkgutil.walk_packages(toolmend.__path__, "toolmend.")
+        if not info.ispkg and not any(p.startswith("_") for p in info.name.split("."))
+    }
+    assert public_modules == PUBLIC_MODULES
+
+
+def test_public_all_lists_are_pinned() -> None:
+    """A change to any public ``__all__`` is a deliberate API change: update tests/data/public_api.json
+    (``python tests/test_public_api.py`` rewrites it) in the same commit."""
+    assert _public_api() == json.loads(PINNED.read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    PINNED.write_text(json.dumps(_public_api(), indent=1) + "\n", encoding="utf-8")

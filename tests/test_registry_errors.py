@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.errors import ConfigError, DatasetError, MissingExtraError, ModelError, ToolmendError
-from toolmend.registry import Registry
+from toolmend._errors import ConfigError, DatasetError, MissingExtraError, ModelError, ToolmendError
+from toolmend._registry import Registry
 
 
 def test_registry_suggests_close_names() -> None:

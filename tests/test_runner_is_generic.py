@@ -2,7 +2,7 @@
 what they need (reply format, headline score, detail keys, gold reply, options) itself.
 
 Names may appear in docstrings, comments and ``help=`` texts (examples for a reader), nowhere
-else. ``cli/build.py`` is exempt: ``toolmend build critic`` is the critic suite's own command.
+else. ``cli/_build.py`` is exempt: ``toolmend build critic`` is the critic suite's own command.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolmend"
-GENERIC = [SRC / "bench.py", *sorted((SRC / "runs").rglob("*.py")), *sorted((SRC / "reports").rglob("*.py")),
-           *sorted(p for p in (SRC / "cli").rglob("*.py") if p.name != "build.py")]  # fmt: skip
+GENERIC = [SRC / "_bench.py", *sorted((SRC / "runs").rglob("*.py")), *sorted((SRC / "reports").rglob("*.py")),
+           *sorted(p for p in (SRC / "cli").rglob("*.py") if p.name != "_build.py")]  # fmt: skip
 NAMES = (
     "bfcl",
     "nestools",

@@ -5,7 +5,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolmend.schema import ERROR_CODES, Finding, Message, Ref, Sample, Tool, ToolCall, Trajectory
+from toolmend._schema import ERROR_CODES, Finding, Message, Ref, Sample, Tool, ToolCall, Trajectory
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

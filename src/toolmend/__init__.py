@@ -31,10 +31,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from toolmend._version import __version__
-from toolmend.check import Checker, Fix, RepairResult, bfcl_error_type, critictool_category, repair
-from toolmend.check import check as check_calls
-from toolmend.errors import (
+from toolmend._errors import (
     ConfigError,
     DatasetError,
     MissingExtraError,
@@ -42,8 +39,7 @@ from toolmend.errors import (
     SpecError,
     ToolmendError,
 )
-from toolmend.formats import CallFormat, ParseResult, load_tool, load_tools, parse_calls, write_calls
-from toolmend.schema import (
+from toolmend._schema import (
     ERROR_CODES,
     ErrorCode,
     Finding,
@@ -54,9 +50,13 @@ from toolmend.schema import (
     ToolCall,
     Trajectory,
 )
+from toolmend._version import __version__
+from toolmend.check import Checker, Fix, RepairResult, bfcl_error_type, critictool_category, repair
+from toolmend.check import check as check_calls
+from toolmend.formats import CallFormat, ParseResult, load_tool, load_tools, parse_calls, write_calls
 
 if TYPE_CHECKING:
-    from toolmend.bench import BenchResult, run_bench
+    from toolmend._bench import BenchResult, run_bench
     from toolmend.benchmarks import BENCHMARKS, Benchmark, SampleScore, score_predictions
     from toolmend.env import Environment, FaultPlan, FaultRule
     from toolmend.models import Completion, GenerateConfig, Model, get_model
@@ -72,8 +72,8 @@ _LAZY = {
     "Benchmark": "toolmend.benchmarks",
     "SampleScore": "toolmend.benchmarks",
     "score_predictions": "toolmend.benchmarks",
-    "BenchResult": "toolmend.bench",
-    "run_bench": "toolmend.bench",
+    "BenchResult": "toolmend._bench",
+    "run_bench": "toolmend._bench",
     "Completion": "toolmend.models",
     "GenerateConfig": "toolmend.models",
     "Model": "toolmend.models",

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import DatasetError
+from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.benchmarks.apibank import ApiBank, load_api_bank
-from toolmend.errors import DatasetError
-from toolmend.schema import Sample
+from toolmend.benchmarks._apibank import ApiBank, load_api_bank
 
 
 @pytest.fixture(scope="module")

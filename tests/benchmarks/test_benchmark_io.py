@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import DatasetError
 from toolmend.benchmarks._io import read_json, read_jsonl
-from toolmend.errors import DatasetError
 
 
 def test_jsonl_skips_blank_lines_and_keeps_line_numbers(tmp_path: Path) -> None:

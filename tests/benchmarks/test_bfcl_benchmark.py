@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolmend.benchmarks.bfcl  # noqa: F401  (registers "bfcl")
-from toolmend.benchmarks.base import BENCHMARKS, SampleScore
+from toolmend._schema import Message, Sample, Tool, ToolCall
+from toolmend.benchmarks._base import BENCHMARKS, SampleScore
 from toolmend.benchmarks.bfcl import BFCLBenchmark, render_fc, render_openai, render_python
-from toolmend.schema import Message, Sample, Tool, ToolCall
 
 BENCH = BFCLBenchmark()
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from toolmend.benchmarks.bfcl.checker import ast_check, bfcl_type, parallel_check, simple_check
-from toolmend.formats.tools import load_tool
-from toolmend.schema import Tool
+from toolmend._schema import Tool
+from toolmend.benchmarks.bfcl._checker import ast_check, bfcl_type, parallel_check, simple_check
+from toolmend.formats._tools import load_tool
 
 
 def bfcl_tool(name: str, properties: dict[str, Any], required: list[str]) -> Tool:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.benchmarks.bfcl.data import SUPPORTED_CATEGORIES, category_of, load_bfcl
-from toolmend.errors import DatasetError
+from toolmend._errors import DatasetError
+from toolmend.benchmarks.bfcl._data import SUPPORTED_CATEGORIES, category_of, load_bfcl
 
 COUNTS = {
     "simple_python": 400,

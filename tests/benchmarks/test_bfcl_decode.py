@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmend.benchmarks.bfcl.decode import (
+from toolmend._schema import ToolCall
+from toolmend.benchmarks.bfcl._decode import (
     classify_output,
     decode,
     decode_python,
@@ -18,7 +19,6 @@ from toolmend.benchmarks.bfcl.decode import (
     render_openai,
     render_python,
 )
-from toolmend.schema import ToolCall
 
 
 def calls(text: str, mode: str = "compat") -> object:

@@ -66,7 +66,7 @@ def test_third_party_plugins_register_through_entry_points(tmp_path: Path) -> No
     # three groups; toolmend finds each name only when it is asked for.
     (tmp_path / "tm_plugin.py").write_text(
         "from toolmend.models import ScriptedModel\n"
-        "from toolmend.benchmarks.bfcl.benchmark import BFCLBenchmark\n"
+        "from toolmend.benchmarks.bfcl._benchmark import BFCLBenchmark\n"
         "def backend(rest, cache, options):\n"
         "    return ScriptedModel(['ok'], name='plug/' + rest)\n"
         "class Plugged(BFCLBenchmark):\n"

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from toolmend._schema import Sample
 from toolmend.benchmarks.bfcl import BFCLBenchmark
 from toolmend.benchmarks.critictool import aggregate_scores, load_critictool_file, score_sample
 from toolmend.benchmarks.nestools import COUNT_KEYS, NesTools
@@ -30,7 +31,6 @@ from toolmend.benchmarks.reflection_bench import (
     reflection_reward,
     score_attempt,
 )
-from toolmend.schema import Sample
 
 CORPORA = Path(__file__).resolve().parent.parent / "data" / "compat"
 

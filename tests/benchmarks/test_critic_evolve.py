@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 from fake_openai_server import FakeOpenAIServer, Reply, last_user_text  # type: ignore[import-not-found]
 
+from toolmend._schema import Tool, ToolCall
 from toolmend.benchmarks.critic import build_suite
-from toolmend.benchmarks.critic.build import SuiteInfo, _replay
-from toolmend.benchmarks.critic.evolve import Hardener, check_rewrite, noisy_query
-from toolmend.benchmarks.critic.traces import load_traces
-from toolmend.benchmarks.critic.verify import Planned, check_sample, gold_values, query_keeps_gold
+from toolmend.benchmarks.critic._build import SuiteInfo, _replay
+from toolmend.benchmarks.critic._evolve import Hardener, check_rewrite, noisy_query
+from toolmend.benchmarks.critic._traces import load_traces
+from toolmend.benchmarks.critic._verify import Planned, check_sample, gold_values, query_keeps_gold
 from toolmend.benchmarks.critictool import CriticToolBenchmark, parse_tool_list
 from toolmend.check import Checker, critictool_category
 from toolmend.env import FAULT_KINDS
-from toolmend.formats.tools import load_tools
+from toolmend.formats._tools import load_tools
 from toolmend.models import get_model
-from toolmend.schema import Tool, ToolCall
 from toolmend.world import generate_tasks
 
 LIMIT = 80
@@ -282,7 +282,7 @@ def test_model_driven_rewrites_over_http_with_a_failing_server(tmp_path: Path) -
 
 
 def test_a_model_with_the_base_variant_or_an_unknown_variant_is_refused(tmp_path: Path) -> None:
-    from toolmend.errors import ConfigError
+    from toolmend._errors import ConfigError
 
     with pytest.raises(ConfigError, match="variant"):
         build_suite("world", out=tmp_path, limit=2, variant="harder")
@@ -295,7 +295,7 @@ def test_a_model_with_the_base_variant_or_an_unknown_variant_is_refused(tmp_path
 def test_the_checklist_critic_scores_lower_on_the_evolved_variant(
     suites: dict[tuple[int, str], SuiteInfo],
 ) -> None:
-    from toolmend.benchmarks.critictool.checklist import critique
+    from toolmend.benchmarks.critictool._checklist import critique
 
     async def generate(messages: Any) -> str:
         return critique(messages)

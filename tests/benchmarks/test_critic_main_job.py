@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.bench import run_bench
+from toolmend._bench import run_bench
 
 SUITE_SHA256 = "46183c007c4b7ffe2b1436bfde62f571f5fbfb523573d5803737cb4aeb26ce27"
 """SHA-256 over the four files of the seed-0 world suite (relative path, then bytes, sorted by path)."""

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import ConfigError
 from toolmend.benchmarks.critic import build_suite, suite_quality
-from toolmend.benchmarks.critic.quality import reference_queries
-from toolmend.errors import ConfigError
+from toolmend.benchmarks.critic._quality import reference_queries
 
 
 @pytest.fixture(scope="module")

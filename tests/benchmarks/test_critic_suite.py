@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._schema import Sample, Tool, ToolCall
 from toolmend.benchmarks.critic import build_suite, system_prompt, tool_entry
-from toolmend.benchmarks.critic.build import SuiteInfo
+from toolmend.benchmarks.critic._build import SuiteInfo
 from toolmend.benchmarks.critictool import CATEGORIES, CriticToolBenchmark, parse_tool_list
-from toolmend.benchmarks.critictool.scoring import gold_actions
+from toolmend.benchmarks.critictool._scoring import gold_actions
 from toolmend.check import Checker
-from toolmend.formats.tools import load_tools
-from toolmend.schema import Sample, Tool, ToolCall
+from toolmend.formats._tools import load_tools
 from toolmend.world import WORLD_TOOLS
 
 

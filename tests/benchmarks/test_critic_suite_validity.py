@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from toolmend.bench import run_bench
+from toolmend._bench import run_bench
 from toolmend.benchmarks.critic import build_suite
-from toolmend.benchmarks.critic.build import SuiteInfo
-from toolmend.runs.frame import load_run
+from toolmend.benchmarks.critic._build import SuiteInfo
+from toolmend.runs._frame import load_run
 
 
 @pytest.fixture(scope="module")

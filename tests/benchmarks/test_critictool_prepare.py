@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._schema import Sample
 from toolmend.benchmarks import score_predictions
 from toolmend.benchmarks.critictool import CachedSimilarity, CriticToolBenchmark, load_critictool
-from toolmend.benchmarks.critictool.scoring import similarity_pairs
-from toolmend.schema import Sample
+from toolmend.benchmarks.critictool._scoring import similarity_pairs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 

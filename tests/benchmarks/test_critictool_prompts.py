@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._schema import Sample
 from toolmend.benchmarks.critictool import (
     ANCHOR,
     CATEGORIES,
@@ -15,7 +16,6 @@ from toolmend.benchmarks.critictool import (
     insert_instruction,
     load_critictool,
 )
-from toolmend.schema import Sample
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 

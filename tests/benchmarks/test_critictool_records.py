@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import ConfigError, DatasetError
 from toolmend.benchmarks import BENCHMARKS
 from toolmend.benchmarks.critictool import (
     CriticToolBenchmark,
@@ -15,7 +16,6 @@ from toolmend.benchmarks.critictool import (
     load_critictool_file,
     parse_tool_list,
 )
-from toolmend.errors import ConfigError, DatasetError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from toolmend._schema import Sample
 from toolmend.benchmarks.critictool import (
     CriticToolBenchmark,
     arg_score,
@@ -18,8 +19,7 @@ from toolmend.benchmarks.critictool import (
     parse_action,
     score_sample,
 )
-from toolmend.formats.tools import load_tools
-from toolmend.schema import Sample
+from toolmend.formats._tools import load_tools
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 
@@ -352,7 +352,7 @@ def test_scoring_never_raises_on_arbitrary_text(
 
 
 def test_hand_built_samples_score_from_their_target() -> None:
-    from toolmend.schema import ToolCall
+    from toolmend._schema import ToolCall
 
     internal = Sample(
         id="mine",

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmend.benchmarks.hitec import CallCounts, call_counts, hitec_f1, parse_hitec_output
-from toolmend.schema import ToolCall
+from toolmend._schema import ToolCall
+from toolmend.benchmarks._hitec import CallCounts, call_counts, hitec_f1, parse_hitec_output
 
 
 def C(name: str, **args: object) -> ToolCall:

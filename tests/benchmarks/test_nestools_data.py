@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import DatasetError
+from toolmend._schema import Ref
 from toolmend.benchmarks.nestools import gold_chain, load_nestools, official_depth, to_official_output
-from toolmend.errors import DatasetError
-from toolmend.schema import Ref
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from rapidfuzz.distance import Levenshtein
 
+from toolmend._errors import ConfigError
 from toolmend.benchmarks.nestools import (
     DEFAULT_TEMPLATE,
     NesTools,
@@ -19,7 +20,6 @@ from toolmend.benchmarks.nestools import (
     render_prompt,
     render_tool,
 )
-from toolmend.errors import ConfigError
 
 
 class HashingEncoder:

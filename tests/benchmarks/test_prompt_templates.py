@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.bench import run_bench
-from toolmend.benchmarks.critictool.prompts import Instructions
-from toolmend.benchmarks.templates import with_prompt_template
-from toolmend.errors import ConfigError, DatasetError
+from toolmend._bench import run_bench
+from toolmend._errors import ConfigError, DatasetError
+from toolmend._schema import Message
+from toolmend.benchmarks._templates import with_prompt_template
+from toolmend.benchmarks.critictool._prompts import Instructions
 from toolmend.models import ScriptedModel
-from toolmend.schema import Message
 
 
 def test_one_option_name_per_benchmark(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from toolmend.benchmarks.reflection_bench import (
     score_attempt,
     split_reply,
 )
-from toolmend.benchmarks.reflection_bench.tags import released_calls
+from toolmend.benchmarks.reflection_bench._tags import released_calls
 
 RELEASED = RewardConfig.released()
 

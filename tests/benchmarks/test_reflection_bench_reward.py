@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolmend._errors import ConfigError
 from toolmend.benchmarks.reflection_bench import (
     RewardConfig,
     lexical_similarity,
@@ -17,7 +18,6 @@ from toolmend.benchmarks.reflection_bench import (
     reward_fn,
     split_reply,
 )
-from toolmend.errors import ConfigError
 
 
 def _call(name: str, **args: object) -> str:
@@ -172,7 +172,7 @@ def test_a_bug_inside_the_reward_scores_zero_but_is_logged(caplog: pytest.LogCap
         raise RuntimeError("similarity bug")
 
     gold = '<reflect>The date was wrong.</reflect>\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
-    with caplog.at_level("ERROR", logger="toolmend.benchmarks.reflection_bench.reward"):
+    with caplog.at_level("ERROR", logger="toolmend.benchmarks.reflection_bench._reward"):
         value = reflection_reward(gold, gold, sim=broken)
     assert 0.0 <= value <= 1.0
     assert caplog.records and all(r.exc_info is not None for r in caplog.records)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import DatasetError
+from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS
 from toolmend.benchmarks.reflection_bench import (
     ReflectionBench,
@@ -15,8 +17,6 @@ from toolmend.benchmarks.reflection_bench import (
     repair_at_n,
     score_attempt,
 )
-from toolmend.errors import DatasetError
-from toolmend.schema import Sample
 
 
 def _call(name: str, **args: object) -> str:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import ConfigError, DatasetError
+from toolmend._schema import Ref, Sample
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.benchmarks.sealtools import SealTools, load_seal_tools
-from toolmend.errors import ConfigError, DatasetError
-from toolmend.schema import Ref, Sample
+from toolmend.benchmarks._sealtools import SealTools, load_seal_tools
 
 
 def _reply(sample: Sample) -> str:

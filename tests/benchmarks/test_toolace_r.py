@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmend.benchmarks.toolace_r import (
+from toolmend._errors import ConfigError
+from toolmend._schema import ToolCall
+from toolmend.benchmarks._toolace_r import (
     align_calls,
     calls_match,
     difficulty,
@@ -15,8 +17,6 @@ from toolmend.benchmarks.toolace_r import (
     parameter_jaccard,
     select_by_difficulty,
 )
-from toolmend.errors import ConfigError
-from toolmend.schema import ToolCall
 
 
 def C(name: str, **args: object) -> ToolCall:

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import DatasetError
+from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.benchmarks.toolalpaca import (
+from toolmend.benchmarks._toolalpaca import (
     ToolAlpaca,
     load_toolalpaca,
     parse_action_input,
     tools_from_descriptions,
 )
-from toolmend.errors import DatasetError
-from toolmend.schema import Sample
 
 
 @pytest.fixture(scope="module")

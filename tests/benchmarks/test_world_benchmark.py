@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from toolmend.bench import run_bench
+from toolmend._bench import run_bench
+from toolmend._errors import ConfigError, DatasetError
+from toolmend._schema import Message, Sample, ToolCall
 from toolmend.benchmarks import BENCHMARKS, SampleScore, load_builtin_benchmarks
 from toolmend.benchmarks.world import WorldBenchmark, audit_tasks, mean_ci, pass_at_k, pass_hat_k
-from toolmend.benchmarks.world.metrics import aggregate_world
-from toolmend.cli.app import app
-from toolmend.errors import ConfigError, DatasetError
-from toolmend.formats.tags import parse_tagged_calls
-from toolmend.schema import Message, Sample, ToolCall
+from toolmend.benchmarks.world._metrics import aggregate_world
+from toolmend.cli._app import app
+from toolmend.formats._tags import parse_tagged_calls
 from toolmend.world import generate_tasks
-from toolmend.world.episode import write_reply
-from toolmend.world.schedule import TRANSIENT_KINDS, FaultSchedule
+from toolmend.world._episode import write_reply
+from toolmend.world._schedule import TRANSIENT_KINDS, FaultSchedule
 
 load_builtin_benchmarks("world")
 

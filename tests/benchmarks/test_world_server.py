@@ -14,8 +14,8 @@ from fake_openai_server import FakeOpenAIServer, Reply
 from typer.testing import CliRunner
 
 from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
-from toolmend.cli.app import app
-from toolmend.formats.tags import parse_tagged_calls
+from toolmend.cli._app import app
+from toolmend.formats._tags import parse_tagged_calls
 
 load_builtin_benchmarks("world")
 LIMIT = 8

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from toolmend.formats.tools import load_tools
-from toolmend.schema import Ref, Tool, ToolCall
+from toolmend._schema import Ref, Tool, ToolCall
+from toolmend.formats._tools import load_tools
 
 BFCL_EXCLUDED = {"parallel_multiple_94": "answer gives strings for an array of integer"}
 

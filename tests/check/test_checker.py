@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from toolmend._schema import Finding, Ref, Tool, ToolCall
 from toolmend.check import Checker, check, format_path
-from toolmend.schema import Finding, Ref, Tool, ToolCall
 
 WEATHER: dict[str, Any] = {
     "name": "get_weather",

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from toolmend._errors import ConfigError
+from toolmend._schema import ERROR_CODES
 from toolmend.check import bfcl_error_type, critictool_category, describe
-from toolmend.errors import ConfigError
-from toolmend.schema import ERROR_CODES
 
 
 def test_every_code_has_both_mappings_and_a_description() -> None:

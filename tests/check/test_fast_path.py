@@ -7,11 +7,11 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from toolmend._errors import SpecError
+from toolmend._schema import Ref, ToolCall
 from toolmend.check import Checker
-from toolmend.check.checker import _Call, _full_check
-from toolmend.check.spec import compile_parameters
-from toolmend.errors import SpecError
-from toolmend.schema import Ref, ToolCall
+from toolmend.check._checker import _Call, _full_check
+from toolmend.check._spec import compile_parameters
 
 KEYS = ["a", "b", "c"]
 SCALARS = st.one_of(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolmend._schema import ToolCall
 from toolmend.check import Checker, check, repair
-from toolmend.schema import ToolCall
 
 
 def test_bfcl_gold_checks_clean(bfcl_cases: list[Any]) -> None:

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from toolmend._errors import DatasetError, SpecError
+from toolmend._schema import ToolCall
 from toolmend.check import Checker
-from toolmend.check.checker import _Call, _full_check
-from toolmend.check.spec import MAX_SCHEMA_DEPTH, compile_parameters
-from toolmend.errors import DatasetError, SpecError
-from toolmend.schema import ToolCall
+from toolmend.check._checker import _Call, _full_check
+from toolmend.check._spec import MAX_SCHEMA_DEPTH, compile_parameters
 
 POINT = {
     "type": "object",
@@ -317,7 +317,7 @@ def test_no_network_or_file_access_while_specs_load_and_check(monkeypatch: pytes
 
 
 def test_unknown_type_name_in_json_schema_spec_is_a_spec_error() -> None:
-    from toolmend.formats.tools import load_tools
+    from toolmend.formats._tools import load_tools
 
     with pytest.raises(DatasetError, match=r"schema at /properties/a/type: unknown type name"):
         load_tools([{"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "strng"}}}}])

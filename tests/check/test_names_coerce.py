@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from toolmend.check.coerce import NO_COERCION, coerce, json_type
-from toolmend.check.names import best_match, closest, fold, key_alias
+from toolmend.check._coerce import NO_COERCION, coerce, json_type
+from toolmend.check._names import best_match, closest, fold, key_alias
 
 
 def test_fold_and_aliases() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolmend._schema import Ref, ToolCall
 from toolmend.check import Checker, repair
-from toolmend.schema import Ref, ToolCall
 
 TOOLS: list[dict[str, Any]] = [
     {

@@ -18,16 +18,17 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
-from toolmend.benchmarks.bfcl.decode import render_python
-from toolmend.cli import bench, score
+from toolmend.benchmarks.bfcl._decode import render_python
+from toolmend.cli import _bench as bench
+from toolmend.cli import _score as score
 from toolmend.runs import RunDir, load_run
-from toolmend.schema import Sample
 
 # A root app with both commands, as the real CLI wires them (a callback keeps subcommand names).
 _APP_SOURCE = """
 import typer
-from toolmend.cli import bench, score
+from toolmend.cli import _bench as bench, _score as score
 app = typer.Typer()
 @app.callback()
 def _root() -> None:

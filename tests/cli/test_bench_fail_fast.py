@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from toolmend.cli import bench
+from toolmend.cli import _bench as bench
 
 BFCL = ("--categories", "simple_python", "--limit", "6", "--no-cache")
 

@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from toolmend.cli import bench
+from toolmend.cli import _bench as bench
 
 
 def _app() -> typer.Typer:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from toolmend._schema import Message
 from toolmend.benchmarks import STRATEGIES, Generate, SolveState
-from toolmend.cli.app import app
+from toolmend.cli._app import app
 from toolmend.runs import RunDir
-from toolmend.schema import Message
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from toolmend.benchmarks.critictool import load_critictool
-from toolmend.cli.build import register
+from toolmend.cli._build import register
 
 
 def _app() -> typer.Typer:

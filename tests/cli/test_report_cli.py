@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from toolmend.bench import run_bench
+from toolmend._bench import run_bench
 from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
-from toolmend.cli import report
+from toolmend.cli import _report as report
 
 
 def _app() -> typer.Typer:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from toolmend._schema import Message, Sample
 from toolmend.benchmarks import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
 from toolmend.cli import app
-from toolmend.schema import Message, Sample
 
 
 class ExactBenchmark(Benchmark):

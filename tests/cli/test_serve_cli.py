@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from toolmend.cli.app import app
+from toolmend.cli._app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolmend.compare.align import align, greedy_align
+from toolmend.compare._align import align, greedy_align
 
 
 def overlap(p: str, g: str) -> float:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolmend.compare.values import canonical_json, normalize_bfcl_string, values_equal
-from toolmend.schema import Ref
+from toolmend._schema import Ref
+from toolmend.compare._values import canonical_json, normalize_bfcl_string, values_equal
 
 
 def test_bfcl_normalisation_strips_exactly_the_bfcl_characters() -> None:

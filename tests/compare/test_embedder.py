@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolmend.compare.embed import DEFAULT_MODEL_ID, Embedder
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
+from toolmend.compare._embed import DEFAULT_MODEL_ID, Embedder
 
 
 @pytest.fixture(scope="module")

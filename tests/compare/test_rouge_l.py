@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge import Rouge
 
-from toolmend.compare.rouge import rouge_l_f, rouge_l_scores
+from toolmend.compare._rouge import rouge_l_f, rouge_l_scores
 
 _ROUGE = Rouge()
 

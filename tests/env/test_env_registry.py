@@ -8,9 +8,9 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
+from toolmend._errors import ConfigError, SpecError
+from toolmend._schema import Tool, ToolCall
 from toolmend.env import Environment, ToolRegistry, schema_from_function
-from toolmend.errors import ConfigError, SpecError
-from toolmend.schema import Tool, ToolCall
 
 
 class Item(BaseModel):

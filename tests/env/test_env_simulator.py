@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from toolmend._errors import DatasetError
 from toolmend.env import ToolCache, call_key, synthesize
-from toolmend.errors import DatasetError
 from toolmend.world import World
 
 

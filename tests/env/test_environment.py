@@ -10,8 +10,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
+from toolmend._schema import Finding, Ref, Tool, ToolCall
 from toolmend.env import Environment, FaultPlan, FaultRule, ToolCache, ToolFailure, ToolRegistry
-from toolmend.schema import Finding, Ref, Tool, ToolCall
 from toolmend.world import World
 
 
@@ -281,7 +281,7 @@ def test_the_checker_is_explicit_and_a_failing_one_is_logged(caplog: pytest.LogC
         raise KeyError("a bug")
 
     env = Environment(tools=[spec], checker=broken)
-    with caplog.at_level("ERROR", logger="toolmend.env.environment"):
+    with caplog.at_level("ERROR", logger="toolmend.env._environment"):
         r = env.execute(ToolCall(name="f", arguments={"n": "x"}))
     assert r.source == "invalid" and r.error == "invalid_type"  # the schema gate answered
     (record,) = caplog.records

@@ -7,8 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from toolmend.formats.nestools import PLACEHOLDER
-from toolmend.schema import Ref, ToolCall
+from toolmend._schema import Ref, ToolCall
+from toolmend.formats._nestools import PLACEHOLDER
 
 IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(
     lambda s: not keyword.iskeyword(s)

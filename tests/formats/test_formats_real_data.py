@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from toolmend._schema import Ref, ToolCall
 from toolmend.formats import (
     calls_from_nestools,
     parse_calls,
@@ -15,8 +16,7 @@ from toolmend.formats import (
     write_calls,
     write_python_calls,
 )
-from toolmend.formats.nestools import PLACEHOLDER
-from toolmend.schema import Ref, ToolCall
+from toolmend.formats._nestools import PLACEHOLDER
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies_formats import ANY_REFS, NESTOOLS_TEXT, PLACEHOLDER_REFS, TAG_SAFE_TEXT, calls
 
+from toolmend._schema import ToolCall
 from toolmend.formats import (
     parse_calls,
     parse_json_calls,
@@ -20,7 +21,6 @@ from toolmend.formats import (
     write_python_calls,
     write_tagged_calls,
 )
-from toolmend.schema import ToolCall
 
 SETTINGS = settings(max_examples=60, deadline=None)
 

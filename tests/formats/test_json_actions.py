@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from toolmend._schema import ToolCall
 from toolmend.formats import parse_json_calls, write_json_calls
-from toolmend.schema import ToolCall
 
 
 def codes(result: object) -> list[str]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.formats.lenient import find_spans, load_lenient, split_fences, to_json_value
+from toolmend.formats._lenient import find_spans, load_lenient, split_fences, to_json_value
 
 
 def test_strict_json_is_reported_as_json() -> None:

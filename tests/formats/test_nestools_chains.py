@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from toolmend._schema import Ref, ToolCall
 from toolmend.formats import calls_from_nestools, parse_nestools_calls, write_nestools_calls
-from toolmend.schema import Ref, ToolCall
 
 PREDICTION = """[{'api_name': 'scan_isbn', 'api_id': 9031, 'parameters': {'isbn': '978-3-16-148410-0'},
   'responses': {'book_details': 'API_call_0', 'availability': 'API_call_1'}},

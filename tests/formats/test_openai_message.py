@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 
+from toolmend._schema import Ref, ToolCall
 from toolmend.formats import parse_calls, parse_openai_message, to_openai_tool_calls, write_openai_message
-from toolmend.schema import Ref, ToolCall
 
 
 def _msg(arguments: object, **extra: object) -> dict[str, object]:

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
+from toolmend._schema import ToolCall
 from toolmend.formats import parse_calls, write_calls
-from toolmend.schema import ToolCall
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies_formats import TAG_SAFE_TEXT, calls
 
+from toolmend._schema import ERROR_CODES, ToolCall
 from toolmend.formats import ParseResult, parse_calls, parse_openai_message, write_calls
-from toolmend.schema import ERROR_CODES, ToolCall
 
 FORMATS = ["auto", "openai", "json", "python", "tags", "nestools"]
 SETTINGS = settings(max_examples=80, deadline=None)

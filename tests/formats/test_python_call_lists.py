@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
+from toolmend._schema import Ref, ToolCall
 from toolmend.formats import parse_python_calls, write_python_calls
-from toolmend.schema import Ref, ToolCall
 
 
 def test_list_with_dotted_names_and_nested_literals() -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from toolmend._schema import ToolCall
 from toolmend.formats import parse_tagged_calls, strip_think, write_tagged_calls
-from toolmend.schema import ToolCall
 
 
 def codes(r: object) -> list[str]:

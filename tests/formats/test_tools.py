@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.errors import DatasetError
-from toolmend.formats.tools import detect_dialect, load_tool, load_tools, to_openai_tool
+from toolmend._errors import DatasetError
+from toolmend.formats._tools import detect_dialect, load_tool, load_tools, to_openai_tool
 
 
 def test_bfcl_types_keep_their_original_names(data_dir: Path) -> None:

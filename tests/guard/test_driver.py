@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.errors import ModelError
+from toolmend._errors import ModelError
+from toolmend._schema import Message
 from toolmend.guard import EnvPolicy, Guard, GuardPolicy, Reply, Turn, classify_fault, drive
-from toolmend.schema import Message
 
 TOOLS = [
     {

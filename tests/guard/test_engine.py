@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
+from toolmend._schema import ToolCall
 from toolmend.guard import Guard, GuardPolicy, Turn
-from toolmend.schema import ToolCall
 
 TOOLS = [
     {

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from toolmend._schema import Message, Sample
 from toolmend.models import ScriptedModel
 from toolmend.runs import Manifest, RunDir, SampleRecord, run_samples
-from toolmend.schema import Message, Sample
 
 
 def build_samples(n: int) -> list[Sample]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from toolmend.cli.cache import register
+from toolmend.cli._cache import register
 from toolmend.models import Completion, ResponseCache
 
 

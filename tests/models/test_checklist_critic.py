@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.bench import arun_bench
+from toolmend._bench import arun_bench
+from toolmend._schema import Message
 from toolmend.benchmarks.critic import build_suite
 from toolmend.benchmarks.critictool import CriticToolBenchmark, Instructions, insert_instruction
-from toolmend.benchmarks.critictool.checklist import ChecklistCritic, critique, read_signal
+from toolmend.benchmarks.critictool._checklist import ChecklistCritic, critique, read_signal
 from toolmend.models import get_model
-from toolmend.schema import Message
 
 SYSTEM = (
     'Tools:\n[{"name": "weather_now", "description": "Weather.", "required_parameters": '

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.errors import ConfigError, DatasetError, MissingExtraError, ModelError
+from toolmend._errors import ConfigError, DatasetError, MissingExtraError, ModelError
+from toolmend._schema import Message, ToolCall
 from toolmend.models import Completion, ReplayModel, ScriptedModel, get_model
-from toolmend.schema import Message, ToolCall
 
 
 def user(text: str) -> list[Message]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._schema import Message, Tool, ToolCall
 from toolmend.models import Completion, GenerateConfig, get_model
-from toolmend.schema import Message, Tool, ToolCall
 
 pytest.importorskip("transformers", reason="the hf extra (transformers) is not installed")
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fake_openai_server import Reply, last_user_text
 
-from toolmend.errors import ConfigError, EndpointError, ModelError
+from toolmend._errors import ConfigError, EndpointError, ModelError
+from toolmend._schema import Message, Tool, ToolCall
 from toolmend.models import GenerateConfig, OpenAIModel, RetryPolicy, get_model
-from toolmend.schema import Message, Tool, ToolCall
 
 FAST = RetryPolicy(max_retries=3, initial_wait=0.01, max_wait=0.05, jitter=0.0)
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from fake_openai_server import Reply
 
-from toolmend.errors import ModelError
+from toolmend._errors import ModelError
+from toolmend._schema import Message, Tool
 from toolmend.models import (
     Completion,
     GenerateConfig,
@@ -23,7 +24,6 @@ from toolmend.models import (
     default_cache_dir,
     get_model,
 )
-from toolmend.schema import Message, Tool
 
 
 def user(text: str) -> list[Message]:

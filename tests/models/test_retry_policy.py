@@ -8,10 +8,10 @@ import time
 import pytest
 from tenacity import RetryCallState
 
-from toolmend.errors import ModelError
+from toolmend._errors import ModelError
+from toolmend._schema import Message
 from toolmend.models import Completion, GenerateRequest, HTTPStatusError, Model, RetryPolicy
-from toolmend.models.retry import _WaitRetryAfter, parse_retry_after
-from toolmend.schema import Message
+from toolmend.models._retry import _WaitRetryAfter, parse_retry_after
 
 
 def test_parse_retry_after_forms() -> None:
@@ -51,7 +51,7 @@ def test_wait_uses_retry_after_capped_else_exponential_backoff() -> None:
 
 
 def test_retry_wait_and_retryable_classification() -> None:
-    from toolmend.models.retry import is_retryable, retry_wait
+    from toolmend.models._retry import is_retryable, retry_wait
 
     policy = RetryPolicy(initial_wait=0.25, max_wait=1.0, jitter=0.0)
     assert [retry_wait(policy, n) for n in (1, 2, 3, 4)] == [0.25, 0.5, 1.0, 1.0]

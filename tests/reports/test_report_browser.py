@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.bench import run_bench
+from toolmend._bench import run_bench
 from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
-from toolmend.benchmarks.bfcl.decode import render_python
+from toolmend.benchmarks.bfcl._decode import render_python
 from toolmend.reports import write_report
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from toolmend.reports import build_report, load_views, render_html, render_markdown
-from toolmend.reports.samples import browser_data
-from toolmend.reports.tables import charts, provenance
+from toolmend.reports._samples import browser_data
+from toolmend.reports._tables import charts, provenance
 from toolmend.runs import InfraError, Manifest, RunDir, SampleRecord
 
 
@@ -145,8 +145,8 @@ def test_provenance_renders_settings_stored_elsewhere_in_the_manifest(tmp_path: 
 
 
 def test_critictool_episodes_show_the_error_response_between_turns(tmp_path: Path) -> None:
-    from toolmend.bench import run_bench
-    from toolmend.benchmarks.critic.build import build_suite
+    from toolmend._bench import run_bench
+    from toolmend.benchmarks.critic._build import build_suite
 
     suite = build_suite("world", seed=1, out=tmp_path / "suite", limit=8)
     run = run_bench("critictool", "scripted", data=suite.root, runs_dir=tmp_path / "runs", progress=False,
@@ -164,7 +164,7 @@ def test_critictool_episodes_show_the_error_response_between_turns(tmp_path: Pat
 def test_a_served_run_records_and_shows_its_connection_but_never_the_key(
     tmp_path: Path, data_dir: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolmend.bench import run_bench
+    from toolmend._bench import run_bench
     from toolmend.reports import write_report
 
     monkeypatch.setenv("H11_TEST_KEY", "sk-h11-secret-value-123")

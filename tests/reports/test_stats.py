@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from toolmend.errors import ConfigError
-from toolmend.reports.stats import bootstrap_ci, paired_test
+from toolmend._errors import ConfigError
+from toolmend.reports._stats import bootstrap_ci, paired_test
 
 
 def test_bootstrap_ci_hand_computed_cases() -> None:

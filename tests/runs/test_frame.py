@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toolmend._schema import Finding, ToolCall
 from toolmend.runs import InfraError, Manifest, RunDir, SampleRecord, load_run
-from toolmend.schema import Finding, ToolCall
 
 
 def test_dataframe_has_details_codes_and_decisions(tmp_path: Path) -> None:

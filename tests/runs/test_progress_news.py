@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.bench import arun_bench
-from toolmend.runs.progress import ETA_AFTER, STATUS_LOGGER, PlainProgress, RunningStats
-from toolmend.runs.record import SampleRecord
+from toolmend._bench import arun_bench
+from toolmend.runs._progress import ETA_AFTER, STATUS_LOGGER, PlainProgress, RunningStats
+from toolmend.runs._record import SampleRecord
 
 
 def test_no_eta_until_a_few_samples_are_done() -> None:

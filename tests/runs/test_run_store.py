@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.errors import ConfigError, DatasetError, ModelError
+from toolmend._errors import ConfigError, DatasetError, ModelError
 from toolmend.models import Completion, Usage
 from toolmend.runs import (
     DatasetInfo,

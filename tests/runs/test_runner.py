@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from fake_openai_server import Reply
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
+from toolmend._schema import Message, Sample
 from toolmend.models import Model, OpenAIModel, ResponseCache, RetryPolicy
 from toolmend.runs import Manifest, PlainProgress, RunDir, SampleRecord, load_run, run_samples
-from toolmend.schema import Message, Sample
 
 FAST = RetryPolicy(max_retries=2, initial_wait=0.01, max_wait=0.05, jitter=0.0)
 

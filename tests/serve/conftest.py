@@ -39,7 +39,7 @@ class Proxy:
 
     @property
     def metrics(self) -> Any:
-        from toolmend.serve.app import PROXY
+        from toolmend.serve._app import PROXY
 
         return self.app[PROXY].metrics
 

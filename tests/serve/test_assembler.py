@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.serve.assembler import ContentGate, StreamAssembler
+from toolmend.serve._assembler import ContentGate, StreamAssembler
 
 
 def _calls(*deltas: list[dict]) -> list[tuple]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from scripted_upstream import Scene, call, completion, stream_of
 
-from toolmend.benchmarks.predictions import read_predictions
+from toolmend.benchmarks._predictions import read_predictions
 from toolmend.formats import parse_calls
 
 openai = pytest.importorskip("openai")

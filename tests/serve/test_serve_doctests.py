@@ -9,10 +9,10 @@ import pytest
 
 MODULES = [
     "toolmend.serve",
-    "toolmend.serve.app",
-    "toolmend.serve.assembler",
-    "toolmend.serve.metrics",
-    "toolmend.serve.protocol",
+    "toolmend.serve._app",
+    "toolmend.serve._assembler",
+    "toolmend.serve._metrics",
+    "toolmend.serve._protocol",
 ]
 
 

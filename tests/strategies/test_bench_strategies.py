@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from fake_openai_server import FakeOpenAIServer, Reply
 
-from toolmend.bench import run_bench
+from toolmend._bench import run_bench
+from toolmend._errors import ConfigError
+from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.errors import ConfigError
 from toolmend.runs import RunDir
-from toolmend.schema import Sample
 
 N = 12
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
+from toolmend._schema import Message, Tool, ToolCall
 from toolmend.formats import parse_calls
 from toolmend.guard import Guard, Turn
 from toolmend.models import Completion, get_model
-from toolmend.schema import Message, Tool, ToolCall
-from toolmend.strategies.noisy import NoisyModel
+from toolmend.strategies._noisy import NoisyModel
 
 TOOLS = [
     Tool(

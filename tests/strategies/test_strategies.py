@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from toolmend.errors import ConfigError
-from toolmend.schema import Message, Sample, Tool
+from toolmend._errors import ConfigError
+from toolmend._schema import Message, Sample, Tool
 from toolmend.strategies import SolveState, apply_strategies, build_strategies, strategy_name
-from toolmend.strategies.hitec import HitecICL
+from toolmend.strategies._hitec import HitecICL
 
 TOOL = Tool(
     name="get_weather",

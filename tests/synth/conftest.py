@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.benchmarks.bfcl.data import load_bfcl
+from toolmend._schema import ToolCall
+from toolmend.benchmarks.bfcl._data import load_bfcl
 from toolmend.check import Checker
-from toolmend.schema import ToolCall
 from toolmend.world import World, generate_tasks
 
 
@@ -33,7 +33,7 @@ def bfcl_gold(data_dir: Path) -> list[Gold]:
         if not sample.target:
             continue
         checker = Checker(sample.tools)
-        # Four answers do not pass their own schema (see toolmend.benchmarks.bfcl.data and
+        # Four answers do not pass their own schema (see toolmend.benchmarks.bfcl._data and
         # tests/check); an injection into an already-wrong call proves nothing.
         if checker.check(sample.target, expected_count=len(sample.target)):
             continue

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from toolmend._schema import Tool
 from toolmend.check import critictool_category
 from toolmend.formats import parse_calls
-from toolmend.schema import Tool
 from toolmend.synth.inject import OPERATORS, inject
 
 Gold = Any  # tests/synth/conftest.py: id, calls, checker
@@ -115,7 +115,7 @@ def test_tool_selection_prefers_similar_tools(world_gold: list[Gold]) -> None:
 
 
 def test_hallucinated_names_are_not_offered_nor_aliases(world_gold: list[Gold]) -> None:
-    from toolmend.check.names import fold
+    from toolmend.check._names import fold
 
     offered = {fold(n) for n in world_gold[0].checker.tools}
     for gold in world_gold:

@@ -8,10 +8,10 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolmend.check.coerce import matches_type
-from toolmend.schema import Tool
-from toolmend.synth.inject.names import hallucinations, irrelevant_keys, key_aliases
-from toolmend.synth.inject.values import break_format, mistype, sample_value
+from toolmend._schema import Tool
+from toolmend.check._coerce import matches_type
+from toolmend.synth.inject._names import hallucinations, irrelevant_keys, key_aliases
+from toolmend.synth.inject._values import break_format, mistype, sample_value
 
 DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from toolmend._errors import ConfigError
+from toolmend._schema import Message, Tool, ToolCall
 from toolmend.check import Checker
-from toolmend.errors import ConfigError
-from toolmend.schema import Message, Tool, ToolCall
 from toolmend.synth.inject import (
     InjectContext,
     build_messages,

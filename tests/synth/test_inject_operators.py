@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
 from toolmend.synth.inject import OPERATORS, inject, operator_names
-from toolmend.synth.inject.model import Injection
+from toolmend.synth.inject._model import Injection
 
 Gold = Any  # tests/synth/conftest.py: id, calls, checker
 
@@ -99,7 +99,7 @@ def test_misuse_is_a_config_error(world_gold: list[Gold]) -> None:
 
 
 def test_not_applicable_is_none() -> None:
-    from toolmend.schema import Tool, ToolCall
+    from toolmend._schema import Tool, ToolCall
 
     tools = [Tool(name="ping")]
     calls = [ToolCall(name="ping")]

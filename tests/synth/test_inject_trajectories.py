@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolmend.schema import Ref, Tool, ToolCall
+from toolmend._schema import Ref, Tool, ToolCall
 from toolmend.synth.inject import applicable, inject
-from toolmend.synth.inject.values import ref_targets
+from toolmend.synth.inject._values import ref_targets
 
 Gold = Any
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from toolmend.benchmarks.critic.traces import load_traces
+from toolmend._errors import ConfigError
+from toolmend._schema import ToolCall
+from toolmend.benchmarks.critic._traces import load_traces
 from toolmend.check import Checker
-from toolmend.cli.app import app
-from toolmend.errors import ConfigError
+from toolmend.cli._app import app
 from toolmend.formats import load_tools, parse_calls
-from toolmend.schema import ToolCall
 from toolmend.synth.inject import Injection
 from toolmend.train import build_dataset, build_rows, verify_injection
-from toolmend.train.data import KEEP_IT, _fingerprint
+from toolmend.train._data import KEEP_IT, _fingerprint
 
 PROVENANCE = {"source", "seed", "trace_id", "operator", "sub_label", "code", "verified_by", "checker_version"}
 

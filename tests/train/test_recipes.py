@@ -12,10 +12,10 @@ import pytest
 from tiny_llm import NO_MARKERS, NO_TOOLS, save_tiny, write_jsonl
 from typer.testing import CliRunner
 
-from toolmend.cli.app import app
-from toolmend.errors import ConfigError, DatasetError
+from toolmend._errors import ConfigError, DatasetError
+from toolmend.cli._app import app
 from toolmend.train import build_rows, prepare, train
-from toolmend.train.recipes import _check_grpo_rendering
+from toolmend.train._recipes import _check_grpo_rendering
 
 SMALL = {"max_steps": 2, "logging_steps": 1, "per_device_train_batch_size": 2}
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
+from toolmend._schema import ToolCall
 from toolmend.formats import write_calls
-from toolmend.schema import ToolCall
 from toolmend.train import (
     CallMatchConfig,
     SchemaRewardConfig,

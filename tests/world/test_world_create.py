@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from toolmend.schema import ToolCall
+from toolmend._schema import ToolCall
 from toolmend.world import World
-from toolmend.world.create import create_state
+from toolmend.world._create import create_state
 
 
 def test_create_equals_a_fresh_generation() -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from toolmend.env.validate import schema_findings
-from toolmend.formats.tags import parse_tagged_calls
-from toolmend.schema import Tool, ToolCall
+from toolmend._schema import Tool, ToolCall
+from toolmend.env._validate import schema_findings
+from toolmend.formats._tags import parse_tagged_calls
 from toolmend.world import World, generate_tasks
-from toolmend.world.episode import Episode, gold_replies, parse_reply
-from toolmend.world.grading import answer_has, diff_state, gold_run, grade
+from toolmend.world._episode import Episode, gold_replies, parse_reply
+from toolmend.world._grading import answer_has, diff_state, gold_run, grade
 
 
 @pytest.fixture(scope="module")

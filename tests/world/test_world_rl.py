@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from toolmend.errors import ConfigError
-from toolmend.schema import ToolCall
+from toolmend._errors import ConfigError
+from toolmend._schema import ToolCall
 from toolmend.world import WORLD_TOOLS, WorldEnv, generate_tasks, trl_environment_factory, world_dataset
-from toolmend.world.schedule import FaultSchedule
+from toolmend.world._schedule import FaultSchedule
 
 
 def test_gold_replies_end_the_episode_with_reward_one() -> None:

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from toolmend.schema import Ref
+from toolmend._schema import Ref
 from toolmend.world import World
-from toolmend.world.tasks import Task, generate_tasks
+from toolmend.world._tasks import Task, generate_tasks
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from collections import Counter
 
 from jsonschema import Draft202012Validator
 
-from toolmend.schema import ToolCall
+from toolmend._schema import ToolCall
 from toolmend.world import DOMAINS, World, domain_of
 
 

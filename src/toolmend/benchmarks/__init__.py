@@ -13,7 +13,8 @@ built on demand, like ``critic``) in :data:`SUITES`; inference-time strategies i
 
 from __future__ import annotations
 
-from toolmend.benchmarks.base import (
+from toolmend._errors import ToolmendError
+from toolmend.benchmarks._base import (
     BENCHMARKS,
     STRATEGIES,
     SUITES,
@@ -29,9 +30,8 @@ from toolmend.benchmarks.base import (
     make_benchmark,
     reply_text,
 )
-from toolmend.benchmarks.predictions import Predictions, read_predictions
-from toolmend.benchmarks.scoring import ScoreReport, score_predictions
-from toolmend.errors import ToolmendError
+from toolmend.benchmarks._predictions import Predictions, read_predictions
+from toolmend.benchmarks._scoring import ScoreReport, score_predictions
 
 __all__ = [
     "BENCHMARKS",
@@ -57,21 +57,21 @@ __all__ = [
 ]
 
 for _name, _target in {
-    "nestools": "toolmend.benchmarks.nestools.benchmark:NesTools",
-    "bfcl": "toolmend.benchmarks.bfcl.benchmark:BFCLBenchmark",
-    "critictool": "toolmend.benchmarks.critictool.benchmark:CriticToolBenchmark",
-    "reflection-bench": "toolmend.benchmarks.reflection_bench.benchmark:ReflectionBench",
-    "seal-tools": "toolmend.benchmarks.sealtools:SealTools",
-    "api-bank": "toolmend.benchmarks.apibank:ApiBank",
-    "toolalpaca": "toolmend.benchmarks.toolalpaca:ToolAlpaca",
-    "world": "toolmend.benchmarks.world.benchmark:WorldBenchmark",
+    "nestools": "toolmend.benchmarks.nestools._benchmark:NesTools",
+    "bfcl": "toolmend.benchmarks.bfcl._benchmark:BFCLBenchmark",
+    "critictool": "toolmend.benchmarks.critictool._benchmark:CriticToolBenchmark",
+    "reflection-bench": "toolmend.benchmarks.reflection_bench._benchmark:ReflectionBench",
+    "seal-tools": "toolmend.benchmarks._sealtools:SealTools",
+    "api-bank": "toolmend.benchmarks._apibank:ApiBank",
+    "toolalpaca": "toolmend.benchmarks._toolalpaca:ToolAlpaca",
+    "world": "toolmend.benchmarks.world._benchmark:WorldBenchmark",
 }.items():
     BENCHMARKS.add_lazy(_name, _target)
-SUITES.add_lazy("critic", "toolmend.benchmarks.critic.suite:CRITIC_SUITE")
+SUITES.add_lazy("critic", "toolmend.benchmarks.critic._suite:CRITIC_SUITE")
 for _name, _attr in {"guard": "guard", "hitec-icl": "hitec_icl", "reflect": "reflect", "self-refine": "self_refine",
                      "best-of-n": "best_of_n", "env-policy": "env_policy"}.items():  # fmt: skip
-    STRATEGIES.add_lazy(_name, f"toolmend.strategies.builtin:{_attr}")
-SUITES.add_lazy("world", "toolmend.benchmarks.world.benchmark:WORLD_SUITE")
+    STRATEGIES.add_lazy(_name, f"toolmend.strategies._builtin:{_attr}")
+SUITES.add_lazy("world", "toolmend.benchmarks.world._benchmark:WORLD_SUITE")
 
 
 def benchmark_class(name: str) -> type[Benchmark] | None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from toolmend.errors import DatasetError
+from toolmend._errors import DatasetError
 
 __all__ = ["read_json", "read_jsonl"]
 

@@ -1,7 +1,7 @@
 """The checklist: deterministic checks of tool calls against tool schemas, and safe repair.
 
 >>> from toolmend.check import check, repair
->>> from toolmend.schema import ToolCall
+>>> from toolmend._schema import ToolCall
 >>> tools = [{"name": "get_weather", "parameters": {"type": "object",
 ...     "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
 >>> [f.code for f in check([ToolCall(name="get_wether", arguments={"City": "Oslo"})], tools)]
@@ -11,9 +11,9 @@
 ('get_weather', {'city': 'Oslo'}, [])
 """
 
-from toolmend.check.checker import Checker, check, format_path
-from toolmend.check.codes import bfcl_error_type, critictool_category, describe
-from toolmend.check.repair import Fix, RepairResult, repair
+from toolmend.check._checker import Checker, check, format_path
+from toolmend.check._codes import bfcl_error_type, critictool_category, describe
+from toolmend.check._repair import Fix, RepairResult, repair
 
 __all__ = [
     "Checker",

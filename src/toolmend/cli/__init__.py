@@ -1,5 +1,5 @@
 """The ``toolmend`` command line: a thin typer layer over the Python API."""
 
-from toolmend.cli.app import app, main
+from toolmend.cli._app import app, main
 
 __all__ = ["app", "main"]

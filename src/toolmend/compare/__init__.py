@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolmend.compare.align import Alignment, align, greedy_align
-from toolmend.compare.rouge import rouge_l_defined, rouge_l_f, rouge_l_scores
-from toolmend.compare.values import CompareMode, canonical_json, normalize_bfcl_string, values_equal
+from toolmend.compare._align import Alignment, align, greedy_align
+from toolmend.compare._rouge import rouge_l_defined, rouge_l_f, rouge_l_scores
+from toolmend.compare._values import CompareMode, canonical_json, normalize_bfcl_string, values_equal
 
 if TYPE_CHECKING:
-    from toolmend.compare.embed import Embedder
+    from toolmend.compare._embed import Embedder
 
 __all__ = [
     "Alignment",
@@ -34,7 +34,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # embed.py itself imports only numpy, but keep it off the import path of the light helpers.
     if name == "Embedder":
-        from toolmend.compare.embed import Embedder
+        from toolmend.compare._embed import Embedder
 
         return Embedder
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

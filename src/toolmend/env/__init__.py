@@ -10,14 +10,14 @@
 5
 """
 
-from toolmend.env.cache import ToolCache, call_key
-from toolmend.env.environment import Environment, Simulator, extract_path
-from toolmend.env.faults import FAULT_KINDS, FaultKind, FaultPlan, FaultRule, fault_response
-from toolmend.env.registry import RegisteredTool, ToolRegistry, schema_from_function
-from toolmend.env.response import ResponseSource, ToolFailed, ToolFailure, ToolResponse, error_body
-from toolmend.env.simulator import synthesize
-from toolmend.env.validate import BLOCKING_CODES, CheckFn, schema_findings
-from toolmend.schema import ToolCall
+from toolmend._schema import ToolCall
+from toolmend.env._cache import ToolCache, call_key
+from toolmend.env._environment import Environment, Simulator, extract_path
+from toolmend.env._faults import FAULT_KINDS, FaultKind, FaultPlan, FaultRule, fault_response
+from toolmend.env._registry import RegisteredTool, ToolRegistry, schema_from_function
+from toolmend.env._response import ResponseSource, ToolFailed, ToolFailure, ToolResponse, error_body
+from toolmend.env._simulator import synthesize
+from toolmend.env._validate import BLOCKING_CODES, CheckFn, schema_findings
 
 __all__ = [
     "BLOCKING_CODES",

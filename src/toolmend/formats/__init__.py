@@ -8,20 +8,20 @@
 '<tool_call>\\n{"name": "get_weather", "arguments": {"city": "Paris"}}\\n</tool_call>'
 """
 
-from toolmend.formats.calls import parse_calls, write_calls
-from toolmend.formats.jsonfmt import parse_json_calls, write_json_calls
-from toolmend.formats.lenient import load_lenient
-from toolmend.formats.nestools import calls_from_nestools, parse_nestools_calls, write_nestools_calls
-from toolmend.formats.openai import (
+from toolmend.formats._calls import parse_calls, write_calls
+from toolmend.formats._jsonfmt import parse_json_calls, write_json_calls
+from toolmend.formats._lenient import load_lenient
+from toolmend.formats._nestools import calls_from_nestools, parse_nestools_calls, write_nestools_calls
+from toolmend.formats._openai import (
     parse_openai_message,
     parse_openai_tool_calls,
     to_openai_tool_calls,
     write_openai_message,
 )
-from toolmend.formats.python_calls import format_python_value, parse_python_calls, write_python_calls
-from toolmend.formats.result import CallFormat, ParseResult
-from toolmend.formats.tags import parse_tagged_calls, strip_think, write_tagged_calls
-from toolmend.formats.tools import detect_dialect, load_tool, load_tools, to_openai_tool
+from toolmend.formats._python_calls import format_python_value, parse_python_calls, write_python_calls
+from toolmend.formats._result import CallFormat, ParseResult
+from toolmend.formats._tags import parse_tagged_calls, strip_think, write_tagged_calls
+from toolmend.formats._tools import detect_dialect, load_tool, load_tools, to_openai_tool
 
 __all__ = [
     "CallFormat",

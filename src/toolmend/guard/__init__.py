@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolmend.guard.decision import Action, Decision, GuardFix
-from toolmend.guard.driver import GuardOutcome, Reply, drive
-from toolmend.guard.engine import Guard
-from toolmend.guard.env import EnvDecision, EnvPolicy, classify_fault
-from toolmend.guard.policy import GuardPolicy
-from toolmend.guard.turn import Turn, TurnCall
+from toolmend.guard._decision import Action, Decision, GuardFix
+from toolmend.guard._driver import GuardOutcome, Reply, drive
+from toolmend.guard._engine import Guard
+from toolmend.guard._env import EnvDecision, EnvPolicy, classify_fault
+from toolmend.guard._policy import GuardPolicy
+from toolmend.guard._turn import Turn, TurnCall
 
 if TYPE_CHECKING:
     from toolmend.guard.openai_client import wrap

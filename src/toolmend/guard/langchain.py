@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from toolmend.errors import MissingExtraError
-from toolmend.guard.driver import GuardOutcome, Reply, drive, drive_sync
-from toolmend.guard.engine import Guard
-from toolmend.guard.policy import GuardPolicy
-from toolmend.guard.turn import Turn
-from toolmend.schema import Message
+from toolmend._errors import MissingExtraError
+from toolmend._schema import Message
+from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
+from toolmend.guard._engine import Guard
+from toolmend.guard._policy import GuardPolicy
+from toolmend.guard._turn import Turn
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse

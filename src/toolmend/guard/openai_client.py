@@ -26,12 +26,12 @@ import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
-from toolmend.errors import MissingExtraError, ModelError, ToolmendError
-from toolmend.guard.driver import GuardOutcome, Reply, drive, drive_sync
-from toolmend.guard.engine import Guard
-from toolmend.guard.policy import GuardPolicy
-from toolmend.guard.turn import Turn
-from toolmend.schema import Message, Tool
+from toolmend._errors import MissingExtraError, ModelError, ToolmendError
+from toolmend._schema import Message, Tool
+from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
+from toolmend.guard._engine import Guard
+from toolmend.guard._policy import GuardPolicy
+from toolmend.guard._turn import Turn
 
 __all__ = ["GuardAborted", "to_openai_messages", "wrap"]
 

@@ -6,11 +6,11 @@ transport retries.
 >>> model.name
 'scripted'
 
-See :mod:`toolmend.models.base` for the interface, :mod:`toolmend.models.providers` for the model
-strings, :mod:`toolmend.models.cache` for the cache and :mod:`toolmend.models.retry` for retries.
+See :mod:`toolmend.models._base` for the interface, :mod:`toolmend.models._providers` for the model
+strings, :mod:`toolmend.models._cache` for the cache and :mod:`toolmend.models._retry` for retries.
 """
 
-from toolmend.models.base import (
+from toolmend.models._base import (
     Completion,
     GenerateConfig,
     GenerateRequest,
@@ -20,13 +20,13 @@ from toolmend.models.base import (
     ToolMode,
     Usage,
 )
-from toolmend.models.cache import CacheStats, ResponseCache, cache_key, default_cache_dir
-from toolmend.models.fakes import ReplayModel, ScriptedModel
-from toolmend.models.openai import OpenAIModel
-from toolmend.models.openai_wire import DEFAULT_TOOL_PROMPT
-from toolmend.models.providers import MODELS, get_model, resolve_cache
-from toolmend.models.retry import HTTPStatusError, RetryPolicy
-from toolmend.models.tool_names import ToolNameMap
+from toolmend.models._cache import CacheStats, ResponseCache, cache_key, default_cache_dir
+from toolmend.models._fakes import ReplayModel, ScriptedModel
+from toolmend.models._openai import OpenAIModel
+from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
+from toolmend.models._providers import MODELS, get_model, resolve_cache
+from toolmend.models._retry import HTTPStatusError, RetryPolicy
+from toolmend.models._tool_names import ToolNameMap
 
 __all__ = [
     "DEFAULT_TOOL_PROMPT",

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolmend.errors import ConfigError
-from toolmend.reports.data import GroupRow, RunView, load_views
-from toolmend.reports.html import render_html
-from toolmend.reports.markdown import render_markdown
-from toolmend.reports.stats import DeltaCI, PairedTest, bootstrap_ci, paired_test
-from toolmend.reports.tables import Breakdown, Comparison, MetricDelta, Report, WorstSample, build_report
-from toolmend.runs.store import atomic_write
+from toolmend._errors import ConfigError
+from toolmend.reports._data import GroupRow, RunView, load_views
+from toolmend.reports._html import render_html
+from toolmend.reports._markdown import render_markdown
+from toolmend.reports._stats import DeltaCI, PairedTest, bootstrap_ci, paired_test
+from toolmend.reports._tables import Breakdown, Comparison, MetricDelta, Report, WorstSample, build_report
+from toolmend.runs._store import atomic_write
 
 __all__ = [
     "Breakdown",

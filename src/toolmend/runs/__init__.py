@@ -2,15 +2,15 @@
 
 >>> from toolmend.runs import RunDir, Manifest, SampleRecord, run_samples, load_run
 
-See :mod:`toolmend.runs.runner` for a complete example.
+See :mod:`toolmend.runs._runner` for a complete example.
 """
 
-from toolmend.runs.frame import LoadedRun, load_run, runs_dataframe
-from toolmend.runs.manifest import DatasetInfo, Manifest, dataset_fingerprint, git_revision
-from toolmend.runs.progress import NoProgress, PlainProgress, Progress, RichProgress, make_progress
-from toolmend.runs.record import InfraError, SampleRecord
-from toolmend.runs.runner import Aggregate, RunSummary, Solve, run_samples, summarize
-from toolmend.runs.store import RecordWriter, RunDir
+from toolmend.runs._frame import LoadedRun, load_run, runs_dataframe
+from toolmend.runs._manifest import DatasetInfo, Manifest, dataset_fingerprint, git_revision
+from toolmend.runs._progress import NoProgress, PlainProgress, Progress, RichProgress, make_progress
+from toolmend.runs._record import InfraError, SampleRecord
+from toolmend.runs._runner import Aggregate, RunSummary, Solve, run_samples, summarize
+from toolmend.runs._store import RecordWriter, RunDir
 
 __all__ = [
     "Aggregate",

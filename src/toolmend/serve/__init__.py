@@ -18,13 +18,13 @@ OpenAI-shaped error saying why there is none).
 >>> app = create_app(ServeConfig(upstream="http://127.0.0.1:8000/v1", shadow=True))
 """
 
-from toolmend.serve.app import ServeConfig, create_app, run
-from toolmend.serve.assembler import AssembledCall, ContentGate, StreamAssembler
-from toolmend.serve.metrics import Metrics
-from toolmend.serve.protocol import RequestError, openai_error, validate_request
-from toolmend.serve.traces import TraceWriter
-from toolmend.serve.upstream import Upstream, UpstreamError
-from toolmend.serve.verdict import Answer, Verdict, judge
+from toolmend.serve._app import ServeConfig, create_app, run
+from toolmend.serve._assembler import AssembledCall, ContentGate, StreamAssembler
+from toolmend.serve._metrics import Metrics
+from toolmend.serve._protocol import RequestError, openai_error, validate_request
+from toolmend.serve._traces import TraceWriter
+from toolmend.serve._upstream import Upstream, UpstreamError
+from toolmend.serve._verdict import Answer, Verdict, judge
 
 __all__ = [
     "Answer",

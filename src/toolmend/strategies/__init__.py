@@ -10,7 +10,7 @@
 ======================  ==================================================================
 
 >>> import asyncio
->>> from toolmend.schema import Message, Sample, Tool
+>>> from toolmend._schema import Message, Sample, Tool
 >>> sample = Sample(id="1", tools=[Tool(name="f", parameters={"type": "object",
 ...     "properties": {"a": {"type": "integer"}}, "required": ["a"]})])
 >>> replies = iter(["[f()]", "[f(a=1)]"])
@@ -24,8 +24,8 @@
 ['reask', 'accept']
 """
 
-from toolmend.benchmarks.base import STRATEGIES, Generate, SolveState, Strategy
-from toolmend.strategies.base import apply_strategies, build_strategies, strategy_name
+from toolmend.benchmarks._base import STRATEGIES, Generate, SolveState, Strategy
+from toolmend.strategies._base import apply_strategies, build_strategies, strategy_name
 
 __all__ = [
     "STRATEGIES",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from toolmend._schema import Finding
 from toolmend.check import Checker
 from toolmend.guard import Turn
-from toolmend.guard.messages import finding_line
-from toolmend.schema import Finding
+from toolmend.guard._messages import finding_line
 
 __all__ = ["describe_findings", "turn_findings"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+from toolmend._schema import Tool, ToolCall
 from toolmend.formats import write_calls
-from toolmend.formats.result import CallFormat
+from toolmend.formats._result import CallFormat
 from toolmend.guard import Turn
-from toolmend.schema import Tool, ToolCall
 
 __all__ = ["reply_format", "read_reply", "write_reply"]
 

@@ -9,9 +9,9 @@ recipes need the ``train`` extra (``pip install 'toolmend[train]'``) and say so 
 (['checker_version', 'code', 'completion', 'gold_calls'], 2)
 """
 
-from toolmend.train.data import KINDS, BuildReport, Kind, build_dataset, build_rows, verify_injection
-from toolmend.train.recipes import GRPO_PRESETS, REWARDS, Prepared, TrainResult, prepare, train
-from toolmend.train.rewards import (
+from toolmend.train._data import KINDS, BuildReport, Kind, build_dataset, build_rows, verify_injection
+from toolmend.train._recipes import GRPO_PRESETS, REWARDS, Prepared, TrainResult, prepare, train
+from toolmend.train._rewards import (
     CallMatchConfig,
     SchemaRewardConfig,
     call_match_reward,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from toolmend.errors import ConfigError
+from toolmend._errors import ConfigError
 
 __all__ = ["TRAIN_PACKAGES", "require"]
 
@@ -13,7 +13,7 @@ TRAIN_PACKAGES: tuple[str, ...] = ("trl", "datasets", "transformers", "torch", "
 
 
 def require(*packages: str) -> None:
-    """Raise :class:`~toolmend.errors.ConfigError` naming the install command when one of
+    """Raise :class:`~toolmend._errors.ConfigError` naming the install command when one of
     ``packages`` (default: the whole training stack) cannot be imported.
 
     >>> require("json")

@@ -8,11 +8,11 @@ gold trajectories (nested chains and parallel calls).
 True
 """
 
+from toolmend.world._rl import WorldEnv, trl_environment_factory, world_dataset
+from toolmend.world._state import WorldState
+from toolmend.world._tasks import Chain, Task, generate_tasks
+from toolmend.world._world import World
 from toolmend.world.domains import DOMAINS, WORLD_TOOLS, domain_of
-from toolmend.world.rl import WorldEnv, trl_environment_factory, world_dataset
-from toolmend.world.state import WorldState
-from toolmend.world.tasks import Chain, Task, generate_tasks
-from toolmend.world.world import World
 
 __all__ = [
     "DOMAINS",

@@ -1,9 +1,9 @@
 """BFCL (Berkeley Function Calling Leaderboard) single-turn scoring, BFCL-compatible and improved.
 
-- :mod:`~toolmend.benchmarks.bfcl.data` — question + possible-answer files → samples;
-- :mod:`~toolmend.benchmarks.bfcl.decode` — raw replies (Python call lists, FC-mode JSON) → calls;
-- :mod:`~toolmend.benchmarks.bfcl.checker` — BFCL's AST checker with its ``error_type`` labels;
-- :mod:`~toolmend.benchmarks.bfcl.benchmark` — the :class:`BFCLBenchmark` registered as ``"bfcl"``.
+- :mod:`~toolmend.benchmarks.bfcl._data` — question + possible-answer files → samples;
+- :mod:`~toolmend.benchmarks.bfcl._decode` — raw replies (Python call lists, FC-mode JSON) → calls;
+- :mod:`~toolmend.benchmarks.bfcl._checker` — BFCL's AST checker with its ``error_type`` labels;
+- :mod:`~toolmend.benchmarks.bfcl._benchmark` — the :class:`BFCLBenchmark` registered as ``"bfcl"``.
 
 >>> from toolmend.benchmarks import BENCHMARKS
 >>> import toolmend.benchmarks.bfcl
@@ -11,8 +11,8 @@
 True
 """
 
-from toolmend.benchmarks.bfcl.benchmark import DEFAULT_SYSTEM_PROMPT, BFCLBenchmark, bfcl_function_doc
-from toolmend.benchmarks.bfcl.checker import (
+from toolmend.benchmarks.bfcl._benchmark import DEFAULT_SYSTEM_PROMPT, BFCLBenchmark, bfcl_function_doc
+from toolmend.benchmarks.bfcl._checker import (
     CheckResult,
     ast_check,
     bfcl_type,
@@ -20,7 +20,7 @@ from toolmend.benchmarks.bfcl.checker import (
     parallel_check,
     simple_check,
 )
-from toolmend.benchmarks.bfcl.data import (
+from toolmend.benchmarks.bfcl._data import (
     AST_CATEGORIES,
     RELEVANCE_CATEGORIES,
     SUPPORTED_CATEGORIES,
@@ -28,7 +28,7 @@ from toolmend.benchmarks.bfcl.data import (
     load_bfcl,
     target_from_answers,
 )
-from toolmend.benchmarks.bfcl.decode import (
+from toolmend.benchmarks.bfcl._decode import (
     DecodeResult,
     Outcome,
     classify_output,

@@ -13,24 +13,24 @@ every sample passes the label checks of :mod:`.verify`; :func:`suite_quality` re
 drops, duplicates and contamination (:mod:`.quality`).
 """
 
-from toolmend.benchmarks.critic.build import (
+from toolmend.benchmarks.critic._build import (
     INTERNAL_OPERATORS,
     VARIANTS,
     SuiteInfo,
     build_suite,
     finish_message,
 )
-from toolmend.benchmarks.critic.evolve import EVOLUTIONS, PLANS
-from toolmend.benchmarks.critic.quality import QualityReport, suite_quality
-from toolmend.benchmarks.critic.record import (
+from toolmend.benchmarks.critic._evolve import EVOLUTIONS, PLANS
+from toolmend.benchmarks.critic._quality import QualityReport, suite_quality
+from toolmend.benchmarks.critic._record import (
     SYSTEM_TEMPLATE,
     action_args,
     action_text,
     system_prompt,
     tool_entry,
 )
-from toolmend.benchmarks.critic.traces import Source, Trace, load_traces
-from toolmend.benchmarks.critic.verify import CHECKS, check_sample
+from toolmend.benchmarks.critic._traces import Source, Trace, load_traces
+from toolmend.benchmarks.critic._verify import CHECKS, check_sample
 
 __all__ = [
     "CHECKS",

@@ -2,7 +2,7 @@
 
 - :mod:`.records` reads the official files into :class:`~toolmend.Sample` objects;
 - :mod:`.prompts` holds the mode instructions (replaceable) and builds the prompt;
-- :mod:`toolmend.formats.critictool` reads replies as the official ``format_load`` does;
+- :mod:`toolmend.formats._critictool` reads replies as the official ``format_load`` does;
 - :mod:`.runner` runs a model, including the interactive external-error retry loop;
 - :mod:`.checklist` is the rule-based checklist critic (model ``checklist``);
 - :mod:`.scoring` computes the official per-sample metrics; :mod:`.overall` aggregates them.
@@ -12,13 +12,13 @@
 'CriticToolBenchmark'
 """
 
-from toolmend.benchmarks.critictool.benchmark import CriticToolBenchmark
-from toolmend.benchmarks.critictool.checklist import ChecklistCritic, critique
-from toolmend.benchmarks.critictool.overall import WEIGHTS, aggregate_scores, overall_score
-from toolmend.benchmarks.critictool.prompts import ANCHOR, Instructions, build_prompt, insert_instruction
-from toolmend.benchmarks.critictool.records import data_file, load_critictool, load_critictool_file
-from toolmend.benchmarks.critictool.runner import run_external, run_sample
-from toolmend.benchmarks.critictool.scoring import (
+from toolmend.benchmarks.critictool._benchmark import CriticToolBenchmark
+from toolmend.benchmarks.critictool._checklist import ChecklistCritic, critique
+from toolmend.benchmarks.critictool._overall import WEIGHTS, aggregate_scores, overall_score
+from toolmend.benchmarks.critictool._prompts import ANCHOR, Instructions, build_prompt, insert_instruction
+from toolmend.benchmarks.critictool._records import data_file, load_critictool, load_critictool_file
+from toolmend.benchmarks.critictool._runner import run_external, run_sample
+from toolmend.benchmarks.critictool._scoring import (
     CachedSimilarity,
     SimilarityFn,
     arg_score,
@@ -27,7 +27,7 @@ from toolmend.benchmarks.critictool.scoring import (
     gold_prediction,
     score_sample,
 )
-from toolmend.formats.critictool import (
+from toolmend.formats._critictool import (
     CATEGORIES,
     FINISH,
     ParsedAction,

@@ -5,16 +5,16 @@
 'nestools'
 """
 
-from toolmend.benchmarks.nestools.benchmark import NesTools, micro_metrics
-from toolmend.benchmarks.nestools.data import gold_chain, load_nestools, official_depth, to_official_output
-from toolmend.benchmarks.nestools.metric import (
+from toolmend.benchmarks.nestools._benchmark import NesTools, micro_metrics
+from toolmend.benchmarks.nestools._data import gold_chain, load_nestools, official_depth, to_official_output
+from toolmend.benchmarks.nestools._metric import (
     COUNT_KEYS,
     count_compat,
     count_improved,
     official_format_ok,
     parse_output,
 )
-from toolmend.benchmarks.nestools.prompt import (
+from toolmend.benchmarks.nestools._prompt import (
     DEFAULT_TEMPLATE,
     TextEncoder,
     build_candidates,
@@ -23,7 +23,7 @@ from toolmend.benchmarks.nestools.prompt import (
     render_prompt,
     render_tool,
 )
-from toolmend.benchmarks.nestools.values import check_score, normalize_date, safe_check_score
+from toolmend.benchmarks.nestools._values import check_score, normalize_date, safe_check_score
 
 __all__ = [
     "COUNT_KEYS",

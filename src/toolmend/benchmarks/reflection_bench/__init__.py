@@ -6,13 +6,13 @@
 [1.0]
 """
 
-from toolmend.benchmarks.reflection_bench.benchmark import ReflectionBench
-from toolmend.benchmarks.reflection_bench.loader import (
+from toolmend.benchmarks.reflection_bench._benchmark import ReflectionBench
+from toolmend.benchmarks.reflection_bench._loader import (
     load_reflection_bench,
     parse_record,
     tools_from_system_prompt,
 )
-from toolmend.benchmarks.reflection_bench.reward import (
+from toolmend.benchmarks.reflection_bench._reward import (
     RewardBreakdown,
     RewardConfig,
     Similarity,
@@ -23,8 +23,8 @@ from toolmend.benchmarks.reflection_bench.reward import (
     reward_breakdown,
     reward_fn,
 )
-from toolmend.benchmarks.reflection_bench.scoring import AttemptScore, canonical, repair_at_n, score_attempt
-from toolmend.benchmarks.reflection_bench.tags import ReplyParts, official_calls, released_calls, split_reply
+from toolmend.benchmarks.reflection_bench._scoring import AttemptScore, canonical, repair_at_n, score_attempt
+from toolmend.benchmarks.reflection_bench._tags import ReplyParts, official_calls, released_calls, split_reply
 
 __all__ = [
     "AttemptScore",

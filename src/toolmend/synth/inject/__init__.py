@@ -6,7 +6,7 @@ what it did in the taxonomy of the paper it comes from:
 - CriticTool's internal errors — ``tool_selection``, ``tool_hallucination``, ``parameter_key``,
   ``parameter_value`` (labels ``tool_select_error`` / ``tool_hallucination_error`` /
   ``parameters_key_error`` / ``parameters_value_error``) — and ``external_error`` (timeouts,
-  rate limits, … with the error text of :mod:`toolmend.env.faults`);
+  rate limits, … with the error text of :mod:`toolmend.env._faults`);
 - Tool-Reflection-Bench's P1-P4 — ``call_order_swap``, ``redundant_call``, ``missing_call``,
   ``argument_error``;
 - HiTEC's global checklist errors 0-7 — ``hitec_wrong_tool_name`` … ``hitec_wrong_tool_count``.
@@ -23,10 +23,18 @@ A model can play CriticTool's error simulator through :func:`inject_with_model`;
 is kept only when it really is the labelled kind of error.
 """
 
-from toolmend.synth.inject import critictool_ops, hitec_ops, reflection_ops  # noqa: F401  (registers)
-from toolmend.synth.inject.api import ToolsLike, applicable, checker_for, inject, operator_names
-from toolmend.synth.inject.llm import ChatFn, build_messages, inject_with_model, validate_corruption
-from toolmend.synth.inject.model import OPERATORS, Family, InjectContext, Injection, InjectionSource, Operator
+# Imported for their registrations.
+from toolmend.synth.inject import _critictool_ops, _hitec_ops, _reflection_ops  # noqa: F401
+from toolmend.synth.inject._api import ToolsLike, applicable, checker_for, inject, operator_names
+from toolmend.synth.inject._llm import ChatFn, build_messages, inject_with_model, validate_corruption
+from toolmend.synth.inject._model import (
+    OPERATORS,
+    Family,
+    InjectContext,
+    Injection,
+    InjectionSource,
+    Operator,
+)
 
 __all__ = [
     "OPERATORS",

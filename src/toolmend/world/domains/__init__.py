@@ -1,16 +1,17 @@
 """The world's tools, one module per domain; importing this package registers them all."""
 
-from toolmend.world.domains import (  # noqa: F401  (imported for their registrations)
-    calendar,
-    contacts,
-    files,
-    finance,
-    mail,
-    maps,
-    shopping,
-    todo,
-    travel,
-    weather,
+# Imported for their registrations.
+from toolmend.world.domains import (  # noqa: F401
+    _calendar,
+    _contacts,
+    _files,
+    _finance,
+    _mail,
+    _maps,
+    _shopping,
+    _todo,
+    _travel,
+    _weather,
 )
 from toolmend.world.domains._base import WORLD_TOOLS
 

@@ -6,8 +6,8 @@ from typing import Annotated, Any, NoReturn
 
 from pydantic import Field
 
-from toolmend.env.registry import ToolRegistry
-from toolmend.env.response import ToolFailed, ToolFailure
+from toolmend.env._registry import ToolRegistry
+from toolmend.env._response import ToolFailed, ToolFailure
 
 __all__ = [
     "WORLD_TOOLS",

@@ -1,0 +1,276 @@
+"""``toolmend bench``: run a model on a benchmark and write a run directory with its report."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from toolmend._bench import BenchResult, run_bench
+from toolmend._errors import ToolmendError
+from toolmend.benchmarks import as_mode, benchmark_class
+from toolmend.cli._console import console, fail, key_values
+from toolmend.reports import write_report
+from toolmend.runs import load_run
+from toolmend.runs._scale import format_metric, percent_keys
+
+__all__ = ["register"]
+
+
+def _categories(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    # Accept both "--categories a --categories b" and "--categories a,b".
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def _causes(result: BenchResult) -> str:
+    """``infrastructure errors by cause: HTTP 500 ×2, timed out after 5 s ×1``."""
+    counts = Counter(r.error.cause for r in load_run(result.run_dir).records if r.error is not None)
+    return "infrastructure errors by cause: " + ", ".join(f"{c} ×{n}" for c, n in counts.most_common())
+
+
+def _oracle_note(result: BenchResult) -> str | None:
+    bench = benchmark_class(result.benchmark)
+    ceiling = bench.gold_ceiling if bench is not None else None
+    if result.model == "scripted" and result.mode == "compat" and ceiling:
+        return (
+            f"note: --model scripted answers with the gold replies, yet {result.benchmark}'s official "
+            f"scorer (compat mode) does not give them 100%: {ceiling}. That is the scorer's ceiling, not a fault"
+        )
+    return None
+
+
+def _print_result(result: BenchResult, report: Path | None) -> None:
+    out = console()
+    s = result.summary
+    strategy = result.settings.strategy if result.settings else "none"
+    title = f"{result.benchmark} · {result.model}" + (f" · {strategy}" if strategy != "none" else "")
+    table = Table(title=f"{title} ({result.mode})", show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    bench = benchmark_class(result.benchmark)
+    percent = percent_keys(s.metrics, every=bool(bench and bench.percent_scale))
+    for name, value in s.metrics.items():
+        table.add_row(name, format_metric(name, value, percent=name in percent))
+    out.print(table)
+    out.print(
+        f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "
+        f"{s.requests} requests, {s.cache_hits} cache hits, {s.retries} retries, "
+        f"{s.usage.input_tokens}+{s.usage.output_tokens} tokens, {s.wall_s:.1f} s"
+    )
+    out.print(f"run: {result.run_dir}")
+    if report is not None:
+        out.print(f"report: {report} and {report.with_suffix('.html')}")
+    hint = result.retry_hint()
+    if hint:
+        out.print(hint)
+        out.print(_causes(result))
+    note = _oracle_note(result)
+    if note:
+        out.print(note)
+
+
+def bench_command(
+    benchmark: Annotated[
+        str, typer.Argument(help="A benchmark or suite (toolmend --help lists them), e.g. critic, bfcl.")
+    ],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="openai/<model>, hf/<path>, vllm/<path>, replay/<file>, checklist (rule-based CriticTool critic), "
+            "or scripted (gold).",
+        ),
+    ] = None,
+    data: Annotated[
+        Path | None, typer.Option("--data", help="Benchmark data (default: the shared data).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N samples.", min=1)] = None,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", help="Requests (and samples) in flight.", min=1)
+    ] = 16,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for data building and sampling.")] = 0,
+    mode: Annotated[str, typer.Option("--mode", help="compat (official numbers) or improved.")] = "compat",
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
+    ] = None,
+    tool_mode: Annotated[
+        str,
+        typer.Option(
+            "--tool-mode", help="prompt (tools in the benchmark's prompt) or native (function calling)."
+        ),
+    ] = "prompt",
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read or write the response cache.")
+    ] = False,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="Response cache folder.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue this run directory (its settings are reused).")
+    ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option("--retry-errors", help="With --resume: rerun samples that failed on infrastructure."),
+    ] = False,
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where new run directories go.")] = Path(
+        "runs"
+    ),
+    samples: Annotated[
+        int, typer.Option("--samples", help="Generations per sample (Repair@N on reflection-bench).", min=1)
+    ] = 1,
+    categories: Annotated[
+        list[str] | None, typer.Option("--categories", help="BFCL categories (repeat or comma-separate).")
+    ] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")] = None,
+    max_retries: Annotated[
+        int | None, typer.Option("--max-retries", help="Transport retries per request.", min=0)
+    ] = None,
+    model_option: Annotated[
+        list[str] | None, typer.Option("--model-option", "-M", help="Backend option KEY=VALUE (repeatable).")
+    ] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="Loader option KEY=VALUE (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as a JSON object.")] = False,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip report.md / report.html.")] = False,
+    prompt_template: Annotated[
+        Path | None,
+        typer.Option(
+            "--prompt-template", help="Your own prompt (see toolmend.benchmarks._templates for each format)."
+        ),
+    ] = None,
+    strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--strategy",
+            help="Inference-time strategies: none, guard, hitec-icl, reflect, self-refine, best-of-n, "
+            "env-policy; a+b applies a then b (default: none).",
+        ),
+    ] = None,
+    max_refine: Annotated[
+        int | None, typer.Option("--max-refine", help="self-refine: at most N refinement rounds (default 3).")
+    ] = None,
+    strategy_option: Annotated[
+        list[str] | None,
+        typer.Option("--strategy-option", "-S", help="Strategy option KEY=VALUE (repeatable), e.g. n=5."),
+    ] = None,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            "--faults", help="Fault schedule (world: none, light, heavy, or a JSON file); = -o faults=…"
+        ),
+    ] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option("--trials", help="Runs per task, for pass^k and pass@k; = -o trials=N.", min=1),
+    ] = None,
+    audit: Annotated[
+        bool,
+        typer.Option(
+            "--audit", help="Audit the benchmark's tasks (passable? unambiguous?) instead of a run."
+        ),
+    ] = False,
+) -> None:
+    """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
+    load_options = key_values(option or [], "--option")
+    # Shorthands for load options (so they are in the run's settings and identity); a benchmark
+    # that does not take them says so.
+    for name, value in {"faults": faults, "trials": trials}.items():
+        if value is not None:
+            load_options[name] = value
+    if audit:
+        _audit(benchmark, data, seed, as_json)
+        return
+    try:
+        result = run_bench(
+            benchmark,
+            model,
+            data=data,
+            limit=limit,
+            max_connections=max_connections,
+            seed=seed,
+            mode=as_mode(mode),
+            base_url=base_url,
+            api_key_env=api_key_env,
+            tool_mode=tool_mode,  # type: ignore[arg-type]  # the API refuses other values
+            cache=not no_cache,
+            cache_dir=cache_dir,
+            resume=resume,
+            retry_errors=retry_errors,
+            runs_dir=runs_dir,
+            samples=samples,
+            categories=_categories(categories),
+            temperature=temperature,
+            max_retries=max_retries,
+            load_options=load_options,
+            model_options=key_values(model_option or [], "--model-option"),
+            prompt_template=prompt_template,
+            strategy=strategy,
+            strategy_options={
+                **key_values(strategy_option or [], "--strategy-option"),
+                **({"max_refine": max_refine} if max_refine is not None else {}),
+            },
+        )
+        report = None if no_report else write_report([result.run_dir], out=result.run_dir).markdown
+    except ToolmendError as exc:
+        fail(str(exc))
+    if as_json:
+        payload = {
+            "run_dir": str(result.run_dir),
+            "benchmark": result.benchmark,
+            "model": result.model,
+            "mode": result.mode,
+            "settings": result.settings.model_dump(mode="json") if result.settings else None,
+            **result.summary.model_dump(mode="json"),
+        }
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        hint = result.retry_hint()
+        if hint:
+            typer.echo(hint, err=True)
+            typer.echo(_causes(result), err=True)
+        note = _oracle_note(result)
+        if note:
+            typer.echo(note, err=True)
+    else:
+        _print_result(result, report)
+    if result.summary.n_scored == 0:
+        raise typer.Exit(1)
+
+
+def _audit(benchmark: str, data: Path | None, seed: int, as_json: bool) -> None:
+    """Run the benchmark's own task audit (a benchmark offers one with an ``audit(data, seed)``
+    method returning a report with ``ok`` and ``issues``)."""
+    cls = benchmark_class(benchmark)
+    run_audit = getattr(cls, "audit", None) if cls is not None else None
+    if cls is None or not callable(run_audit):
+        fail(f"{benchmark} has no task audit")
+    try:
+        report = run_audit(cls(), data, seed)
+    except ToolmendError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        out = console()
+        out.print(report.summary())
+        if report.issues:
+            fields = list(type(report.issues[0]).model_fields)
+            table = Table(show_header=True)
+            for column in fields:
+                table.add_column(column)
+            for issue in report.issues:
+                table.add_row(*(str(getattr(issue, f)) for f in fields))
+            out.print(table)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``bench`` to ``app``."""
+    app.command("bench")(bench_command)

@@ -1,0 +1,135 @@
+"""``toolmend serve``: the tool-call guard as an OpenAI-compatible proxy.
+
+::
+
+    toolmend serve --upstream http://127.0.0.1:8000/v1
+    toolmend serve --upstream http://gpu:8000/v1 --policy guard.toml --traces runs/proxy --api-key-env PROXY_KEY
+
+The policy file (TOML or JSON) holds :class:`~toolmend.guard.GuardPolicy` fields, at the top
+level or under ``[guard]``. Exit status 2 on bad usage (an unreadable policy, a missing key
+variable), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlparse
+
+import typer
+from pydantic import ValidationError
+
+from toolmend._errors import ToolmendError
+from toolmend.cli._console import fail
+from toolmend.guard import GuardPolicy
+
+__all__ = ["load_policy", "register"]
+
+
+def load_policy(path: Path) -> GuardPolicy:
+    """A :class:`GuardPolicy` from a TOML or JSON file; a :class:`ToolmendError` naming the file
+    and field when it cannot be used."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ToolmendError(f"{path}: cannot read the policy file ({exc.strerror or exc})") from exc
+    try:
+        data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ToolmendError(
+            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'} ({exc})"
+        ) from exc
+    if isinstance(data, dict) and isinstance(data.get("guard"), dict):
+        data = data["guard"]
+    if not isinstance(data, dict):
+        raise ToolmendError(f"{path}: expected a table of GuardPolicy fields")
+    try:
+        return GuardPolicy.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "?"
+        raise ToolmendError(f"{path}, field {field!r}: {err['msg']}") from None
+    except ToolmendError as exc:
+        raise ToolmendError(f"{path}: {exc}") from None
+
+
+def _key(var: str | None, flag: str) -> str | None:
+    if var is None:
+        return None
+    value = os.environ.get(var)
+    if not value:
+        fail(f"{flag} {var}: the environment variable {var} is not set")
+    return value
+
+
+def serve_command(
+    upstream: Annotated[
+        str, typer.Option("--upstream", help="Upstream base URL, e.g. http://127.0.0.1:8000/v1.")
+    ],
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (default: loopback only).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8700,
+    policy: Annotated[Path | None, typer.Option("--policy", help="GuardPolicy as TOML or JSON.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Require 'Authorization: Bearer $VAR' from clients.")
+    ] = None,
+    upstream_key_env: Annotated[
+        str | None,
+        typer.Option("--upstream-key-env", help="Send $VAR as the upstream key (default: the client's own)."),
+    ] = None,
+    traces: Annotated[
+        Path | None, typer.Option("--traces", help="Append every exchange to DIR/traces.jsonl.")
+    ] = None,
+    shadow: Annotated[
+        bool, typer.Option("--shadow", help="Only annotate (headers, metrics, traces); change nothing.")
+    ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Return an OpenAI-shaped error instead of a repaired or re-asked call."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds an upstream request may take in all.")
+    ] = 600.0,
+    read_timeout: Annotated[
+        float | None, typer.Option("--read-timeout", help="Seconds the upstream may stay silent mid-answer.")
+    ] = None,
+    retries: Annotated[
+        int, typer.Option("--retries", help="Retries after upstream 429/5xx or a dropped connection.")
+    ] = 2,
+    allow_field: Annotated[
+        list[str] | None,
+        typer.Option("--allow-field", help="Accept and forward this extra request field (repeatable)."),
+    ] = None,
+) -> None:
+    """Run the tool-call guard as an OpenAI-compatible proxy in front of UPSTREAM."""
+    from toolmend.serve import ServeConfig, run
+
+    url = urlparse(upstream)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        fail(f"--upstream {upstream!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+    if shadow and strict:
+        fail("--shadow and --strict cannot be combined (shadow never changes a response)")
+    try:
+        guard_policy = load_policy(policy) if policy is not None else GuardPolicy()
+        config = ServeConfig(
+            upstream=upstream, host=host, port=port, policy=guard_policy,
+            api_key=_key(api_key_env, "--api-key-env"), upstream_api_key=_key(upstream_key_env, "--upstream-key-env"),
+            traces=traces, shadow=shadow, strict=strict, timeout=timeout, read_timeout=read_timeout,
+            retries=retries, extra_fields=frozenset(allow_field or ()),
+        )  # fmt: skip
+        run(config, print_line=lambda line: typer.echo(line, err=True))
+    except (ToolmendError, ValidationError) as exc:
+        fail(str(exc).splitlines()[0])
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to ``app``."""
+    app.command("serve")(serve_command)

@@ -1,0 +1,221 @@
+"""The thin driver: ask, let the guard decide, act, repeat. The same loop serves a benchmark
+strategy, the OpenAI-client wrapper and a proxy.
+
+>>> import asyncio
+>>> from toolmend.guard import Guard, Turn, drive
+>>> tools = [{"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}},
+...     "required": ["a"]}}]
+>>> replies = iter(["[f()]", "[f(a=1)]"])
+>>> async def respond(messages):
+...     return Turn.from_text(next(replies))
+>>> out = asyncio.run(drive(Guard(tools), respond, []))
+>>> out.status, [c.arguments for c in out.calls], out.extra_requests
+('recovered', [{'a': 1}], 1)
+
+Error classes stay apart: a retryable :class:`~toolmend.ModelError` (transport, rate limit,
+server) re-sends the *same* request and is never shown to the model; a model error is repaired
+or re-asked; tool-execution errors belong to :class:`~toolmend.guard._env.EnvPolicy`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolmend._errors import ModelError
+from toolmend._schema import Message, ToolCall
+from toolmend.guard._decision import Decision
+from toolmend.guard._engine import Guard
+from toolmend.guard._turn import Turn
+
+__all__ = ["GuardOutcome", "Reply", "Respond", "Status", "drive", "drive_sync"]
+
+Status = Literal["accepted", "repaired", "recovered", "failed_to_model", "aborted"]
+
+
+@dataclass
+class Reply:
+    """A turn with what it cost (for the recovery telemetry)."""
+
+    turn: Turn
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+Respond = Callable[[list[Message]], Awaitable[Turn | Reply]]
+"""One model request: the conversation in, the assistant turn out."""
+
+
+@dataclass
+class GuardOutcome:
+    """How a guarded turn ended.
+
+    ``status``: ``accepted`` (valid as sent), ``repaired`` (safe fixes only), ``recovered``
+    (valid after re-asks), ``failed_to_model`` (bad calls answered with tool results; ``calls``
+    are the valid ones), ``aborted`` (budget spent; ``calls`` is empty). ``messages`` are what
+    the conversation gained (the re-ask exchanges, then for ``failed_to_model`` the tool results).
+    """
+
+    status: Status
+    calls: list[ToolCall]
+    turn: Turn
+    decisions: list[Decision] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    extra_requests: int = 0
+    extra_tokens: int = 0
+    recovery_latency_s: float = 0.0
+    transport_retries: int = 0
+
+    @property
+    def final(self) -> Decision:
+        """The last decision."""
+        return self.decisions[-1]
+
+
+class _Loop:
+    """The decisions of one turn, apart from how requests are made (async or not)."""
+
+    def __init__(self, guard: Guard, messages: list[Message]) -> None:
+        self.guard = guard
+        self.history = list(messages)
+        self.outcome = GuardOutcome(status="accepted", calls=[], turn=Turn())
+        self.attempt = 0
+        self.kept: list[ToolCall] = []
+        self.failures = 0
+        # Where each call of the turn goes: kept calls stay at their places and corrected ones
+        # fill the places of the calls they replace (call order matters for nested calls).
+        self.slots: list[ToolCall | None] | None = None
+
+    def failed(self, exc: ModelError) -> None:
+        """A transport error: retried (the same request) while the budget lasts, else raised."""
+        if not exc.retryable or self.failures >= self.guard.policy.transport_retries:
+            raise exc
+        self.failures += 1
+        self.outcome.transport_retries += 1
+
+    def answered(self, got: Turn | Reply, started: float) -> list[Message] | None:
+        """Decide on an answer; the next request's messages, or ``None`` when the turn is over."""
+        self.failures = 0
+        reply = got if isinstance(got, Reply) else Reply(turn=got)
+        out = self.outcome
+        if self.attempt:
+            out.extra_requests += 1
+            out.extra_tokens += reply.input_tokens + reply.output_tokens
+            out.recovery_latency_s += time.perf_counter() - started
+        out.turn = reply.turn
+        decision = self.guard.decide(reply.turn, attempt=self.attempt, kept=self.kept)
+        out.decisions.append(decision)
+        recovery = bool(self.attempt)
+        out.events.append(
+            decision.event(
+                tokens=reply.input_tokens + reply.output_tokens if recovery else 0, requests=int(recovery)
+            )
+        )
+        if decision.action == "reask":
+            self._place(decision.calls[len(self.kept) :], decision.keep, len(reply.turn.calls), final=False)
+            self.kept = list(decision.calls)
+            self.history.extend(decision.messages)
+            out.messages.extend(decision.messages)
+            self.attempt += 1
+            return list(self.history)
+        if decision.action == "abort":
+            out.calls = []
+        elif self.kept:
+            self._place(decision.calls[len(self.kept) :], [], 0, final=True)
+            out.calls = [c for c in self.slots or [] if c is not None]
+        else:
+            out.calls = list(decision.calls)
+        if decision.action == "fail_to_model":
+            out.messages.extend(decision.messages)
+        out.status = _status(decision, self.attempt)
+        out.events[-1]["recovery_latency_s"] = round(out.recovery_latency_s, 6)
+        return None
+
+    def _place(self, new: list[ToolCall], keep: list[int], n: int, *, final: bool) -> None:
+        """Put this round's accepted calls into the turn's slots (see ``slots``)."""
+        if not new and not keep and not final:
+            self.slots = None  # everything is asked again (hold all, or a count problem)
+            return
+        if self.slots is None:
+            # First round: the turn's calls by position, the re-asked ones as holes.
+            slots: list[ToolCall | None] = [None] * n
+            for call, i in zip(new, keep, strict=False):
+                slots[i] = call
+            self.slots = slots
+            return
+        holes = [p for p, c in enumerate(self.slots) if c is None]
+        placed = list(zip(keep, new, strict=False)) if not final else list(enumerate(new))
+        for i, call in placed:
+            if i < len(holes):
+                self.slots[holes[i]] = call
+            else:
+                self.slots.append(call)
+        if final:
+            self.slots = [c for c in self.slots if c is not None]
+
+
+async def drive(
+    guard: Guard, respond: Respond, messages: list[Message], *, first: Turn | Reply | None = None
+) -> GuardOutcome:
+    """Run one guarded turn: ask (unless ``first`` is the answer already), decide, act, repeat.
+
+    Returns a :class:`GuardOutcome`; never raises on model output. A non-retryable
+    :class:`~toolmend.ModelError`, or a retryable one past ``policy.transport_retries``, propagates.
+    """
+    loop = _Loop(guard, messages)
+    pending: list[Message] | None = None if first is not None else list(messages)
+    started = time.perf_counter()
+    got = first
+    while True:
+        if pending is not None:
+            started = time.perf_counter()
+            try:
+                answer = respond(pending)
+                got = await answer if inspect.isawaitable(answer) else answer
+            except ModelError as exc:
+                loop.failed(exc)
+                continue
+        assert got is not None
+        pending = loop.answered(got, started)
+        if pending is None:
+            return loop.outcome
+
+
+def drive_sync(
+    guard: Guard,
+    respond: Callable[[list[Message]], Turn | Reply],
+    messages: list[Message],
+    *,
+    first: Turn | Reply | None = None,
+) -> GuardOutcome:
+    """:func:`drive` for a blocking ``respond`` (a sync client), with no event loop."""
+    loop = _Loop(guard, messages)
+    pending: list[Message] | None = None if first is not None else list(messages)
+    started = time.perf_counter()
+    got = first
+    while True:
+        if pending is not None:
+            started = time.perf_counter()
+            try:
+                got = respond(pending)
+            except ModelError as exc:
+                loop.failed(exc)
+                continue
+        assert got is not None
+        pending = loop.answered(got, started)
+        if pending is None:
+            return loop.outcome
+
+
+def _status(decision: Decision, attempts: int) -> Status:
+    if decision.action == "abort":
+        return "aborted"
+    if decision.action == "fail_to_model":
+        return "failed_to_model"
+    if attempts:
+        return "recovered"
+    return "repaired" if decision.action == "repaired" else "accepted"

@@ -1,0 +1,324 @@
+"""The decision engine: :class:`Guard` looks at one assistant turn and returns a
+:class:`~toolmend.guard._decision.Decision`. It never calls a model or a tool; the driver
+(:mod:`toolmend.guard._driver`) and the adapters act on its decisions.
+
+>>> from toolmend.guard import Guard, Turn
+>>> tools = [{"name": "get_weather", "parameters": {"type": "object",
+...     "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}]
+>>> guard = Guard(tools)
+>>> guard.decide(Turn.from_text('[get_weather(city="Oslo")]')).action
+'accept'
+>>> d = guard.decide(Turn.from_text('[get_wether(city="Oslo", days="3")]'))
+>>> d.action, [f.action for f in d.fixes], d.calls[0].arguments
+('repaired', ['rename_tool', 'coerce'], {'city': 'Oslo', 'days': 3})
+>>> d = guard.decide(Turn.from_text('[get_weather(days=3)]'))
+>>> d.action, d.reask, d.findings[0].code
+('reask', [0], 'missing_required')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolmend._schema import Finding, Message, Tool, ToolCall
+from toolmend.check import Checker, repair
+from toolmend.formats import load_lenient
+from toolmend.guard._decision import Action, Decision, GuardFix
+from toolmend.guard._messages import NOTHING_RAN, call_problem_text, turn_problem_text
+from toolmend.guard._policy import GuardPolicy
+from toolmend.guard._turn import Turn
+
+__all__ = ["Guard"]
+
+# Parser findings that a rewrite of the parsed calls removes: prose around calls, and a
+# call-like block the parser could still read.
+_TEXT_FIXABLE = {"redundant_information"}
+# How formats.lenient read text that was not strict JSON but held whole values.
+_COMPLETE_READS = {"python", "repaired"}
+
+
+@dataclass
+class _Work:
+    """The turn being judged: per turn index, the call (None when unreadable) and its problems."""
+
+    turn: Turn
+    calls: list[ToolCall | None]
+    kept: list[ToolCall] = field(default_factory=list)
+    parse_errors: dict[int, str] = field(default_factory=dict)
+    fixes: list[GuardFix] = field(default_factory=list)
+    per_call: dict[int, list[Finding]] = field(default_factory=dict)
+    whole: list[Finding] = field(default_factory=list)
+
+
+class Guard:
+    """The guard for one run (one conversation): the tools, the policy, and the run's budget.
+
+    Call :meth:`decide` on every assistant turn, passing ``attempt`` (how many re-asks this turn
+    has had). :meth:`reset` starts a new run (budget and repeat tracking cleared).
+    """
+
+    def __init__(
+        self, tools: Checker | Iterable[Tool | Mapping[str, Any]], policy: GuardPolicy | None = None
+    ) -> None:
+        self.checker = tools if isinstance(tools, Checker) else Checker(tools)
+        self.policy = policy or GuardPolicy()
+        self.reasks_used = 0
+        self._last: tuple[Any, ...] | None = None
+        self._repeats = 0
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the offered tools."""
+        return list(self.checker.tools)
+
+    def reset(self) -> None:
+        """Start a new run: the per-run budget and the repeat tracking start again."""
+        self.reasks_used = 0
+        self._last = None
+        self._repeats = 0
+
+    def decide(self, turn: Turn, *, attempt: int = 0, kept: Sequence[ToolCall] = ()) -> Decision:
+        """The decision for ``turn``; ``attempt`` is 0 for the model's first answer.
+
+        ``kept`` are calls of earlier rounds of this turn that were valid and kept (the previous
+        decision's ``calls``); ``turn`` then holds the model's corrections only. Kept calls are
+        checked with the new ones for list-level problems (count, repeats) and lead the
+        decision's ``calls``; a re-sent copy of a kept call is dropped as a repeat.
+        """
+        if attempt == 0:
+            self._last, self._repeats = None, 0
+        if not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
+            # The hot path: a clean turn costs its calls and one check.
+            calls = [c.to_call() for c in turn.calls]
+            if not self.checker.check(calls, self.policy.expected_count) and (
+                calls or not self.policy.expected_count
+            ):
+                return Decision(action="accept", calls=calls, keep=list(range(len(calls))), attempt=attempt)
+        work = self._read(turn)
+        work.kept = list(kept)
+        self._check(work)
+        if not work.per_call and not work.parse_errors and not work.whole:
+            action: Action = "repaired" if work.fixes else "accept"
+            calls = [*work.kept, *(c for c in work.calls if c is not None)]
+            return Decision(
+                action=action,
+                calls=calls,
+                fixes=work.fixes,
+                keep=list(range(len(turn.calls))),
+                attempt=attempt,
+            )
+        bad = sorted(set(work.per_call) | set(work.parse_errors))
+        findings = [f for i in bad for f in work.per_call.get(i, [])] + work.whole
+        valid = [i for i, c in enumerate(work.calls) if c is not None and i not in bad]
+        signature = tuple(sorted((f.code, f.call, f.path) for f in findings)) + tuple(
+            ("parse", i) for i in sorted(work.parse_errors)
+        )
+        self._repeats = self._repeats + 1 if signature == self._last else 0
+        self._last = signature
+        escalated = self._repeats > 0
+        reason = ""
+        if not self.policy.reask:
+            reason = "re-asking is off"
+        elif self._repeats > self.policy.escalate_after:
+            reason = f"the same failure repeated {self._repeats} time(s)"
+        elif attempt >= self.policy.max_reasks_per_turn:
+            reason = f"the turn's budget of {self.policy.max_reasks_per_turn} re-ask(s) is spent"
+        elif self.reasks_used >= self.policy.max_reasks_per_run:
+            reason = f"the run's budget of {self.policy.max_reasks_per_run} re-ask(s) is spent"
+        # A count problem concerns the whole list, so nothing can go ahead on its own.
+        keep = valid if self.policy.parallel == "keep_valid" and not work.whole else []
+        common: dict[str, Any] = {"fixes": work.fixes, "findings": findings, "attempt": attempt, "reask": bad}
+        if reason and (not self.policy.reask or self.policy.on_exhausted == "fail_to_model"):
+            return Decision(
+                action="fail_to_model",
+                calls=work.kept + [c for i in valid if (c := work.calls[i]) is not None],
+                keep=valid,
+                messages=self._tool_results(work, bad),
+                reason=reason,
+                **common,
+            )
+        if reason:
+            return Decision(action="abort", calls=[], keep=[], reason=reason, **common)
+        self.reasks_used += 1
+        return Decision(
+            action="reask",
+            calls=(work.kept if keep or not work.whole else [])
+            + [c for i in keep if (c := work.calls[i]) is not None],
+            keep=keep,
+            messages=self._reask_messages(work, bad, keep, escalated),
+            escalated=escalated,
+            **common,
+        )
+
+    # -- reading and checking ------------------------------------------------------------
+
+    def _read(self, turn: Turn) -> _Work:
+        work = _Work(turn=turn, calls=[])
+        for i, c in enumerate(turn.calls):
+            if c.arguments is not None:
+                work.calls.append(c.to_call())
+                continue
+            value = None
+            if self.policy.lenient_json and c.raw_arguments:
+                try:
+                    loaded, _method = load_lenient(c.raw_arguments)
+                except ValueError:
+                    loaded = None
+                value = loaded if isinstance(loaded, dict) else None
+            if value is None:
+                work.calls.append(None)
+                work.parse_errors[i] = c.error or "arguments could not be read"
+            else:
+                work.calls.append(ToolCall(name=c.name, arguments=value, id=c.id))
+                work.fixes.append(GuardFix(code="invalid_format", action="parse_lenient", call=i,
+                                           before=c.raw_arguments, after=value))  # fmt: skip
+        for f in turn.findings:
+            if f.code in _TEXT_FIXABLE and turn.calls:
+                work.fixes.append(GuardFix(code=f.code, action="strip_text", call=f.call, before=f.message))
+            elif f.code == "invalid_format" and turn.calls and f.data.get("method") in _COMPLETE_READS:
+                # Read whole by a lenient reader (quoting, trailing commas): writing it out again
+                # is the fix. A cut-off reply keeps only its complete calls, so it is re-asked.
+                work.fixes.append(GuardFix(code=f.code, action="rewrite", call=f.call, before=f.message))
+            elif f.code == "invalid_format":
+                work.whole.append(f)
+        return work
+
+    def _check(self, work: _Work) -> None:
+        # Kept calls lead the list (positions -k..-1), so count and repeat checks see the whole turn.
+        if not work.kept and not work.parse_errors:
+            index, calls = list(range(len(work.calls))), work.calls
+        else:
+            index = [-len(work.kept) + j for j in range(len(work.kept))]
+            index += [i for i, c in enumerate(work.calls) if c is not None]
+            calls = [*work.kept, *(c for c in work.calls if c is not None)]
+        expected = self.policy.expected_count
+        if not calls:
+            if expected and not work.parse_errors and not work.whole and work.turn.final is None:
+                work.whole.extend(self.checker.check([], expected))
+            return
+        findings = self.checker.check(calls, expected)  # type: ignore[arg-type]
+        where = index
+        if self.policy.repair and findings:
+            # Repair only what has findings: a clean turn (the common case) costs one check.
+            result = repair(calls, self.checker, expected)  # type: ignore[arg-type]
+            dropped = {index[fx.call] for fx in result.fixes if fx.action == "drop_call"}
+            for fx in result.fixes:
+                work.fixes.append(GuardFix(code=fx.finding.code, action=fx.action, call=index[fx.call],
+                                           path=fx.path, before=fx.before, after=fx.after))  # fmt: skip
+            where = [i for i in index if i not in dropped]
+            for i in dropped:
+                if i >= 0:
+                    work.calls[i] = None
+            for i, call in zip(where, result.calls, strict=True):
+                if i >= 0:
+                    work.calls[i] = call.model_copy(update={"id": work.turn.calls[i].id})
+                else:
+                    work.kept[i] = call
+            work.kept = [c for j, c in enumerate(work.kept) if j - len(work.kept) not in dropped]
+            findings = result.findings
+        for f in findings:
+            if f.call is None or f.call >= len(where) or where[f.call] < 0:
+                work.whole.append(f)
+            else:
+                i = where[f.call]
+                work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i}))
+
+    # -- messages --------------------------------------------------------------------------
+
+    def _problem(self, work: _Work, i: int, escalated: bool) -> str:
+        tc = work.turn.calls[i] if i < len(work.turn.calls) else None
+        call = work.calls[i]
+        name = call.name if call is not None else (tc.name if tc is not None else "?")
+        return call_problem_text(
+            i,
+            name,
+            work.per_call.get(i, []),
+            self.checker.tools.get(name),
+            self.tool_names,
+            raw=tc.raw_arguments if tc is not None else None,
+            parse_error=work.parse_errors.get(i),
+            escalated=escalated,
+            max_echo=self.policy.max_echo_chars,
+        )
+
+    def _assistant(self, work: _Work) -> Message:
+        turn = work.turn
+        if not turn.native:
+            return Message(role="assistant", content=turn.text)
+        # Unreadable arguments go back as {} so that the provider accepts the history (a raw,
+        # broken string would make some providers reject the whole request).
+        calls = [
+            ToolCall(name=c.name, arguments=dict(c.arguments or {}), id=c.id or f"call_{i}")
+            for i, c in enumerate(turn.calls)
+        ]
+        return Message(role="assistant", content=turn.text, tool_calls=calls)
+
+    def _tool_results(self, work: _Work, bad: Sequence[int]) -> list[Message]:
+        problems = {i: self._problem(work, i, False) + " It was not run and will not be." for i in bad}
+        whole = turn_problem_text(work.whole) if work.whole else ""
+        if not work.turn.native:
+            text = "\n\n".join([*problems.values(), whole]).strip()
+            return [Message(role="user", content=f"{text}\nThe calls above were not run.")]
+        out = []
+        for i in bad:
+            tc = work.turn.calls[i]
+            out.append(
+                Message(role="tool", tool_call_id=tc.id or f"call_{i}", name=tc.name, content=problems[i])
+            )
+        if whole:
+            out.append(Message(role="user", content=whole))
+        return out
+
+    def _reask_messages(
+        self, work: _Work, bad: Sequence[int], keep: Sequence[int], escalated: bool
+    ) -> list[Message]:
+        turn = work.turn
+        held = [i for i, c in enumerate(work.calls) if c is not None and i not in bad and i not in keep]
+        if keep:
+            ask = (
+                f"Reply with the corrected version of call(s) {_ids(bad)} only; "
+                f"call(s) {_ids(keep)} are valid and are kept."
+            )
+        elif work.whole and not bad:
+            ask = "Reply with the complete, corrected list of calls."
+        else:
+            ask = "Reply with the complete list of calls, corrected."
+        per_call = {i: self._problem(work, i, escalated) for i in bad}
+        whole = turn_problem_text(work.whole, _FORMAT_HINT.get(turn.format, "")) if work.whole else ""
+        messages = [self._assistant(work)]
+        if turn.native:
+            for i, tc in enumerate(turn.calls):
+                cid = tc.id or f"call_{i}"
+                if i in per_call:
+                    content = f"{per_call[i]}\n{NOTHING_RAN} {ask}"
+                elif i in keep:
+                    content = (
+                        f"Call {i} ({tc.name}) is valid; it is kept and will run with the corrected calls."
+                    )
+                else:
+                    content = (f"Call {i} ({tc.name}) is valid but was held back: {NOTHING_RAN} "
+                               "Repeat it unchanged in your next answer.")  # fmt: skip
+                messages.append(Message(role="tool", tool_call_id=cid, name=tc.name, content=content))
+            if whole:
+                messages.append(Message(role="user", content=f"{whole}\n{NOTHING_RAN} {ask}"))
+            return messages
+        parts = ["Your reply was checked before anything ran. " + NOTHING_RAN]
+        parts.extend(per_call[i] for i in bad)
+        if whole:
+            parts.append(whole)
+        if held and not keep:
+            parts.append(f"Call(s) {_ids(held)} are valid; include them again unchanged.")
+        parts.append(ask + " Use the same format as before and add nothing else.")
+        messages.append(Message(role="user", content="\n\n".join(parts)))
+        return messages
+
+
+def _ids(indices: Sequence[int]) -> str:
+    return ", ".join(str(i) for i in indices)
+
+
+_FORMAT_HINT = {
+    "none": "Answer with tool calls in the format the instructions give, and nothing around them.",
+}

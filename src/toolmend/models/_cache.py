@@ -1,0 +1,195 @@
+"""The response cache: one SQLite file (WAL), safe for concurrent asyncio tasks and processes.
+
+The key is a SHA-256 over canonical JSON of everything that changes an answer — backend, base
+URL, model, tool mode, messages, tools, tool choice, generation settings and the epoch (the
+sample index, so sampled answers cache apart) — and nothing that does not: API keys,
+concurrency, retries and timeouts never reach it. Values are JSON (never pickle). Errors and
+empty answers are never stored, so a flaky server cannot poison a later run.
+
+>>> import tempfile
+>>> cache = ResponseCache(tempfile.mkdtemp())
+>>> cache.stats().entries
+0
+
+Location: ``$TOOLMEND_CACHE_DIR``, else ``~/.cache/toolmend`` (see :func:`default_cache_dir`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolmend._errors import ConfigError
+from toolmend._shared import cache_dir
+
+if TYPE_CHECKING:
+    from toolmend.models._base import Completion
+
+__all__ = ["CacheStats", "ResponseCache", "cache_key", "default_cache_dir"]
+
+log = logging.getLogger("toolmend.cache")
+
+_KEY_VERSION = 1
+_DB_NAME = "responses.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    created REAL NOT NULL,
+    value TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS responses_model ON responses(model);
+"""
+
+
+def default_cache_dir() -> Path:
+    """``$TOOLMEND_CACHE_DIR`` when set, else ``~/.cache/toolmend`` (toolmend's one cache
+    folder, :func:`toolmend._shared.cache_dir`)."""
+    return cache_dir()
+
+
+def cache_key(identity: dict[str, Any], request: dict[str, Any]) -> str:
+    """SHA-256 hex of the canonical JSON of ``identity`` (which backend) and ``request`` (what was
+    asked). Key order and whitespace do not matter; every value does."""
+    blob = json.dumps(
+        {"v": _KEY_VERSION, "identity": identity, "request": request},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CacheStats(BaseModel):
+    """What :meth:`ResponseCache.stats` reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    entries: int
+    size_bytes: int
+    models: dict[str, int] = Field(default_factory=dict)
+    hits: int = 0
+    """Hits served by this ``ResponseCache`` object since it was opened."""
+    misses: int = 0
+
+
+class ResponseCache:
+    """A persistent map from :func:`cache_key` to a :class:`~toolmend.models.Completion`.
+
+    ``directory`` holds ``responses.sqlite``; it is created on first use.
+    """
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        self.path = self.directory / _DB_NAME
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+
+    def _connection(self) -> sqlite3.Connection:
+        # One connection per process (a forked child must not reuse its parent's handle); the lock
+        # serialises threads, WAL + busy_timeout serialise processes.
+        if self._conn is None or self._pid != os.getpid():
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+            except (OSError, sqlite3.Error) as exc:
+                raise ConfigError(f"cannot open the response cache at {self.path}: {exc}") from exc
+            self._conn = conn
+            self._pid = os.getpid()
+        return self._conn
+
+    def get(self, key: str) -> Completion | None:
+        """The cached completion for ``key``, or ``None``."""
+        from toolmend.models._base import Completion
+
+        with self._lock:
+            row = self._connection().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            log.debug("cache miss %s", key)
+            return None
+        try:
+            completion = Completion.model_validate_json(row[0])
+        except ValueError:
+            # A value written by an incompatible version: treat as a miss, the put overwrites it.
+            self.misses += 1
+            return None
+        self.hits += 1
+        return completion
+
+    def put(self, key: str, completion: Completion, *, model: str) -> bool:
+        """Store ``completion`` under ``key``; empty completions are refused (returns ``False``)."""
+        if completion.empty:
+            return False
+        value = completion.model_dump_json(exclude={"cached", "retries", "latency_s"})
+        with self._lock:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO responses (key, model, created, value) VALUES (?, ?, ?, ?)",
+                (key, model, time.time(), value),
+            )
+        return True
+
+    def stats(self) -> CacheStats:
+        """Entry count, size on disk and entries per model."""
+        if not self.path.exists():
+            return CacheStats(
+                path=str(self.path), entries=0, size_bytes=0, hits=self.hits, misses=self.misses
+            )
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute("SELECT model, COUNT(*) FROM responses GROUP BY model ORDER BY model")
+                .fetchall()
+            )
+        size = sum(p.stat().st_size for p in self.directory.glob(_DB_NAME + "*") if p.is_file())
+        return CacheStats(
+            path=str(self.path),
+            entries=sum(n for _, n in rows),
+            size_bytes=size,
+            models={m: n for m, n in rows},
+            hits=self.hits,
+            misses=self.misses,
+        )
+
+    def clear(self, model: str | None = None) -> int:
+        """Delete every entry (or only ``model``'s); returns how many were deleted."""
+        if not self.path.exists():
+            return 0
+        with self._lock:
+            conn = self._connection()
+            if model is None:
+                cur = conn.execute("DELETE FROM responses")
+            else:
+                cur = conn.execute("DELETE FROM responses WHERE model = ?", (model,))
+            deleted = cur.rowcount
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if model is None:
+                conn.execute("VACUUM")
+        return deleted
+
+    def close(self) -> None:
+        """Close the database handle (it reopens on the next use)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.directory)!r})"

@@ -1,0 +1,133 @@
+"""Backends without a model: ``scripted`` for tests and ``replay`` for re-scoring saved outputs.
+
+>>> import asyncio
+>>> from toolmend._schema import Message
+>>> model = ScriptedModel(lambda messages: messages[-1].content.upper())
+>>> asyncio.run(model.generate([Message(role="user", content="hi")])).text
+'HI'
+
+Usage is counted in whitespace-separated words so that token sums can be checked in tests.
+Neither backend is cached: their answers cost nothing and a script may change between runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from toolmend._errors import DatasetError, ModelError
+from toolmend._schema import Message
+from toolmend.models._base import Completion, GenerateRequest, Model, Usage
+
+__all__ = ["ReplayModel", "Script", "ScriptedModel"]
+
+Reply = str | Completion
+Script = Sequence[Reply] | Callable[[list[Message]], Reply | Awaitable[Reply]]
+"""A list of replies given in order, or a (sync or async) function of the messages."""
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _completion(reply: Reply, messages: list[Message]) -> Completion:
+    if isinstance(reply, Completion):
+        return reply
+    return Completion(
+        text=reply,
+        usage=Usage(input_tokens=sum(_words(m.content) for m in messages), output_tokens=_words(reply)),
+        finish_reason="stop",
+    )
+
+
+class ScriptedModel(Model):
+    """Answers from a script; ``delay`` seconds per answer stands in for latency.
+
+    The function may raise :class:`~toolmend.ModelError` to play an infrastructure failure
+    (``retryable=True`` ones are retried like real ones).
+    """
+
+    cacheable = False
+
+    def __init__(
+        self, script: Script, *, delay: float = 0.0, name: str = "scripted", max_connections: int = 1000
+    ) -> None:
+        super().__init__(name, max_connections=max_connections)
+        self.script = script
+        self.delay = delay
+        self.calls = 0
+        self._next = 0
+
+    async def _generate(self, request: GenerateRequest) -> Completion:
+        self.calls += 1
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if callable(self.script):
+            reply = self.script(request.messages)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        else:
+            if self._next >= len(self.script):
+                raise ModelError(f"script exhausted after {len(self.script)} replies")
+            reply = self.script[self._next]
+            self._next += 1
+        return _completion(reply, request.messages)
+
+
+class ReplayModel(Model):
+    """Replays a predictions file of ``{"id": ..., "output": "..."}`` lines (or ``"outputs": [...]``,
+    one per epoch); ``generate`` must be given the ``sample_id``."""
+
+    cacheable = False
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(f"replay/{path}", max_connections=1000)
+        self.path = Path(path)
+        self.outputs = _read_outputs(self.path)
+
+    async def _generate(self, request: GenerateRequest) -> Completion:
+        if request.sample_id is None:
+            raise ModelError("the replay backend needs sample_id= to find the saved output")
+        outputs = self.outputs.get(request.sample_id)
+        if outputs is None:
+            raise ModelError(f"{self.path}: no output for sample {request.sample_id!r}")
+        if request.epoch >= len(outputs):
+            raise ModelError(
+                f"{self.path}: sample {request.sample_id!r} has {len(outputs)} outputs, epoch {request.epoch} asked"
+            )
+        return _completion(outputs[request.epoch], request.messages)
+
+
+def _read_outputs(path: Path) -> dict[str, list[str]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read predictions: {exc}", path=path) from exc
+    outputs: dict[str, list[str]] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"not valid JSON ({exc.msg})", path=path, line=n) from exc
+        if not isinstance(record, dict) or not isinstance(record.get("id"), str | int):
+            raise DatasetError("expected an object with a string 'id'", path=path, line=n, field="id")
+        if isinstance(record.get("outputs"), list) and all(isinstance(o, str) for o in record["outputs"]):
+            outs = list(record["outputs"])
+        elif isinstance(record.get("output"), str):
+            outs = [record["output"]]
+        elif "output" in record and record["output"] is None:
+            outs = [""]
+        else:
+            raise DatasetError(
+                "expected 'output' (a string) or 'outputs' (a list of strings)",
+                path=path,
+                line=n,
+                field="output",
+            )
+        outputs[str(record["id"])] = outs
+    return outputs

@@ -1,0 +1,225 @@
+"""``openai/<model>``: any OpenAI-compatible chat-completions server over HTTP.
+
+That covers OpenAI itself and every server speaking its protocol (vLLM, SGLang, Ollama, TGI,
+hosted APIs)::
+
+    model = OpenAIModel("Qwen/Qwen3-8B", base_url="http://localhost:8000/v1", max_connections=64)
+    model = OpenAIModel("gpt-4o-mini")  # key from $OPENAI_API_KEY, base URL from $OPENAI_BASE_URL
+
+One connection pool per model, sized by ``max_connections``; ``$HTTPS_PROXY``/``$HTTP_PROXY`` and
+``$NO_PROXY`` are honoured (read when the pool opens). The API key is read from the
+argument, else from the environment variable ``api_key_env``; it is never part of the cache key.
+Tools go out natively (``tool_mode="native"``, names made API-safe and mapped back, see
+:mod:`toolmend.models._tool_names`) or inside the system prompt (``tool_mode="prompt"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import hashlib
+import json
+import os
+import socket
+import ssl
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import certifi
+
+from toolmend._errors import ConfigError, EndpointError, ModelError
+from toolmend.models._base import Completion, GenerateRequest, Model, ToolMode
+from toolmend.models._cache import ResponseCache
+from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT, build_chat_request, parse_chat_response
+from toolmend.models._retry import HTTPStatusError, RetryPolicy, parse_retry_after
+from toolmend.models._tool_names import ToolNameMap
+
+__all__ = ["OpenAIModel"]
+
+_OPENAI_URL = "https://api.openai.com/v1"
+_JSON = {"Content-Type": "application/json"}
+
+
+def _env_proxy(url: str) -> str | None:
+    # $HTTP(S)_PROXY / $NO_PROXY, as httpx honoured them; resolved once per session rather than
+    # per request as aiohttp's trust_env would (it re-reads the environment every time).
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if not host or urllib.request.proxy_bypass(host):
+        return None
+    return urllib.request.getproxies().get(urllib.parse.urlsplit(url).scheme)
+
+
+class OpenAIModel(Model):
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        tool_mode: ToolMode = "native",
+        tool_prompt: str = DEFAULT_TOOL_PROMPT,
+        timeout: float = 120.0,
+        max_connections: int = 16,
+        retry: RetryPolicy | None = None,
+        cache: ResponseCache | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if not model.strip():
+            raise ConfigError("openai/ needs a model name, as in openai/gpt-4o-mini")
+        if api_key is None and api_key_env is not None and not os.environ.get(api_key_env):
+            raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
+        api_key_env = api_key_env or "OPENAI_API_KEY"
+        super().__init__(f"openai/{model}", cache=cache, max_connections=max_connections, retry=retry)
+        if tool_mode not in ("native", "prompt"):
+            raise ConfigError(f"tool_mode must be 'native' or 'prompt', got {tool_mode!r}")
+        if "{tools}" not in tool_prompt:
+            raise ConfigError("tool_prompt must contain the placeholder {tools}")
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL).rstrip("/")
+        try:
+            parts = urllib.parse.urlsplit(self.base_url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+        except ValueError as exc:
+            raise EndpointError(self.base_url, f"not a valid URL ({exc})") from None
+        if not valid:
+            raise EndpointError(self.base_url, "not a valid URL: it needs http:// or https:// and a host")
+        key = api_key if api_key is not None else os.environ.get(api_key_env)
+        if not key and self.base_url == _OPENAI_URL:
+            raise ConfigError(f"no API key for {self.base_url}: pass api_key= or set ${api_key_env}")
+        self.tool_mode: ToolMode = tool_mode
+        self.tool_prompt = tool_prompt
+        self.timeout = timeout
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._headers.update(headers or {})
+        self._http: aiohttp.ClientSession | None = None
+        self._http_loop: asyncio.AbstractEventLoop | None = None
+        self._proxy: str | None = None
+        # Until the server has answered once, a refused connection or a 404 means a wrong
+        # --base-url rather than a passing outage: the run stops instead of retrying.
+        self._reached = False
+
+    def cache_identity(self) -> dict[str, Any]:
+        identity = {
+            "backend": "openai",
+            "base_url": self.base_url,
+            "model": self.model,
+            "tool_mode": self.tool_mode,
+        }
+        if self.tool_mode == "prompt":
+            identity["tool_prompt"] = hashlib.sha256(self.tool_prompt.encode()).hexdigest()
+        return identity
+
+    async def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._http_loop is not loop:
+            stale, stale_loop = self._http, self._http_loop
+            if stale is not None and stale_loop is not None and stale_loop.is_closed():
+                # A session left behind by an earlier asyncio.run(): its sockets died with that loop;
+                # closing it here only marks it closed, so that it does not warn when collected.
+                await stale.close()
+            # One pool of max_connections (aiohttp's pool is O(1) per request, unlike httpcore's
+            # scan over every pooled connection); the semaphore in Model bounds the attempts, so
+            # no request ever waits for a pool slot and the connect timeout is the socket's own.
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections,
+                ssl=ssl.create_default_context(cafile=certifi.where()),
+            )
+            self._http = aiohttp.ClientSession(
+                connector=connector,
+                headers={**_JSON, **self._headers},
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=min(self.timeout, 30.0), sock_read=self.timeout
+                ),
+            )
+            self._http_loop = loop
+            self._proxy = _env_proxy(self.base_url)
+        return self._http
+
+    async def _post(self, url: str, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
+        session = await self._session()
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            async with session.post(url, data=data, proxy=self._proxy) as response:
+                return response.status, response.headers, await response.read()
+        except TimeoutError as exc:
+            raise ModelError(
+                f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__})", retryable=True
+            ) from exc
+        except aiohttp.InvalidURL as exc:
+            raise EndpointError(url, f"not a valid URL ({exc})") from exc
+        except (aiohttp.ClientConnectorError, aiohttp.ClientSSLError) as exc:
+            if not self._reached:
+                raise EndpointError(url, f"cannot connect ({_reason(exc)}); check --base-url") from exc
+            raise ModelError(
+                f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
+            ) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ModelError(
+                f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
+            ) from exc
+
+    async def _generate(self, request: GenerateRequest) -> Completion:
+        names = ToolNameMap(t.name for t in request.tools)
+        body = build_chat_request(
+            self.model, request, names=names, mode=self.tool_mode, tool_prompt=self.tool_prompt
+        )
+        url = f"{self.base_url}/chat/completions"
+        status, headers, raw = await self._post(url, body)
+        if _is_html(headers, raw):
+            raise EndpointError(
+                url,
+                f"HTTP {status} with a web page instead of JSON; is --base-url the API root (often ending in /v1)?",
+            )
+        if status == 404 and not self._reached:
+            snippet = raw[:200].decode("utf-8", errors="replace").replace("\n", " ")
+            raise EndpointError(
+                url, f"HTTP 404 (no such path or model; check --base-url and the model name): {snippet}"
+            )
+        if status >= 400:
+            snippet = raw[:300].decode("utf-8", errors="replace").replace("\n", " ")
+            raise HTTPStatusError(
+                f"{url}: HTTP {status}: {snippet}",
+                status=status,
+                retry_after=parse_retry_after(headers),
+            )
+        try:
+            payload = json.loads(raw)
+        except ValueError as exc:
+            # A truncated or garbled body is a transport problem (proxies cut responses), not the model's.
+            raise ModelError(f"{url}: response body is not valid JSON", retryable=True, status=200) from exc
+        self._reached = True
+        return parse_chat_response(payload, names=names)
+
+    async def aclose(self) -> None:
+        session, loop = self._http, self._http_loop
+        self._http = self._http_loop = None
+        if (
+            session is not None
+            and loop is not None
+            and (loop is asyncio.get_running_loop() or loop.is_closed())
+        ):
+            await session.close()
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection could not be made, in words (``connection refused: nothing listens there``)."""
+    inner = getattr(exc, "os_error", None) or exc
+    if isinstance(inner, socket.gaierror):
+        return "host name not resolved"
+    known = {
+        errno.ECONNREFUSED: "connection refused: nothing listens there",
+        errno.EHOSTUNREACH: "host unreachable",
+        errno.ENETUNREACH: "network unreachable",
+    }
+    return known.get(getattr(inner, "errno", None) or -1, str(inner) or type(inner).__name__)
+
+
+def _is_html(headers: Mapping[str, str], raw: bytes) -> bool:
+    kind = headers.get("Content-Type", headers.get("content-type", "")).lower()
+    return "text/html" in kind or raw.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))

@@ -1,0 +1,244 @@
+"""toolmend messages ↔ the OpenAI chat-completions wire format (also spoken by vLLM, SGLang,
+Ollama and most hosted APIs).
+
+Tool messages. toolmend's ``tool`` role (CriticTool's ``function`` role) is sent as a native
+``tool`` message whenever it can be paired with an earlier assistant tool call — by its
+``tool_call_id``, else by position, in which case the ids are assigned here (``call_<m>_<k>``)
+because servers reject a tool message without one. A tool message that answers no call on
+the wire (a trajectory where the call was written as text, or prompt mode) becomes a user
+message ``Tool response (<name>): <content>``, which every server accepts.
+
+Prompt mode. The tools are described in the system prompt with :data:`DEFAULT_TOOL_PROMPT` (or a
+user's template containing ``{tools}``) and earlier calls are written back as
+``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` lines, the format that prompt asks for.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolmend._errors import ModelError
+from toolmend._schema import Message, Ref, Tool, ToolCall
+from toolmend.formats._tools import to_openai_tool
+from toolmend.models._base import Completion, GenerateRequest, RawToolCall, ToolMode, Usage
+from toolmend.models._tool_names import ToolNameMap
+
+__all__ = [
+    "DEFAULT_TOOL_PROMPT",
+    "build_chat_request",
+    "parse_chat_response",
+    "render_tool_call_text",
+    "render_tools_prompt",
+    "to_wire_messages",
+]
+
+DEFAULT_TOOL_PROMPT = """\
+You have access to the tools listed below, each given as a JSON Schema of its parameters.
+
+To use a tool, reply with one line per call, exactly in this form:
+<tool_call>{"name": "<tool name>", "arguments": {"<parameter>": <value>}}</tool_call>
+Use only the tools and parameters listed, and give every required parameter. When no tool \
+is needed, reply in plain text without any <tool_call> line.
+
+Tools:
+{tools}"""
+
+
+def _plain(value: Any) -> Any:
+    # A Ref is a placeholder for an earlier call's output; on the wire it is its name.
+    if isinstance(value, Ref):
+        return value.target
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _arguments_json(call: ToolCall) -> str:
+    return json.dumps(_plain(call.arguments), ensure_ascii=False)
+
+
+def render_tool_call_text(call: ToolCall) -> str:
+    """A call in the prompt-mode text format."""
+    body = json.dumps({"name": call.name, "arguments": _plain(call.arguments)}, ensure_ascii=False)
+    return f"<tool_call>{body}</tool_call>"
+
+
+def render_tools_prompt(tools: list[Tool], template: str = DEFAULT_TOOL_PROMPT) -> str:
+    """The prompt-mode tool description: ``template`` with ``{tools}`` replaced by one JSON line per tool."""
+    lines = "\n".join(json.dumps(to_openai_tool(t)["function"], ensure_ascii=False) for t in tools)
+    return template.replace("{tools}", lines)
+
+
+def _tool_as_user(m: Message) -> dict[str, Any]:
+    who = f" ({m.name})" if m.name else ""
+    return {"role": "user", "content": f"Tool response{who}: {m.content}"}
+
+
+def to_wire_messages(
+    messages: list[Message],
+    *,
+    names: ToolNameMap,
+    mode: ToolMode = "native",
+    system_suffix: str | None = None,
+) -> list[dict[str, Any]]:
+    """OpenAI chat messages for ``messages`` (see the module docstring for tool messages)."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    seen: set[str] = set()
+    for i, m in enumerate(messages):
+        if m.role == "assistant" and m.tool_calls and mode == "native":
+            calls = []
+            pending = []
+            for k, call in enumerate(m.tool_calls):
+                call_id = call.id or f"call_{i}_{k}"
+                pending.append(call_id)
+                seen.add(call_id)
+                calls.append(
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": names.to_wire(call.name), "arguments": _arguments_json(call)},
+                    }
+                )
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": calls})
+        elif m.role == "assistant" and m.tool_calls:
+            text = "\n".join([m.content] * bool(m.content) + [render_tool_call_text(c) for c in m.tool_calls])
+            out.append({"role": "assistant", "content": text})
+        elif m.role == "tool":
+            answers: str | None = m.tool_call_id if m.tool_call_id in seen else None
+            if answers is None and m.tool_call_id is None and pending:
+                answers = pending[0]
+            if mode == "native" and answers is not None:
+                if answers in pending:
+                    pending.remove(answers)
+                out.append({"role": "tool", "tool_call_id": answers, "content": m.content})
+            else:
+                out.append(_tool_as_user(m))
+        else:
+            out.append({"role": m.role, "content": m.content})
+            if m.role != "assistant":
+                pending = []
+    if system_suffix:
+        if out and out[0]["role"] == "system":
+            out[0] = {**out[0], "content": f"{out[0]['content']}\n\n{system_suffix}".lstrip()}
+        else:
+            out.insert(0, {"role": "system", "content": system_suffix})
+    return out
+
+
+def build_chat_request(
+    model: str,
+    request: GenerateRequest,
+    *,
+    names: ToolNameMap,
+    mode: ToolMode = "native",
+    tool_prompt: str = DEFAULT_TOOL_PROMPT,
+) -> dict[str, Any]:
+    """The JSON body of a ``/chat/completions`` request."""
+    prompt_tools = mode == "prompt" and bool(request.tools) and request.tool_choice != "none"
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": to_wire_messages(
+            request.messages,
+            names=names,
+            mode=mode,
+            system_suffix=render_tools_prompt(request.tools, tool_prompt) if prompt_tools else None,
+        ),
+    }
+    if mode == "native" and request.tools:
+        body["tools"] = [
+            {**spec, "function": {**spec["function"], "name": names.to_wire(t.name)}}
+            for t, spec in ((t, to_openai_tool(t)) for t in request.tools)
+        ]
+        choice = request.tool_choice
+        if choice in ("auto", "none", "required"):
+            body["tool_choice"] = choice
+        elif choice is not None:
+            body["tool_choice"] = {"type": "function", "function": {"name": names.to_wire(choice)}}
+    cfg = request.config
+    for field in ("temperature", "top_p", "max_tokens", "stop", "seed"):
+        value = getattr(cfg, field)
+        if value is not None:
+            body[field] = value
+    body.update(cfg.extra)
+    return body
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _parse_call(raw: Any, names: ToolNameMap) -> tuple[RawToolCall, ToolCall | None]:
+    fn = raw.get("function") if isinstance(raw, dict) else None
+    if not isinstance(fn, dict):
+        return RawToolCall(
+            name="", arguments=json.dumps(raw, default=str), error="no 'function' object"
+        ), None
+    name = names.to_original(str(fn.get("name") or ""))
+    call_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+    args = fn.get("arguments")
+    if isinstance(args, dict):
+        # Some servers (Ollama) send an object instead of a JSON string.
+        return RawToolCall(id=call_id, name=name, arguments=json.dumps(args)), ToolCall(
+            name=name, arguments=args, id=call_id
+        )
+    text = args if isinstance(args, str) else ""
+    try:
+        parsed = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        return RawToolCall(
+            id=call_id, name=name, arguments=text, error=f"arguments are not valid JSON: {exc}"
+        ), None
+    if not isinstance(parsed, dict):
+        error = f"arguments must be a JSON object, got {type(parsed).__name__}"
+        return RawToolCall(id=call_id, name=name, arguments=text, error=error), None
+    return RawToolCall(id=call_id, name=name, arguments=text), ToolCall(
+        name=name, arguments=parsed, id=call_id
+    )
+
+
+def parse_chat_response(body: Any, *, names: ToolNameMap) -> Completion:
+    """A :class:`Completion` from a decoded ``/chat/completions`` response.
+
+    A response without a message is a protocol failure (:class:`~toolmend.ModelError`); broken
+    tool-call arguments are the model's doing and stay data in ``raw_tool_calls``.
+    """
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        detail = body.get("error") if isinstance(body, dict) else None
+        raise ModelError(f"response has no choices{f': {detail}' if detail else ''}", retryable=False)
+    choice = choices[0]
+    message: dict[str, Any] = choice["message"] if isinstance(choice.get("message"), dict) else {}
+    raws = message.get("tool_calls") or []
+    if not raws and isinstance(message.get("function_call"), dict):
+        raws = [{"function": message["function_call"]}]
+    raw_calls: list[RawToolCall] = []
+    calls: list[ToolCall] = []
+    for raw in raws if isinstance(raws, list) else []:
+        rc, call = _parse_call(raw, names)
+        raw_calls.append(rc)
+        if call is not None:
+            calls.append(call)
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    return Completion(
+        text=_text_of(message.get("content")),
+        tool_calls=calls,
+        raw_tool_calls=raw_calls,
+        usage=Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        ),
+        finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+        model=body.get("model") if isinstance(body.get("model"), str) else "",
+    )

@@ -1,0 +1,96 @@
+"""One line of ``samples.jsonl``: what happened to one sample.
+
+A record ends in exactly one of two states: *scored* (``error is None``; ``scores`` hold the
+benchmark's values, a model's mistakes included) or *infrastructure error* (``error`` set: the
+backend could not answer even after its retries). The two are never mixed, so a flaky server
+lowers the completion rate, not the score.
+
+>>> rec = SampleRecord(id="s1")
+>>> rec.add_completion(Completion(text="[f(x=1)]", usage=Usage(input_tokens=10, output_tokens=4)))
+>>> rec.outputs, rec.usage.total_tokens
+(['[f(x=1)]'], 14)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolmend._errors import ModelError
+from toolmend._schema import Finding, ToolCall
+from toolmend.models._base import Completion, Usage
+
+__all__ = ["InfraError", "SampleRecord"]
+
+
+class InfraError(BaseModel):
+    """Why a sample could not be answered (transport/server failure, not the model's mistake)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str
+    type: str = "ModelError"
+    status: int | None = None
+    retryable: bool = False
+    """True when trying again later may help; ``retry_errors=True`` on resume re-runs these."""
+
+    @property
+    def cause(self) -> str:
+        """A short label to count failures by: ``HTTP 500``, ``timed out after 5 s``, ``connection failed``."""
+        if self.status is not None and self.status >= 400:
+            return f"HTTP {self.status}"
+        head, sep, rest = self.message.partition(": ")
+        text = rest if sep and "://" in head else self.message  # drop the URL the message starts with
+        return text.split(" (", 1)[0].strip() or self.type
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> InfraError:
+        """The record of ``exc`` (a :class:`~toolmend.ModelError` keeps its status and retryability)."""
+        if isinstance(exc, ModelError):
+            return cls(message=str(exc), type=type(exc).__name__, status=exc.status, retryable=exc.retryable)
+        return cls(message=str(exc) or type(exc).__name__, type=type(exc).__name__)
+
+
+class SampleRecord(BaseModel):
+    """What a run keeps for one sample (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    outputs: list[str] = Field(default_factory=list)
+    """Raw model outputs, one per generation (turns, epochs, repair attempts)."""
+    calls: list[ToolCall] = Field(default_factory=list)
+    """The calls parsed from the final output."""
+    findings: list[Finding] = Field(default_factory=list)
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    """Metric → value; ``None`` where the metric does not apply to this sample."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens spent on this sample: fresh completions only (a cache hit spends nothing)."""
+    retries: int = 0
+    """Transport retries across this sample's requests; their usage is never counted."""
+    cache_hits: int = 0
+    requests: int = 0
+    """Completions obtained (from the server or the cache), retries not included."""
+    latency_s: float = 0.0
+    error: InfraError | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Anything else a benchmark wants in reports (parse status, the error type, a judge's reason)."""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """What inference-time strategies did on this sample (``SolveState.events``), in order."""
+
+    @property
+    def ok(self) -> bool:
+        """Scored (possibly zero), as opposed to an infrastructure error."""
+        return self.error is None
+
+    def add_completion(self, completion: Completion) -> None:
+        """Account for one completion: its output, tokens (unless cached), retries and latency."""
+        self.outputs.append(completion.text)
+        self.requests += 1
+        self.retries += completion.retries
+        if completion.cached:
+            self.cache_hits += 1
+        else:
+            self.usage = self.usage + completion.usage
+            self.latency_s += completion.latency_s

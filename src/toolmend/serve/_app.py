@@ -1,0 +1,582 @@
+"""The proxy server (aiohttp.web): ``/v1/chat/completions`` (streaming and not), ``/v1/models``,
+``/healthz`` and ``/metrics``. See :mod:`toolmend.serve` for what it does with each answer.
+
+>>> app = create_app(ServeConfig(upstream="http://127.0.0.1:8000/v1"))
+>>> sorted({r.resource.canonical for r in app.router.routes()})
+['/healthz', '/metrics', '/v1/chat/completions', '/v1/models']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolmend.guard import GuardPolicy
+from toolmend.serve._assembler import ContentGate, StreamAssembler
+from toolmend.serve._metrics import Metrics
+from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
+from toolmend.serve._traces import TraceWriter, trace_record
+from toolmend.serve._upstream import Upstream, UpstreamError, UpstreamReply, guard_transport, iter_sse
+from toolmend.serve._verdict import Answer, Verdict, answer_of, judge
+
+__all__ = ["ServeConfig", "create_app", "run"]
+
+_CHAT = "/chat/completions"
+PROXY: web.AppKey[_Proxy] = web.AppKey("toolmend.proxy")
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_CHUNK_KEYS = ("id", "object", "created", "model", "system_fingerprint", "service_tier")
+
+
+class ServeConfig(BaseModel):
+    """How ``toolmend serve`` runs (the CLI flags, as data)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    upstream: str
+    """The upstream's base URL, as an OpenAI client takes it (``http://host:8000/v1``)."""
+    host: str = "127.0.0.1"
+    port: int = 8700
+    policy: GuardPolicy = Field(default_factory=GuardPolicy)
+    api_key: str | None = None
+    """When set, every ``/v1`` request must carry ``Authorization: Bearer <api_key>``."""
+    upstream_api_key: str | None = None
+    """The key sent upstream; without it the client's own bearer token is passed on."""
+    traces: Path | None = None
+    shadow: bool = False
+    strict: bool = False
+    timeout: float = 600.0
+    """Seconds an upstream request may take in all."""
+    read_timeout: float | None = None
+    """Seconds the upstream may stay silent (between stream chunks); default: ``timeout``."""
+    connect_timeout: float = 10.0
+    retries: int = 2
+    """Re-sends of a request after 429/5xx or a transport failure (before any byte reached the client)."""
+    max_retry_wait: float = 20.0
+    extra_fields: frozenset[str] = frozenset()
+
+
+class _Proxy:
+    """The state of one server: upstream pool, metrics, traces."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.upstream = Upstream(
+            config.upstream,
+            api_key=config.upstream_api_key,
+            timeout=config.timeout,
+            read_timeout=config.read_timeout,
+            connect_timeout=config.connect_timeout,
+            retries=config.retries,
+            max_wait=config.max_retry_wait,
+        )
+        self.traces = (
+            TraceWriter(
+                config.traces,
+                upstream=config.upstream,
+                shadow=config.shadow,
+                strict=config.strict,
+                policy=config.policy.model_dump(),
+            )  # fmt: skip
+            if config.traces is not None
+            else None
+        )
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    async def start(self, _app: web.Application) -> None:
+        await self.upstream.start()
+
+    async def stop(self, _app: web.Application) -> None:
+        await self.upstream.close()
+        if self.traces is not None:
+            self.traces.close()
+
+    @web.middleware
+    async def auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        key = self.config.api_key
+        if key and request.path.startswith("/v1/"):
+            given = request.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+                self.metrics.inc("toolmend_bad_requests_total", status="401")
+                what = (
+                    "Incorrect API key provided."
+                    if given
+                    else "Missing API key: send 'Authorization: Bearer <key>'."
+                )
+                return _json(401, openai_error(what, code="invalid_api_key"))
+        return await handler(request)
+
+    def _incoming(self, request: web.Request) -> Mapping[str, str] | None:
+        # With a proxy key, the client's bearer is ours and never goes upstream.
+        if self.config.api_key:
+            return {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
+        return request.headers
+
+    # -- endpoints ---------------------------------------------------------------------------
+
+    async def healthz(self, _request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "upstream": self.config.upstream})
+
+    async def metrics_page(self, _request: web.Request) -> web.Response:
+        return web.Response(text=self.metrics.render(), content_type="text/plain", charset="utf-8",
+                            headers={"X-Prometheus-Format": "0.0.4"})  # fmt: skip
+
+    async def models(self, request: web.Request) -> web.Response:
+        try:
+            reply = await self.upstream.get("/models", self._incoming(request))
+        except UpstreamError as exc:
+            return self._upstream_error(exc, stream=False)
+        return web.Response(body=reply.raw, status=reply.status, content_type=_mime(reply.headers))
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
+        try:
+            body = parse_body(await request.read())
+            validate_request(body, self.config.extra_fields)
+        except RequestError as exc:
+            self.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
+            return _json(exc.status, exc.body())
+        ex = _Exchange(self, request, body, started)
+        try:
+            return await (ex.stream() if body.get("stream") else ex.complete())
+        except asyncio.CancelledError:
+            self.metrics.inc("toolmend_client_disconnects_total")
+            ex.outcome = "client_disconnected"
+            raise
+        finally:
+            ex.record()
+
+    def _upstream_error(self, exc: UpstreamError, *, stream: bool) -> web.Response:
+        self.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
+        return _json(exc.status, _upstream_error_body(exc))
+
+
+class _Exchange:
+    """One chat-completion request on its way through."""
+
+    def __init__(self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float) -> None:
+        self.proxy = proxy
+        self.request = request
+        self.body = body
+        self.started = started
+        self.is_stream = bool(body.get("stream"))
+        self.outcome = "error"
+        self.status = 200
+        self.verdict: Verdict | None = None
+        self.raw_upstream: Any = None
+        self.original: dict[str, Any] | None = None
+        self.final: dict[str, Any] | None = None
+        choice = body.get("tool_choice")
+        self.guarded = bool(tool_names(body)) and (body.get("n") or 1) == 1
+        self.rescue = self.guarded and choice != "none" and not proxy.config.shadow
+
+    @property
+    def config(self) -> ServeConfig:
+        return self.proxy.config
+
+    async def reask(self, extra: list[dict[str, Any]]) -> dict[str, Any]:
+        """A hidden, non-streamed re-ask: the request with ``extra`` messages appended."""
+        body = {**self.body, "messages": [*self.body["messages"], *extra], "stream": False}
+        body.pop("stream_options", None)
+        reply = await self.proxy.upstream.post(_CHAT, body, self.proxy._incoming(self.request))
+        self.proxy.metrics.inc("toolmend_reasks_total")
+        data = reply.json()
+        if not _has_choice(data):
+            raise UpstreamError("the upstream's answer to a re-ask has no choices", status=502)
+        return dict(data)
+
+    async def decide(self, answer: Answer) -> Verdict:
+        t = time.perf_counter()
+        verdict = await judge(self.body, answer, self.reask, policy=self.config.policy,
+                              shadow=self.config.shadow, strict=self.config.strict)  # fmt: skip
+        self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
+        self.verdict = verdict
+        self.outcome = verdict.outcome
+        return verdict
+
+    # -- non-streaming ------------------------------------------------------------------------
+
+    async def complete(self) -> web.Response:
+        proxy = self.proxy
+        t = time.perf_counter()
+        try:
+            reply = await proxy.upstream.post(_CHAT, self.body, proxy._incoming(self.request))
+            data = reply.json()
+            if not _has_choice(data):
+                raise UpstreamError(
+                    "the upstream's answer has no choices", status=502, kind="upstream_invalid"
+                )
+        except UpstreamError as exc:
+            return self._failed(exc)
+        proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="false")
+        if reply.attempts > 1:
+            proxy.metrics.inc("toolmend_upstream_retries_total", reply.attempts - 1)
+        self.raw_upstream = data
+        message = data["choices"][0].get("message") or {}
+        self.original = message
+        if not self.guarded:
+            self.outcome, self.final = "passthrough", message
+            return web.Response(body=reply.raw, content_type=_mime(reply.headers),
+                                headers={"x-toolmend-outcome": "passthrough"})  # fmt: skip
+        answer = answer_of(data, self.rescue)
+        try:
+            verdict = await self.decide(answer)
+        except UpstreamError as exc:
+            return self._failed(exc)
+        headers = verdict.headers()
+        if verdict.error is not None:
+            self.status = 422
+            return _json(422, verdict.error, headers)
+        if not verdict.changed:
+            self.final = message
+            return web.Response(body=reply.raw, content_type=_mime(reply.headers), headers=headers)
+        out = dict(data)
+        choice = dict(data["choices"][0])
+        new = dict(message)
+        new.update(verdict.message())
+        if not verdict.tool_calls:
+            new.pop("tool_calls", None)
+        choice["message"], choice["finish_reason"] = new, verdict.finish_reason
+        out["choices"] = [choice, *data["choices"][1:]]
+        _add_usage(out, verdict)
+        self.final = new
+        return web.Response(
+            text=json.dumps(out, ensure_ascii=False), content_type="application/json", headers=headers
+        )
+
+    def _failed(self, exc: UpstreamError) -> web.Response:
+        self.outcome, self.status = exc.kind, exc.status
+        return self.proxy._upstream_error(exc, stream=self.is_stream)
+
+    # -- streaming ------------------------------------------------------------------------------
+
+    async def stream(self) -> web.StreamResponse:
+        proxy = self.proxy
+        t = time.perf_counter()
+        try:
+            upstream = await proxy.upstream.open_stream(_CHAT, self.body, proxy._incoming(self.request))
+        except UpstreamError as exc:
+            return self._failed(exc)
+        response = web.StreamResponse(status=200, headers=_SSE_HEADERS)
+        clean = False
+        try:
+            await response.prepare(self.request)
+            await self._relay(upstream, response, t)
+            clean = self.status == 200
+        except (ConnectionResetError, ConnectionError):
+            # The client went away: closing the upstream response cancels the upstream request.
+            proxy.metrics.inc("toolmend_client_disconnects_total")
+            self.outcome = "client_disconnected"
+        finally:
+            if clean:
+                # The client has its answer; read the body's end so the connection goes back to
+                # the pool (a new connection per stream costs milliseconds).
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(upstream.read(), 1.0)
+                upstream.release()
+            else:
+                upstream.close()
+        return response
+
+    async def _events(self, upstream: Any) -> AsyncIterator[bytes]:
+        """The upstream's stream events; a server that ignored ``stream`` and sent one JSON body
+        is read as the stream that body stands for."""
+        if _mime(upstream.headers) != "application/json":
+            async for data in iter_sse(upstream):
+                yield data
+            return
+        async with guard_transport():
+            raw = await upstream.read()
+        for chunk in _as_chunks(UpstreamReply(upstream.status, upstream.headers, raw).json()):
+            yield json.dumps(chunk).encode()
+        yield b"[DONE]"
+
+    async def _relay(self, upstream: Any, response: web.StreamResponse, t: float) -> None:
+        proxy = self.proxy
+        hold = self.guarded and not self.config.shadow
+        gate = ContentGate() if self.rescue else None
+        asm = StreamAssembler()
+        sent: list[str] = []
+        finish: str | None = None
+        usage_chunk: dict[str, Any] | None = None
+        base: dict[str, Any] = {}
+        done = first = False
+        try:
+            async for data in self._events(upstream):
+                if data == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = json.loads(data)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
+                                        kind="upstream_invalid_json") from None  # fmt: skip
+                if not isinstance(chunk, dict) or "error" in chunk:
+                    detail = chunk.get("error") if isinstance(chunk, dict) else None
+                    message = detail.get("message") if isinstance(detail, dict) else str(detail or chunk)
+                    raise UpstreamError(f"the upstream stream failed: {message}", status=502, body=chunk)
+                if not first:
+                    first = True
+                    proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="true")
+                choices = chunk.get("choices") or []
+                if not choices:
+                    if hold and chunk.get("usage") is not None:
+                        usage_chunk = chunk
+                        continue
+                    await response.write(b"data: " + data + b"\n\n")
+                    continue
+                base = {k: chunk[k] for k in _CHUNK_KEYS if k in chunk}
+                choice = choices[0] if isinstance(choices[0], dict) else {}
+                delta = choice.get("delta") or {}
+                calls = delta.get("tool_calls")
+                fr = choice.get("finish_reason")
+                if fr:
+                    finish = fr
+                if chunk.get("usage") is not None:
+                    usage_chunk = {**base, "choices": [], "usage": chunk["usage"]}
+                content = delta.get("content")
+                if not hold:
+                    if calls:
+                        asm.add(calls)
+                    if isinstance(content, str):
+                        sent.append(content)
+                    await response.write(b"data: " + data + b"\n\n")
+                    continue
+                if calls:
+                    asm.add(calls)
+                out = gate.feed(content) if gate is not None and isinstance(content, str) else content
+                if isinstance(out, str):
+                    sent.append(out)
+                if not calls and not fr and out == content and chunk.get("usage") is None:
+                    await response.write(b"data: " + data + b"\n\n")  # untouched: the same bytes
+                    continue
+                rest = {k: v for k, v in delta.items() if k not in ("tool_calls", "content")}
+                if out or rest or (content == "" and "role" in delta):
+                    new_delta = {**rest, "content": out} if isinstance(out, str) else rest
+                    await self._emit(
+                        response, {**base, "choices": [{**choice, "delta": new_delta, "finish_reason": None}]}
+                    )
+        except UpstreamError as exc:
+            self.outcome, self.status = exc.kind, exc.status
+            proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
+            await self._emit(response, _upstream_error_body(exc))
+            await response.write_eof()
+            return
+        if not done and finish is None:
+            cut = UpstreamError("the upstream stream ended before the answer was complete", status=502,
+                                kind="upstream_incomplete")  # fmt: skip
+            self.outcome, self.status = cut.kind, cut.status
+            proxy.metrics.inc("toolmend_upstream_errors_total", status="502")
+            await self._emit(response, _upstream_error_body(cut))
+            await response.write_eof()
+            return
+        if gate is not None:
+            tail = gate.flush()
+            if tail:
+                sent.append(tail)
+                await self._emit(
+                    response,
+                    {**base, "choices": [{"index": 0, "delta": {"content": tail}, "finish_reason": None}]},
+                )
+        answer = Answer(sent="".join(sent), held=gate.held if gate is not None else "",
+                        tool_calls=[c.wire() for c in asm.calls()], finish_reason=finish,
+                        usage=(usage_chunk or {}).get("usage"))  # fmt: skip
+        self.original = {"role": "assistant", "content": answer.content or None,
+                         **({"tool_calls": answer.tool_calls} if answer.tool_calls else {})}  # fmt: skip
+        self.raw_upstream = {"streamed": self.original, "finish_reason": finish, "usage": answer.usage}
+        if not hold:
+            self.outcome, self.final = "passthrough", self.original
+            if self.guarded:  # shadow: decide, annotate, change nothing
+                await self._comment(response, await self.decide(answer))
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+            return
+        try:
+            verdict = await self.decide(answer)
+        except UpstreamError as exc:
+            self.outcome, self.status = exc.kind, exc.status
+            proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
+            await self._emit(response, _upstream_error_body(exc))
+            await response.write_eof()
+            return
+        if verdict.error is not None:
+            self.status = 422
+            await self._emit(response, verdict.error)
+            await self._comment(response, verdict)
+            await response.write_eof()
+            return
+        already = answer.sent
+        # The rest of the answer goes out in one write: one syscall, not one per event.
+        events: list[dict[str, Any]] = []
+        if verdict.content and verdict.content != already and verdict.content.startswith(already):
+            rest = {"content": verdict.content[len(already) :]}
+            events.append({**base, "choices": [{"index": 0, "delta": rest, "finish_reason": None}]})
+        for i, call in enumerate(verdict.tool_calls):
+            delta = {"tool_calls": [{"index": i, **call}]}
+            if i == 0 and not already and not verdict.content:
+                delta = {"role": "assistant", "content": None, **delta}
+            events.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        events.append(
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": verdict.finish_reason}]}
+        )
+        if usage_chunk is not None:
+            _add_usage(usage_chunk, verdict)
+            events.append(usage_chunk)
+        out = b"".join(b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n" for c in events)
+        await response.write(out + _comment_line(verdict) + b"data: [DONE]\n\n")
+        await response.write_eof()
+        self.final = verdict.message()
+
+    async def _emit(self, response: web.StreamResponse, obj: Mapping[str, Any]) -> None:
+        await response.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n")
+
+    async def _comment(self, response: web.StreamResponse, verdict: Verdict) -> None:
+        await response.write(_comment_line(verdict))
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+
+    def record(self) -> None:
+        proxy, m = self.proxy, self.proxy.metrics
+        seconds = time.perf_counter() - self.started
+        stream = "true" if self.is_stream else "false"
+        m.inc("toolmend_requests_total", stream=stream, outcome=self.outcome)
+        m.observe("toolmend_request_seconds", seconds, stream=stream)
+        v = self.verdict
+        if v is not None:
+            for code in v.findings:
+                m.inc("toolmend_findings_total", code=code)
+            if v.repairs:
+                m.inc("toolmend_repairs_total", v.repairs)
+            if v.outcome == "recovered":
+                m.inc("toolmend_recoveries_total")
+            if v.outcome in ("aborted", "rejected", "failed_to_model") and v.error is not None:
+                m.inc("toolmend_give_ups_total")
+        if proxy.traces is None:
+            return
+        sample_id = self.request.headers.get("x-toolmend-sample-id") or "req-" + secrets.token_hex(8)
+        proxy.traces.write(
+            trace_record(
+                sample_id=sample_id,
+                request=self.body,
+                upstream=[self.raw_upstream, *(v.upstream if v is not None else [])],
+                original=self.original,
+                final=self.final if self.status == 200 else None,
+                outcome=self.outcome,
+                status=self.status,
+                verdict=_verdict_dict(v),
+                stream=self.is_stream,
+                seconds=seconds,
+            )
+        )
+
+
+def _verdict_dict(v: Verdict | None) -> dict[str, Any]:
+    if v is None:
+        return {}
+    out = asdict(v)
+    out.pop("upstream", None)
+    return out
+
+
+def _has_choice(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("choices"), list)
+        and bool(data["choices"])
+        and isinstance(data["choices"][0], dict)
+    )
+
+
+def _add_usage(obj: dict[str, Any], verdict: Verdict) -> None:
+    """Add the hidden re-asks' tokens to ``usage`` and report them apart under ``toolmend``."""
+    extra = verdict.reask_usage
+    usage = obj.get("usage")
+    if verdict.reasks and isinstance(usage, dict):
+        usage = dict(usage)
+        usage["prompt_tokens"] = int(usage.get("prompt_tokens") or 0) + extra["prompt_tokens"]
+        usage["completion_tokens"] = int(usage.get("completion_tokens") or 0) + extra["completion_tokens"]
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        obj["usage"] = usage
+    obj["toolmend"] = {"outcome": verdict.outcome, "findings": verdict.findings, "repairs": verdict.repairs,
+                       "reasks": verdict.reasks, "reask_usage": dict(extra)}  # fmt: skip
+
+
+def _upstream_error_body(exc: UpstreamError) -> dict[str, Any]:
+    detail = exc.body.get("error") if isinstance(exc.body, dict) else None
+    if isinstance(detail, dict) and detail.get("message"):
+        return {"error": {**detail, "message": f"upstream error ({exc.status}): {detail['message']}"}}
+    return openai_error(str(exc), type=exc.kind, code=exc.status)
+
+
+def _comment_line(verdict: Verdict) -> bytes:
+    """The ``x-toolmend-*`` values as an SSE comment: a stream's headers left before the answer
+    was known, and clients skip comment lines."""
+    return (": " + " ".join(f"{k}={v}" for k, v in verdict.headers().items()) + "\n\n").encode()
+
+
+def _as_chunks(body: Any) -> list[dict[str, Any]]:
+    """A non-streamed completion as the chunks of the same answer."""
+    if not _has_choice(body):
+        raise UpstreamError("the upstream's answer has no choices", status=502, kind="upstream_invalid")
+    base = {k: body[k] for k in _CHUNK_KEYS if k in body}
+    base["object"] = "chat.completion.chunk"
+    choice = body["choices"][0]
+    message = choice.get("message") or {}
+    delta = {"role": "assistant", "content": message.get("content")}
+    calls = [{"index": i, **c} for i, c in enumerate(message.get("tool_calls") or [])]
+    out = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}]
+    if calls:
+        out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": None}]})
+    out.append(
+        {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason") or "stop"}],
+        }
+    )
+    if body.get("usage") is not None:
+        out.append({**base, "choices": [], "usage": body["usage"]})
+    return out
+
+
+def _json(status: int, obj: Any, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, text=json.dumps(obj, ensure_ascii=False), content_type="application/json",
+                        headers=dict(headers or {}))  # fmt: skip
+
+
+def _mime(headers: Mapping[str, str]) -> str:
+    return (headers.get("Content-Type") or "application/json").split(";")[0].strip()
+
+
+def create_app(config: ServeConfig) -> web.Application:
+    """The aiohttp application for ``config`` (run it with :func:`run` or any aiohttp runner)."""
+    proxy = _Proxy(config)
+    app = web.Application(middlewares=[proxy.auth], client_max_size=64 * 1024 * 1024)
+    app[PROXY] = proxy
+    app.on_startup.append(proxy.start)
+    app.on_cleanup.append(proxy.stop)
+    app.router.add_post("/v1/chat/completions", proxy.chat)
+    app.router.add_get("/v1/models", proxy.models)
+    app.router.add_get("/healthz", proxy.healthz)
+    app.router.add_get("/metrics", proxy.metrics_page)
+    return app
+
+
+def run(config: ServeConfig, *, print_line: Any = print) -> None:
+    """Serve until interrupted. Client disconnects cancel their handler (and so the upstream call)."""
+    app = create_app(config)
+    print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {config.upstream}"
+               + (" (shadow)" if config.shadow else "") + (" (strict)" if config.strict else ""))  # fmt: skip
+    web.run_app(app, host=config.host, port=config.port, handler_cancellation=True, print=None,
+                access_log=None)  # fmt: skip

@@ -1,0 +1,104 @@
+"""Traces of proxied exchanges: ``DIR/manifest.json`` and ``DIR/traces.jsonl``, one line per
+exchange, appended and flushed as each answer is sent.
+
+Each line holds the request (never its headers, so no key is written), the raw upstream answer,
+the guard's decisions, the final answer, and the fields the rest of toolmend reads:
+
+- ``id`` and ``output`` — ``toolmend score BENCH -p DIR/traces.jsonl`` scores the final answers
+  (``output`` is the final assistant message as OpenAI JSON; ``id`` is the client's
+  ``x-toolmend-sample-id`` header, else a fresh one);
+- ``examples`` — training data: the final answer is ``desirable`` when it was accepted, repaired
+  or recovered; an original that needed changes is ``undesirable``; ``sft_target`` is the
+  repaired or recovered answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import IO, Any
+
+from toolmend._errors import ConfigError
+from toolmend._version import __version__
+
+__all__ = ["TraceWriter", "trace_record"]
+
+
+class TraceWriter:
+    """Appends trace lines to ``DIR/traces.jsonl`` (created with its manifest when missing)."""
+
+    def __init__(self, directory: str | Path, **manifest: Any) -> None:
+        self.dir = Path(directory)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            manifest_path = self.dir / "manifest.json"
+            if not manifest_path.exists():
+                info = {"kind": "serve", "toolmend": __version__, "created": _now(), **manifest}
+                manifest_path.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+            self.path = self.dir / "traces.jsonl"
+            self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--traces {directory}: cannot write there ({exc.strerror or exc})") from exc
+        self.count = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one exchange."""
+        if self._file is None:
+            return
+        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+        self.count += 1
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def trace_record(
+    *,
+    sample_id: str,
+    request: dict[str, Any],
+    upstream: Any,
+    original: dict[str, Any] | None,
+    final: dict[str, Any] | None,
+    outcome: str,
+    status: int,
+    verdict: dict[str, Any],
+    stream: bool,
+    seconds: float,
+) -> dict[str, Any]:
+    """One trace line (see the module docstring)."""
+    examples = []
+    if final is not None and outcome in ("accepted", "repaired", "recovered", "passthrough", "cut"):
+        examples.append({"label": "desirable", "message": final})
+    if original is not None and outcome in (
+        "repaired",
+        "recovered",
+        "aborted",
+        "rejected",
+        "failed_to_model",
+    ):
+        examples.append({"label": "undesirable", "message": original})
+    return {
+        "id": sample_id,
+        "time": _now(),
+        "stream": stream,
+        "status": status,
+        "outcome": outcome,
+        "output": json.dumps(final, ensure_ascii=False) if final is not None else None,
+        "request": request,
+        "upstream": upstream,
+        "original": original,
+        "final": final,
+        "verdict": verdict,
+        "examples": examples,
+        "sft_target": final if outcome in ("repaired", "recovered") else None,
+        "seconds": round(seconds, 6),
+    }

@@ -1,0 +1,434 @@
+"""The guard on the way back: what the proxy does with one assistant answer.
+
+:func:`judge` takes the upstream's answer (assembled, when it was streamed), applies what the
+request asked for and the backend may have ignored (``tool_choice``, ``parallel_tool_calls``,
+per-tool ``strict``), rescues tool calls printed as text, cuts calls that ``max_tokens`` cut
+off, then lets :class:`~toolmend.guard.Guard` decide — unchanged — and runs hidden re-asks
+upstream through :func:`~toolmend.guard.drive`. The result is a :class:`Verdict`: the message the
+client gets, an honest ``finish_reason``, and everything that happened (for headers, metrics and
+traces).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolmend._schema import Message, ToolCall
+from toolmend.check import Checker
+from toolmend.formats import parse_calls, to_openai_tool_calls
+from toolmend.guard import Guard, GuardPolicy, Reply, Turn, drive
+from toolmend.serve._assembler import ContentGate
+from toolmend.serve._protocol import openai_error, tool_names
+
+__all__ = ["Answer", "Reask", "Verdict", "answer_of", "judge", "split_content", "usage_of"]
+
+Outcome = Literal[
+    "passthrough", "accepted", "repaired", "recovered", "failed_to_model", "aborted", "rejected", "cut"
+]
+
+
+@dataclass(slots=True)
+class Answer:
+    """One assistant answer as the upstream gave it: ``sent`` is content already forwarded to the
+    client (streaming), ``held`` content that may still be a tool call printed as text."""
+
+    sent: str
+    held: str
+    tool_calls: list[dict[str, Any]]
+    finish_reason: str | None
+    usage: dict[str, Any] | None = None
+
+    @property
+    def content(self) -> str:
+        return self.sent + self.held
+
+
+@dataclass
+class Verdict:
+    """What the client gets, and why (see the module docstring)."""
+
+    outcome: Outcome
+    content: str | None
+    tool_calls: list[dict[str, Any]]
+    finish_reason: str
+    changed: bool = False
+    findings: list[str] = field(default_factory=list)
+    repairs: int = 0
+    reasks: int = 0
+    reask_usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    events: list[dict[str, Any]] = field(default_factory=list)
+    fixes: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    """An OpenAI-shaped error to send instead (strict mode, or the guard gave up): status 422."""
+    upstream: list[Any] = field(default_factory=list)
+    """The hidden re-ask answers, for traces."""
+    shadow: str | None = None
+    """In shadow mode: the action the guard would have taken."""
+    recovery_s: float = 0.0
+
+    def headers(self) -> dict[str, str]:
+        """The ``x-toolmend-*`` response headers."""
+        out = {
+            "x-toolmend-outcome": self.outcome,
+            "x-toolmend-findings": ",".join(self.findings) or "none",
+            "x-toolmend-repairs": str(self.repairs),
+            "x-toolmend-reasks": str(self.reasks),
+        }
+        if self.reasks:
+            u = self.reask_usage
+            out["x-toolmend-reask-usage"] = (
+                f"prompt_tokens={u['prompt_tokens']},completion_tokens={u['completion_tokens']}"
+            )
+        if self.shadow is not None:
+            out["x-toolmend-shadow"] = self.shadow
+        return out
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message the client gets."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            msg["tool_calls"] = self.tool_calls
+        return msg
+
+
+Reask = Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any]]]
+"""A hidden re-ask: the messages to append to the request, in; the upstream's completion, out."""
+
+_CHECKERS: OrderedDict[str, Checker] = OrderedDict()
+
+
+def _checker(tools: Sequence[Mapping[str, Any]]) -> Checker:
+    """Compiled checkers by tool list: agents send the same tools with every request."""
+    key = json.dumps(tools, sort_keys=True, default=str)
+    hit = _CHECKERS.get(key)
+    if hit is not None:
+        _CHECKERS.move_to_end(key)
+        return hit
+    checker = Checker(tools)
+    _CHECKERS[key] = checker
+    if len(_CHECKERS) > 256:
+        _CHECKERS.popitem(last=False)
+    return checker
+
+
+def usage_of(body: Any) -> tuple[int, int]:
+    """(prompt, completion) tokens of a completion or chunk body (0 where absent)."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+def split_content(content: str, rescue: bool) -> tuple[str, str]:
+    """(sent, held) for a whole content string, exactly as a stream would split it."""
+    if not rescue or not content:
+        return content, ""
+    gate = ContentGate()
+    sent = gate.feed(content)
+    return sent + gate.flush(), gate.held
+
+
+def _new_id() -> str:
+    return "call_" + secrets.token_hex(12)
+
+
+def _choice_allows(body: Mapping[str, Any]) -> tuple[str, list[str] | None]:
+    """(mode, allowed tool names or None for all) from ``tool_choice``."""
+    choice = body.get("tool_choice")
+    if choice is None or isinstance(choice, str):
+        return (choice or "auto"), None
+    if choice.get("type") == "allowed_tools":
+        spec = choice.get("allowed_tools") or {}
+        names = [t.get("function", {}).get("name") for t in spec.get("tools") or [] if isinstance(t, dict)]
+        return str(spec.get("mode") or "auto"), [n for n in names if isinstance(n, str)]
+    fn = choice.get("function") or {}
+    return "required", [str(fn.get("name"))]
+
+
+def _truncated(raw: str) -> bool:
+    """Whether ``raw`` is JSON cut off before its end (not JSON that is wrong in the middle)."""
+    try:
+        json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(raw.rstrip()) or exc.msg.startswith("Unterminated string")
+    return False
+
+
+def _rescue(answer: Answer, names: Sequence[str]) -> list[dict[str, Any]] | None:
+    """Tool calls printed in the held content, when every one names an offered tool."""
+    if not answer.held.strip():
+        return None
+    parsed = parse_calls(answer.held)
+    if not parsed.calls or any(c.name not in names for c in parsed.calls):
+        return None
+    return [{**w, "id": _new_id()} for w in to_openai_tool_calls(parsed.calls)]
+
+
+def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """toolmend messages (the guard's re-ask exchange) as OpenAI chat messages."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "assistant" and m.tool_calls:
+            out.append({"role": "assistant", "content": m.content or None,
+                        "tool_calls": to_openai_tool_calls(m.tool_calls)})  # fmt: skip
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def _strict_view(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool marked ``strict`` as the guard must see it: what OpenAI's strict mode guarantees is
+    that every property is present and no other is, at every level (optional ones as ``null``)."""
+    fn = tool.get("function") or {}
+    if fn.get("strict") is not True or not isinstance(fn.get("parameters"), dict):
+        return tool
+    return {**tool, "function": {**fn, "parameters": _closed(fn["parameters"])}}
+
+
+def _closed(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) if k in ("items", "additionalProperties") else v for k, v in schema.items()}
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(schema.get(key), list):
+            out[key] = [_closed(s) for s in schema[key]]
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {k: _closed(v) for k, v in props.items()}
+        out["required"] = list(props)
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def _turn(text: str, calls: Sequence[Mapping[str, Any]]) -> Turn:
+    return Turn.from_native(text, [{"id": c["id"], "name": c["function"]["name"],
+                                    "arguments": c["function"]["arguments"]} for c in calls])  # fmt: skip
+
+
+def answer_of(body: Any, rescue: bool) -> Answer:
+    """The :class:`Answer` in a non-streamed completion body (content split as a stream would be)."""
+    msg = (body.get("choices") or [{}])[0] if isinstance(body, dict) else {}
+    message = msg.get("message") or {}
+    content = message.get("content")
+    sent, held = split_content(content if isinstance(content, str) else "", rescue)
+    return Answer(sent=sent, held=held, tool_calls=list(message.get("tool_calls") or []),
+                  finish_reason=msg.get("finish_reason"), usage=body.get("usage"))  # fmt: skip
+
+
+async def judge(
+    body: Mapping[str, Any],
+    answer: Answer,
+    reask: Reask,
+    *,
+    policy: GuardPolicy,
+    shadow: bool = False,
+    strict: bool = False,
+) -> Verdict:
+    """The verdict on ``answer`` to the request ``body`` (see the module docstring). Never raises
+    on model output; a failed re-ask raises the :class:`~toolmend._errors.ModelError` it got."""
+    names = tool_names(body)
+    mode, allowed = _choice_allows(body)
+    original = [_wire_call(c) for c in answer.tool_calls]
+    if not names:
+        return Verdict("passthrough", answer.content or None, original, answer.finish_reason or "stop")
+    fixes: list[dict[str, Any]] = []
+    calls = list(original)
+    if not calls and mode != "none":
+        rescued = _rescue(answer, names)
+        if rescued:
+            calls = rescued
+            fixes.append({"code": "tool_call_in_content", "action": "rescue", "before": answer.held})
+    content = answer.sent if calls and fixes else answer.content
+    finish = answer.finish_reason
+    cap = body.get("max_completion_tokens") or body.get("max_tokens")
+    if isinstance(cap, int) and usage_of({"usage": answer.usage})[1] >= cap:
+        finish = "length"  # some servers report a call cut off by max_tokens as complete
+    cut = [c for c in calls if finish in ("length", None) and _truncated(c["function"]["arguments"])]
+    if cut:
+        calls = [c for c in calls if c not in cut]
+        fixes.extend(
+            {"code": "truncated_call", "action": "drop_call", "before": c["function"]["name"]} for c in cut
+        )
+        finish = "length"
+    if mode == "none" and calls:
+        fixes.extend(
+            {"code": "tool_choice_none", "action": "drop_call", "before": c["function"]["name"]}
+            for c in calls
+        )
+        calls = []
+    if body.get("parallel_tool_calls") is False and len(calls) > 1:
+        fixes.extend({"code": "parallel_tool_calls", "action": "drop_call", "before": c["function"]["name"]}
+                     for c in calls[1:])  # fmt: skip
+        calls = calls[:1]
+    tools = [
+        _strict_view(t)
+        for t in body["tools"]
+        if allowed is None or (t.get("function") or {}).get("name") in allowed
+    ]
+    guard = Guard(_checker(tools), policy)
+    turn = _turn(content or "", calls)
+    verdict = Verdict("accepted", content or None, calls, finish or "stop")
+    verdict.fixes = fixes
+    need_call = mode == "required" and not calls and not cut
+    decision = guard.decide(turn)
+    if not (shadow or strict) and decision.action == "accept" and not fixes and not need_call:
+        # The common case: a clean answer costs one decision, and nothing is rewritten.
+        verdict.events.append(decision.event())
+        _finish(verdict, original, decision.calls, answer)
+        return verdict
+    if shadow or strict:
+        verdict.events.append(decision.event())
+        codes = [f["code"] for f in fixes] + decision.codes + (["no_tool_call"] if need_call else [])
+        verdict.findings = list(dict.fromkeys(codes))
+        if shadow:
+            verdict.outcome = "passthrough"
+            verdict.content, verdict.tool_calls = answer.content or None, original
+            verdict.finish_reason = answer.finish_reason or "stop"
+            verdict.shadow = "accept" if not verdict.findings else ("reask" if need_call else decision.action)
+            return verdict
+        if verdict.findings:
+            detail = [f"{f.code}: {f.message}" for f in decision.findings]
+            detail += [f"{fx.code}: {fx.action} {fx.path}".rstrip() for fx in decision.fixes]
+            detail += [f"{f['code']}: {f['action']}" for f in fixes]
+            if need_call:
+                detail.append("no_tool_call: tool_choice requires a tool call")
+            verdict.outcome = "rejected"
+            verdict.error = openai_error(
+                "strict mode: the model's answer would need changes: " + "; ".join(detail),
+                type="tool_call_error", code="invalid_tool_call", findings=verdict.findings,
+            )  # fmt: skip
+            return verdict
+        verdict.outcome = "cut" if cut else "accepted"
+        _finish(verdict, original, decision.calls if decision.action == "accept" else [], answer)
+        return verdict
+
+    started = time.perf_counter()
+
+    async def ask(extra: list[dict[str, Any]]) -> tuple[Answer, list[dict[str, Any]]]:
+        got = await reask(extra)
+        verdict.upstream.append(got)
+        verdict.reasks += 1
+        p, c = usage_of(got)
+        verdict.reask_usage["prompt_tokens"] += p
+        verdict.reask_usage["completion_tokens"] += c
+        reply = answer_of(got, mode != "none")
+        calls = [_wire_call(c) for c in reply.tool_calls] or _rescue(reply, names) or []
+        if body.get("parallel_tool_calls") is False:
+            calls = calls[:1]
+        return reply, calls
+
+    if need_call:
+        # tool_choice asked for a call and none came: the guard sees no problem in "no calls", so
+        # the proxy asks itself, within the same per-turn budget.
+        nudge = [{"role": "assistant", "content": content or ""}, {"role": "user", "content": (
+            f"A tool call is required here. Call one of: {', '.join(allowed or names)}. "
+            "Answer with the tool call only.")}]  # fmt: skip
+        while not turn.calls and verdict.reasks < policy.max_reasks_per_turn and policy.reask:
+            _reply, got = await ask(nudge)
+            turn = _turn("", got)
+        if not turn.calls:
+            verdict.findings = ["no_tool_call"]
+            verdict.outcome = "aborted"
+            verdict.error = openai_error(
+                f"tool-call guard gave up: tool_choice requires a tool call and the model made none "
+                f"after {verdict.reasks} re-ask(s)", type="tool_call_error", code="tool_call_guard_gave_up",
+                findings=verdict.findings,
+            )  # fmt: skip
+            return verdict
+        fixes.append({"code": "no_tool_call", "action": "reask"})
+
+    async def respond(messages: list[Message]) -> Reply:
+        reply, got = await ask(_to_wire(messages))
+        p, c = usage_of({"usage": reply.usage})
+        return Reply(turn=_turn(reply.content if not got else "", got), input_tokens=p, output_tokens=c)
+
+    # A fresh guard: the decision above must not count against the budget twice.
+    outcome = await drive(Guard(guard.checker, policy), respond, [], first=Reply(turn=turn))
+    verdict.events.extend(outcome.events)
+    codes = [f["code"] for f in fixes]
+    for d in outcome.decisions:
+        codes.extend(d.codes)
+    verdict.findings = list(dict.fromkeys(codes))
+    verdict.repairs = len(fixes) + sum(len(d.fixes) for d in outcome.decisions)
+    verdict.fixes.extend(
+        {"code": fx.code, "action": fx.action, "call": fx.call, "path": fx.path}
+        for d in outcome.decisions
+        for fx in d.fixes
+    )
+    if outcome.status == "aborted":
+        verdict.outcome = "aborted"
+        verdict.error = openai_error(
+            f"tool-call guard gave up: {outcome.final.reason} (findings: {', '.join(outcome.final.codes)})",
+            type="tool_call_error", code="tool_call_guard_gave_up", findings=verdict.findings,
+        )  # fmt: skip
+        return verdict
+    if outcome.status == "failed_to_model" and not outcome.calls and not content:
+        verdict.outcome = "failed_to_model"
+        verdict.error = openai_error(
+            f"tool-call guard gave up: {outcome.final.reason}", type="tool_call_error",
+            code="tool_call_guard_gave_up", findings=verdict.findings,
+        )  # fmt: skip
+        return verdict
+    verdict.outcome = "cut" if cut else outcome.status
+    if outcome.status == "accepted" and fixes and not cut:
+        verdict.outcome = "repaired" if not verdict.reasks else "recovered"
+    if verdict.reasks and outcome.status in ("accepted", "repaired"):
+        verdict.outcome = "recovered"
+    verdict.recovery_s = time.perf_counter() - started
+    _finish(verdict, original, outcome.calls, answer)
+    return verdict
+
+
+def _wire_call(c: Mapping[str, Any]) -> dict[str, Any]:
+    fn = c.get("function") or {}
+    args = fn.get("arguments")
+    if not isinstance(args, str):
+        args = "" if args is None else json.dumps(args)
+    return {"id": c.get("id") or _new_id(), "type": c.get("type") or "function",
+            "function": {"name": fn.get("name") or "", "arguments": args}}  # fmt: skip
+
+
+def _finish(
+    verdict: Verdict, original: list[dict[str, Any]], calls: Sequence[ToolCall], answer: Answer
+) -> None:
+    """The final ``tool_calls``: an unchanged call keeps its original bytes; honest finish_reason."""
+    by_id = {c["id"]: c for c in original}
+    out = []
+    for c in calls:
+        orig = by_id.get(c.id or "")
+        if orig is not None and orig["function"]["name"] == c.name and _same_args(orig, c):
+            out.append(orig)
+        else:
+            args = json.dumps(c.model_dump(mode="json")["arguments"], ensure_ascii=False)
+            out.append(
+                {"id": c.id or _new_id(), "type": "function", "function": {"name": c.name, "arguments": args}}
+            )
+    verdict.tool_calls = out
+    if verdict.outcome == "cut":
+        verdict.finish_reason = "length"
+    elif out:
+        verdict.finish_reason = "tool_calls"
+    elif verdict.finish_reason == "tool_calls":
+        verdict.finish_reason = "stop"
+    verdict.changed = (
+        out != original
+        or (verdict.content or None) != (answer.content or None)
+        or verdict.finish_reason != (answer.finish_reason or "stop")
+    )
+
+
+def _same_args(orig: Mapping[str, Any], call: ToolCall) -> bool:
+    raw = orig["function"]["arguments"]
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return False
+    return bool(value == call.model_dump(mode="json")["arguments"])

@@ -1,0 +1,56 @@
+"""The built-in strategy factories; :mod:`toolmend.benchmarks` registers them lazily by name in
+:data:`~toolmend.benchmarks.STRATEGIES`. Keyword arguments are the strategies' options."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from toolmend.benchmarks._base import Strategy
+
+__all__ = ["best_of_n", "env_policy", "guard", "hitec_icl", "reflect", "self_refine"]
+
+
+def guard(**policy: Any) -> Strategy:
+    from toolmend.strategies._guard import GuardStrategy
+
+    return GuardStrategy(**policy)
+
+
+def hitec_icl(
+    model_checklists: bool = False,
+    checklist_model: str | None = None,
+    checklist_cache: str | None = None,
+    second_round: bool = True,
+) -> Strategy:
+    from toolmend.strategies._hitec import HitecICL
+
+    return HitecICL(
+        model_checklists=model_checklists,
+        checklist_model=checklist_model,
+        checklist_cache=checklist_cache,
+        second_round=second_round,
+    )
+
+
+def reflect(max_rounds: int = 2) -> Strategy:
+    from toolmend.strategies._reflect import Reflect
+
+    return Reflect(max_rounds=max_rounds)
+
+
+def self_refine(max_refine: int = 3, feedback: Literal["checker", "model"] = "checker") -> Strategy:
+    from toolmend.strategies._refine import SelfRefine
+
+    return SelfRefine(max_refine=max_refine, feedback=feedback)
+
+
+def best_of_n(n: int = 3) -> Strategy:
+    from toolmend.strategies._best_of_n import BestOfN
+
+    return BestOfN(n=n)
+
+
+def env_policy(wait: bool = False) -> Strategy:
+    from toolmend.strategies._env_policy import EnvPolicyStrategy
+
+    return EnvPolicyStrategy(wait=wait)

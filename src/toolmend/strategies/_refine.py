@@ -1,0 +1,79 @@
+"""``self-refine``: ToolACE-R's adaptive self-refinement at inference. The model is asked to
+refine its own answer until two consecutive answers are the same (a fixed point) or
+``max_refine`` rounds are spent. The feedback comes from the checker (default: its findings, or
+that it found none) or from the model alone (``feedback="model"``: a request to review).
+
+Self-refinement can break a correct answer; runs report those regressions."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from toolmend._errors import ConfigError
+from toolmend._schema import Message
+from toolmend.check import Checker
+from toolmend.guard import Turn
+from toolmend.strategies._base import Generate, SolveState
+from toolmend.strategies._feedback import describe_findings, turn_findings
+from toolmend.strategies._reply import read_reply, reply_format
+
+__all__ = ["SelfRefine"]
+
+_ASK = "Review your previous answer against the request and the tool descriptions."
+_CLEAN = "A schema check of your calls found no problem; check that each call and each value is what the request asks for."
+_DO = " If your answer is right, repeat it exactly; otherwise answer with the corrected calls. Use the same format and add nothing else."
+
+
+def _same(a: Turn, b: Turn, a_text: str, b_text: str) -> bool:
+    if a.calls or b.calls:
+        return [(c.name, c.arguments) for c in a.calls] == [
+            (c.name, c.arguments) for c in b.calls
+        ] and a.final == b.final
+    return a_text.strip() == b_text.strip()
+
+
+class SelfRefine:
+    """See the module docstring."""
+
+    name = "self-refine"
+
+    def __init__(self, max_refine: int = 3, feedback: Literal["checker", "model"] = "checker") -> None:
+        if max_refine < 1:
+            raise ConfigError(f"--max-refine must be at least 1, got {max_refine}")
+        if feedback not in ("checker", "model"):
+            raise ConfigError(f"self-refine feedback must be checker or model, got {feedback!r}")
+        self.max_refine = max_refine
+        self.feedback = feedback
+
+    def wrap(self, generate: Generate, state: SolveState) -> Generate:
+        fmt = reply_format(state.benchmark)
+        checker = Checker(state.sample.tools) if state.sample.tools and self.feedback == "checker" else None
+
+        async def refine(messages: list[Message], *, epoch: int | None = None) -> str:
+            reply = await generate(messages, epoch=epoch)
+            turn = read_reply(reply, fmt)
+            history = list(messages)
+            rounds, stop = 0, "max_refine"
+            while rounds < self.max_refine:
+                if self.feedback == "checker":
+                    found = turn_findings(turn, checker)
+                    note = (
+                        f"A check of your calls found:\n{describe_findings(found, checker, turn)}"
+                        if found
+                        else _CLEAN
+                    )
+                    ask = f"{_ASK} {note}{_DO}"
+                else:
+                    ask = _ASK + _DO
+                history += [Message(role="assistant", content=reply), Message(role="user", content=ask)]
+                new = await generate(history, epoch=epoch)
+                rounds += 1
+                new_turn = read_reply(new, fmt)
+                if _same(turn, new_turn, reply, new):
+                    stop = "fixed_point"
+                    break
+                reply, turn = new, new_turn
+            state.events.append({"kind": "self-refine", "rounds": rounds, "requests": rounds, "stop": stop})
+            return reply
+
+        return refine

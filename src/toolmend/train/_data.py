@@ -1,0 +1,422 @@
+"""Training data from gold trajectories, with every injected error verified.
+
+Five kinds, each in TRL's standard conversational form, the offered tools in a ``tools`` column
+(JSON text, which TRL's SFT and KTO trainers parse; text keeps Arrow from merging the schemas of
+different tools into one struct with nulls):
+
+==========  =============================================================================
+``sft``     ``prompt`` (the task) → ``completion`` (the gold calls)
+``kto``     ``prompt``, ``completion``, ``label``: each gold call list is desirable, and each
+            HiTEC checklist corruption of it (one per applicable operator) is undesirable;
+            the rows are shuffled after unpairing, because KTO reads its batches in order and
+            an unshuffled file gives single-label batches (no KL contrast)
+``refine``  ToolACE-R: ``prompt`` = task, first attempt, feedback → ``completion`` = the refined
+            answer; only the completion is supervised. Already-correct attempts are kept, with
+            the "keep it" answer
+``reflect`` Tool-Reflection-Bench: a P1-P4 perturbed trajectory → ``<reflect>…</reflect>`` and
+            the corrected calls; ``ground_truth`` holds that reply for the reward
+``critique`` CriticTool-style critique turns written by the suite builder
+==========  =============================================================================
+
+Calls are written in one reply format (``tags`` by default: ``<tool_call>{json}</tool_call>``,
+the format of Hermes/Qwen templates), the same for every kind, so that the rewards read what
+the SFT data taught.
+
+**Verification.** The gold must pass the checklist and execute (every response ``ok``). A
+corruption is kept only when the checklist (or the call parser, for format errors) reports one
+of the codes the operator intends, or — for errors a schema cannot see, such as a wrong but
+existing tool — when executing it in the world fails or leaves a different state than the gold.
+Anything else is dropped and counted in :attr:`BuildReport.dropped`.
+
+>>> ds, report = build_dataset("kto", source="world", seed=0, limit=4, max_tools=4)
+>>> sorted(set(ds["label"])), report.dropped.get("gold_failed", 0)
+([False, True], 0)
+>>> from toolmend._schema import ERROR_CODES
+>>> set(report.codes) <= set(ERROR_CODES) | {"correct"}
+True
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, Field
+
+from toolmend._errors import ConfigError
+from toolmend._schema import Tool, ToolCall
+from toolmend._version import __version__
+from toolmend.benchmarks.critic._traces import Trace, load_traces
+from toolmend.check import Checker, describe
+from toolmend.formats import parse_calls, to_openai_tool, write_calls
+from toolmend.formats._result import CallFormat
+from toolmend.synth.inject import Injection, applicable, inject, operator_names
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from toolmend.env import Environment
+
+__all__ = [
+    "KINDS",
+    "BuildReport",
+    "Kind",
+    "build_dataset",
+    "build_rows",
+    "feedback_text",
+    "gold_json",
+    "verify_injection",
+]
+
+Kind = Literal["sft", "kto", "refine", "reflect", "critique"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+
+CHECKER_VERSION = f"toolmend-{__version__}"
+"""Written into every row's provenance: which checklist verified the label."""
+
+KEEP_IT = "The calls above are correct; no change is needed."
+"""The refined answer's prose when the first attempt was already right (ToolACE-R keeps these)."""
+
+REFLECT_INSTRUCTION = (
+    "Some of the calls above may be wrong. Explain what went wrong inside <reflect>...</reflect>, "
+    "then give the corrected remaining calls."
+)
+
+
+class BuildReport(BaseModel):
+    """What a build kept and dropped: per-code balance, verification route and provenance."""
+
+    kind: str
+    source: str
+    seed: int
+    checker_version: str = CHECKER_VERSION
+    rows: int = 0
+    traces: int = 0
+    codes: dict[str, int] = Field(default_factory=dict)
+    """Rows per error code (``correct`` for gold rows)."""
+    operators: dict[str, int] = Field(default_factory=dict)
+    verified_by: dict[str, int] = Field(default_factory=dict)
+    """How each injected error was verified: ``checker``, ``parser`` or ``world``."""
+    dropped: dict[str, int] = Field(default_factory=dict)
+    """Samples not written, by reason (``gold_failed``, ``unverified:<operator>`` …)."""
+
+
+@dataclass
+class _Ctx:
+    kind: str
+    source: str
+    seed: int
+    fmt: CallFormat
+    report: BuildReport
+    rng: random.Random
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def drop(self, reason: str) -> None:
+        self.report.dropped[reason] = self.report.dropped.get(reason, 0) + 1
+
+    def add(
+        self,
+        row: dict[str, Any],
+        trace: Trace,
+        code: str,
+        operator: str = "",
+        sub_label: str = "",
+        verified_by: str = "gold",
+    ) -> None:
+        if self.kind != "kto":
+            row.setdefault("gold_calls", gold_json(trace.calls))
+        row.update(
+            source=self.source,
+            seed=self.seed,
+            trace_id=trace.id,
+            operator=operator,
+            sub_label=sub_label,
+            code=code,
+            verified_by=verified_by,
+            checker_version=CHECKER_VERSION,
+        )
+        self.rows.append(row)
+        self.report.codes[code] = self.report.codes.get(code, 0) + 1
+        if operator:
+            self.report.operators[operator] = self.report.operators.get(operator, 0) + 1
+
+
+def _offered(trace: Trace, max_tools: int | None, rng: random.Random) -> list[Tool]:
+    """The gold calls' tools plus seeded distractors, up to ``max_tools`` (all when ``None``)."""
+    if max_tools is None or len(trace.tools) <= max_tools:
+        return list(trace.tools)
+    used = {c.name for c in trace.calls}
+    others = [t for t in trace.tools if t.name not in used]
+    keep = used | {t.name for t in rng.sample(others, max(0, min(len(others), max_tools - len(used))))}
+    return [t for t in trace.tools if t.name in keep]
+
+
+def gold_json(calls: Sequence[ToolCall]) -> str:
+    """The ``gold_calls`` column: the gold calls as JSON text (what the call-match reward reads)."""
+    return json.dumps([c.model_dump(mode="json", exclude_defaults=True) for c in calls], ensure_ascii=False)
+
+
+def _tools_json(tools: Sequence[Tool]) -> str:
+    return json.dumps([to_openai_tool(t) for t in tools], ensure_ascii=False, sort_keys=True)
+
+
+def _fingerprint(trace: Trace, calls: Sequence[ToolCall]) -> tuple[bool, str]:
+    """Run ``calls`` in a fresh environment (no checker in the way): whether all succeeded, and
+    the outcome (the responses and, for the world, the end state)."""
+    env = trace.make_env()
+    env.checker = None
+    responses = env.run(calls)
+    state = env.context.get("state")
+    outcome = {
+        "responses": [r.content for r in responses],
+        "state": state.model_dump(mode="json") if state else None,
+    }
+    return all(r.ok for r in responses), json.dumps(outcome, sort_keys=True, default=str)
+
+
+def _gold_ok(trace: Trace, checker: Checker) -> bool:
+    if checker.check(trace.calls, expected_count=len(trace.calls)):
+        return False
+    env = trace.make_env()
+    return all(r.ok for r in env.run(trace.calls))
+
+
+def verify_injection(inj: Injection, trace: Trace, checker: Checker, gold_state: str | None) -> str | None:
+    """How the corruption was verified (``parser``, ``checker`` or ``world``), or ``None`` when
+    it cannot be shown to be the intended error.
+
+    An error a schema can see (``Injection.detectable``) must be reported by the checklist with
+    an intended code. One it cannot see (a wrong but existing tool, an unrequested optional
+    parameter) counts only when running it in the world fails or changes the outcome (the
+    responses or the end state) against the gold; a corruption that changes nothing is no error.
+    """
+    wanted = set(inj.expected_codes)
+    if inj.text is not None:
+        parsed = parse_calls(inj.text)
+        codes = {f.code for f in parsed.findings}
+        codes |= {f.code for f in checker.check(parsed.calls, expected_count=inj.expected_count)}
+        return "parser" if wanted & codes else None
+    codes = {f.code for f in checker.check(inj.calls, expected_count=inj.expected_count)}
+    if wanted & codes:
+        return "checker"
+    if inj.detectable or gold_state is None or trace.source != "world":
+        # The checklist should have seen it and did not, or nothing can execute it for real.
+        return None
+    ok, state = _fingerprint(trace, inj.calls)
+    return "world" if not ok or state != gold_state else None
+
+
+def _code(inj: Injection) -> str:
+    return inj.expected_codes[0] if inj.expected_codes else inj.label
+
+
+def feedback_text(calls: Sequence[ToolCall], text: str | None, checker: Checker, expected: int) -> str:
+    """The feedback a refine sample shows after the first attempt: the checklist's findings."""
+    findings = list(parse_calls(text).findings) if text is not None else []
+    parsed = parse_calls(text).calls if text is not None else list(calls)
+    findings += checker.check(parsed, expected_count=expected)
+    if not findings:
+        return "The checker found no problem in these calls. Keep them if they do what the user asked."
+    lines = [
+        f"- {f.message} ({describe(f.code)})" + (f" {f.suggestion}" if f.suggestion else "") for f in findings
+    ]
+    return "The calls have problems:\n" + "\n".join(lines) + "\nReply with the corrected calls."
+
+
+def _injections(
+    ctx: _Ctx,
+    trace: Trace,
+    checker: Checker,
+    operators: Sequence[str],
+    gold_state: str | None,
+    every_step: bool = False,
+) -> Iterator[tuple[str, Injection, str]]:
+    """Verified injections: one seeded step per operator, or every applicable step."""
+    for op in operators:
+        steps: list[int | None] = list(applicable(op, trace.calls, checker)) if every_step else [None]
+        for step in steps:
+            inj = inject(trace.calls, checker, op, seed=ctx.rng.randrange(2**31), step=step)
+            if inj is None:
+                continue  # not applicable: nothing planned, nothing dropped
+            how = verify_injection(inj, trace, checker, gold_state)
+            if how is None:
+                ctx.drop(f"unverified:{op}")
+                continue
+            ctx.report.verified_by[how] = ctx.report.verified_by.get(how, 0) + 1
+            yield op, inj, how
+
+
+def _user(trace: Trace) -> list[dict[str, str]]:
+    return [{"role": "user", "content": trace.query}]
+
+
+def _assistant(text: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": text}]
+
+
+def _sft(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
+    ctx.add({"prompt": _user(trace), "completion": _assistant(write_calls(trace.calls, ctx.fmt)), "tools": tools},
+            trace, "correct")  # fmt: skip
+
+
+def _kto(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
+    gold = write_calls(trace.calls, ctx.fmt)
+    # HiTEC-KTO: every gold call corrupted by every checklist error that applies to it.
+    for op, inj, how in _injections(
+        ctx, trace, checker, operator_names("hitec"), gold_state, every_step=True
+    ):
+        bad = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
+        # One desirable row per negative keeps the two classes balanced, as HiTEC's pairs are.
+        ctx.add({"prompt": _user(trace), "completion": _assistant(gold), "label": True, "tools": tools},
+                trace, "correct", op, inj.sub_label)  # fmt: skip
+        ctx.add({"prompt": _user(trace), "completion": _assistant(bad), "label": False, "tools": tools},
+                trace, _code(inj), op, inj.sub_label, how)  # fmt: skip
+
+
+def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
+    gold = write_calls(trace.calls, ctx.fmt)
+    expected = len(trace.calls)
+    ops = operator_names("hitec") + operator_names("critictool")
+    chosen = [ctx.rng.choice(ops)]
+    for op, inj, how in _injections(ctx, trace, checker, chosen, gold_state):
+        first = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
+        feedback = feedback_text(inj.calls, inj.text, checker, expected)
+        prompt = [*_user(trace), *_assistant(first), {"role": "user", "content": feedback}]
+        ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools}, trace, _code(inj), op,
+                inj.sub_label, how)  # fmt: skip
+    # ToolACE-R keeps already-correct attempts too, answered with "keep it".
+    feedback = feedback_text(trace.calls, None, checker, expected)
+    prompt = [*_user(trace), *_assistant(gold), {"role": "user", "content": feedback}]
+    ctx.add(
+        {"prompt": prompt, "completion": _assistant(f"{KEEP_IT}\n{gold}"), "tools": tools}, trace, "correct"
+    )
+
+
+def _reflect(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
+    for op, inj, how in _injections(ctx, trace, checker, operator_names("reflection"), gold_state):
+        env = trace.make_env()
+        env.checker = None
+        prefix = inj.prefix
+        responses = env.run(prefix)
+        prompt: list[dict[str, str]] = [*_user(trace), *_assistant(write_calls(prefix, ctx.fmt))]
+        prompt += [{"role": "tool", "content": r.content} for r in responses]
+        prompt.append({"role": "user", "content": REFLECT_INSTRUCTION})
+        fix = trace.calls[inj.step :]
+        answer = f"<reflect>{inj.description}</reflect>{write_calls(fix, ctx.fmt)}"
+        ctx.add({"prompt": prompt, "completion": _assistant(answer), "ground_truth": answer, "tools": tools,
+                 "gold_calls": gold_json(fix)},
+                trace, _code(inj), op, inj.sub_label, how)  # fmt: skip
+
+
+_BUILDERS: dict[str, Callable[[_Ctx, Trace, str, Checker, str | None], None]] = {
+    "sft": _sft,
+    "kto": _kto,
+    "refine": _refine,
+    "reflect": _reflect,
+}
+
+
+def _no_env(faults: Any = None) -> Environment:
+    raise ConfigError("critique samples were already executed by the suite builder")
+
+
+def _critique(ctx: _Ctx, limit: int | None, data: Path | None, max_tools: int | None) -> None:
+    """CriticTool samples from the suite builder, rewritten in this dataset's reply format: the
+    CriticTool system prompt (its own action format and tool list) gives way to the ``tools``
+    column, and the history's actions are written as calls like every other turn."""
+    import tempfile
+
+    from toolmend.benchmarks.critic import build_suite
+    from toolmend.benchmarks.critictool._records import load_critictool
+
+    with tempfile.TemporaryDirectory() as tmp:
+        info = build_suite(ctx.source, seed=ctx.seed, out=Path(tmp), limit=limit, data=data)
+        samples = load_critictool(tmp, external_modes=("skip",))
+    # `skipped`: samples the builder could not plan; `dropped` (suite builders with label checks):
+    # samples whose label failed its check. Both are drops of this dataset too.
+    for reason, n in [*info.skipped.items(), *getattr(info, "dropped", {}).items()]:
+        ctx.report.dropped[reason] = ctx.report.dropped.get(reason, 0) + n
+    ctx.report.traces = info.traces
+    for s in samples:
+        prompt: list[dict[str, str]] = []
+        used = {c.name for c in s.target}
+        for m in s.messages:
+            if m.role == "system":
+                continue
+            calls = parse_calls(m.content).calls if m.role == "assistant" else []
+            used |= {c.name for c in calls}
+            prompt.append({"role": m.role, "content": write_calls(calls, ctx.fmt) if calls else m.content})
+        trace = Trace(s.id, "", s.tools, [ToolCall(name=n) for n in sorted(used)], ctx.source, _no_env)
+        answer = write_calls(s.target, ctx.fmt) if s.target else str(s.metadata.get("gold") or "FinishAction")
+        label = str(s.metadata.get("error_type") or "error_free")
+        row = {"prompt": prompt, "completion": _assistant(answer), "tools": _tools_json(_offered(trace, max_tools, ctx.rng)),
+               "gold_calls": gold_json(s.target)}  # fmt: skip
+        ctx.add(row, trace, label, "critic_suite", label, "critic_suite")
+
+
+def build_rows(
+    kind: Kind | str,
+    *,
+    source: str = "world",
+    seed: int = 0,
+    limit: int | None = None,
+    max_tools: int | None = None,
+    reply_format: CallFormat = "tags",
+    data: str | Path | None = None,
+) -> tuple[list[dict[str, Any]], BuildReport]:
+    """The rows of a ``kind`` dataset and the report (no ``datasets`` import needed).
+
+    ``limit`` caps the gold trajectories used; ``max_tools`` offers only the gold calls' tools
+    plus seeded distractors up to that many (the world offers 50 tools otherwise).
+    """
+    if kind not in KINDS:
+        raise ConfigError(f"unknown dataset kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if source.startswith("traces:"):
+        raise ConfigError(
+            "the traces: source needs the guard's trace files, which this version cannot read yet"
+        )
+    report = BuildReport(kind=kind, source=source, seed=seed)
+    ctx = _Ctx(
+        kind, source, seed, reply_format, report, random.Random(f"toolmend-train:{kind}:{source}:{seed}")
+    )
+    if kind == "critique":
+        _critique(ctx, limit, Path(data) if data is not None else None, max_tools)
+    else:
+        traces = load_traces(source, seed=seed, data=data)
+        traces = traces[:limit] if limit is not None else traces
+        report.traces = len(traces)
+        build = _BUILDERS[kind]
+        for trace in traces:
+            tools = _offered(trace, max_tools, ctx.rng)
+            trace = Trace(trace.id, trace.query, tools, trace.calls, trace.source, trace.factory)
+            checker = Checker(tools)
+            if not _gold_ok(trace, checker):
+                ctx.drop("gold_failed")
+                continue
+            gold_state = _fingerprint(trace, trace.calls)[1] if trace.source == "world" else None
+            build(ctx, trace, _tools_json(tools), checker, gold_state)
+    if kind == "kto":
+        random.Random(seed).shuffle(ctx.rows)
+    report.rows = len(ctx.rows)
+    report.codes = dict(Counter(report.codes).most_common())
+    return ctx.rows, report
+
+
+def build_dataset(kind: Kind | str, **options: Any) -> tuple[Dataset, BuildReport]:
+    """:func:`build_rows` as a :class:`datasets.Dataset` (needs the ``train`` extra)."""
+    from toolmend.train._deps import require
+
+    require("datasets")
+    from datasets import Dataset
+
+    rows, report = build_rows(kind, **options)
+    if not rows:
+        raise ConfigError(
+            f"no {kind} rows were built from {report.source!r}; dropped: {report.dropped or 'none'}"
+        )
+    return Dataset.from_list(rows), report

@@ -1,0 +1,431 @@
+"""SFT, KTO and GRPO recipes: thin over TRL's trainers, with the checks TRL leaves to run time.
+
+Everything that can be wrong with the inputs is found before a trainer is built: the ``train``
+extra, the model folder, the data file and its columns, batch sizes against ``num_generations``,
+a chat template without ``{% generation %}`` markers when ``assistant_only_loss`` needs them, a
+template that drops the ``tools`` column, and a GRPO prompt rendered with other tools than SFT
+would render it (TRL's GRPOTrainer ignores a dataset ``tools`` column; :class:`ToolGRPOTrainer`
+renders each prompt with its own row's tools, and :func:`prepare` proves the two renderings equal).
+
+GRPO presets (``preset=``):
+
+=========  ====================================================================================
+``dapo``   ``loss_type="dapo"``, ``epsilon=0.2``, ``epsilon_high=0.28`` (clip-higher),
+           ``mask_truncated_completions=True``, ``beta=0``, plus DAPO's soft overlong
+           punishment as an extra reward (``trl.rewards.get_soft_overlong_punishment``)
+``gspo``   ``importance_sampling_level="sequence"``, ``loss_type="grpo"``, ``epsilon=3e-4``,
+           ``epsilon_high=4e-4``, ``beta=0``, ``steps_per_generation=4`` (TRL's GSPO reproduction)
+=========  ====================================================================================
+
+DAPO's dynamic sampling is not in TRL. ``dynamic_sampling=True`` (the default) drops groups
+whose rewards all tie (advantage 0, no gradient) from the loss and its token normaliser, and
+counts them (``dynamic_sampling/dropped_groups`` in the logs, :attr:`TrainResult.dropped_groups`).
+It does not re-sample to refill the batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from toolmend._errors import ConfigError, DatasetError
+from toolmend.train._deps import require
+from toolmend.train._rewards import RewardFn, call_match_reward, schema_reward, structured_reflection_reward
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+__all__ = [
+    "GRPO_PRESETS",
+    "REWARDS",
+    "Prepared",
+    "RecipeKind",
+    "TrainResult",
+    "check_generation_markers",
+    "load_config",
+    "load_rows",
+    "prepare",
+    "train",
+]
+
+RecipeKind = Literal["sft", "kto", "grpo"]
+
+GRPO_PRESETS: dict[str, dict[str, Any]] = {
+    "dapo": {
+        "loss_type": "dapo",
+        "epsilon": 0.2,
+        "epsilon_high": 0.28,
+        "mask_truncated_completions": True,
+        "beta": 0.0,
+    },
+    "gspo": {
+        "importance_sampling_level": "sequence",
+        "loss_type": "grpo",
+        "epsilon": 3e-4,
+        "epsilon_high": 4e-4,
+        "beta": 0.0,
+        "steps_per_generation": 4,
+    },
+}
+
+REWARDS: dict[str, tuple[Callable[[], RewardFn], str]] = {
+    "schema": (schema_reward, "tools"),
+    "call_match": (call_match_reward, "gold_calls"),
+    "reflection": (structured_reflection_reward, "ground_truth"),
+    "reflection_released": (lambda: structured_reflection_reward("released"), "ground_truth"),
+}
+"""GRPO reward names for ``rewards=`` / ``--reward``: the factory and the column it reads."""
+
+_COLUMNS: dict[str, tuple[str, ...]] = {"sft": ("prompt", "completion"), "kto": ("prompt", "completion", "label"),
+                                        "grpo": ("prompt",)}  # fmt: skip
+_TOOLMEND_KEYS = {"preset", "rewards", "dynamic_sampling", "lora", "vllm", "num_processes"}
+_GENERATION = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` did."""
+
+    out: Path
+    steps: int
+    log: list[dict[str, Any]] = field(default_factory=list)
+    dropped_groups: int = 0
+    """GRPO with dynamic sampling: prompt groups whose rewards tied and were left out of the loss."""
+
+
+@dataclass
+class Prepared:
+    """A trainer built and checked, not yet run."""
+
+    kind: str
+    trainer: Any
+    out: Path
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a JSON Lines file (or a JSON list); a bad line is a :class:`DatasetError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError("data file not found", path=path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        if not isinstance(data, list):
+            raise DatasetError("expected a JSON list of rows", path=path)
+        return data
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"not JSON: {exc.msg}", path=path, line=n) from None
+        if not isinstance(row, dict):
+            raise DatasetError("expected one JSON object per line", path=path, line=n)
+        rows.append(row)
+    if not rows:
+        raise DatasetError("the data file has no rows", path=path)
+    return rows
+
+
+def load_config(path: str | Path | None) -> dict[str, Any]:
+    """Options from a YAML or JSON file: TRL config fields plus ``preset``, ``rewards``,
+    ``dynamic_sampling``, ``lora`` (LoRA settings) and ``vllm``."""
+    if path is None:
+        return {}
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not YAML/JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of options")
+    return data
+
+
+def check_generation_markers(tokenizer: Any, model: str | Path) -> None:
+    """Raise unless the chat template marks assistant turns with ``{% generation %}``."""
+    template = getattr(tokenizer, "chat_template", None) or ""
+    if not _GENERATION.search(template if isinstance(template, str) else json.dumps(template)):
+        raise ConfigError(
+            f"{model}: assistant_only_loss needs {{% generation %}}...{{% endgeneration %}} markers in the chat "
+            "template, and this one has none; use prompt-completion data (toolmend build writes it) or a "
+            "training template (SFTConfig.chat_template_path)"
+        )
+
+
+def _render(tokenizer: Any, prompt: Any, tools: Any, chat_template: Any = None) -> list[int]:
+    out = tokenizer.apply_chat_template(
+        conversation=[prompt], tools=tools or None, chat_template=chat_template,
+        add_generation_prompt=True, tokenize=True, return_dict=True,
+    )  # fmt: skip
+    return list(out["input_ids"][0])
+
+
+def _tools(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _check_tools_rendered(tokenizer: Any, row: dict[str, Any], model: str | Path) -> None:
+    """A ``tools`` column must change the rendered prompt, or the template silently drops it."""
+    tools = _tools(row.get("tools"))
+    if not tools or not isinstance(row.get("prompt"), list):
+        return
+    if _render(tokenizer, row["prompt"], tools) == _render(tokenizer, row["prompt"], None):
+        raise ConfigError(
+            f"{model}: the chat template ignores the `tools` column (the prompt renders the same with and "
+            "without tools), so the model would never see the tools it is trained to call"
+        )
+
+
+def _grpo_trainer_class() -> type:
+    import torch
+    from trl import GRPOTrainer
+
+    class ToolGRPOTrainer(GRPOTrainer):
+        """GRPO that renders each prompt with its own row's ``tools`` (as SFT and KTO do) and,
+        with ``dynamic_sampling``, drops tied-reward groups from the loss and counts them."""
+
+        dynamic_sampling = True
+        dropped_groups = 0
+        _batch_tools: list[Any] | None = None
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            self._batch_tools = [_tools(x.get("tools")) for x in inputs] if "tools" in inputs[0] else None
+            try:
+                output = super()._generate_and_score_completions(inputs)
+            finally:
+                self._batch_tools = None
+            if self.dynamic_sampling:
+                self._drop_tied_groups(output)
+            return output
+
+        def _tokenize_prompts(self, prompts: list[Any]) -> Any:
+            if (
+                self._batch_tools is None
+                or self.environment_factories is not None
+                or isinstance(prompts[0], str)
+            ):
+                return super()._tokenize_prompts(prompts)
+            ids = [
+                _render(self.processing_class, p, t, self.chat_template)
+                for p, t in zip(prompts, self._batch_tools, strict=True)
+            ]
+            return ids, None, {}
+
+        def _drop_tied_groups(self, output: dict[str, Any]) -> None:
+            # Rows of a tied group all get advantage 0: no gradient, but with loss_type="dapo" their
+            # tokens still count in the normaliser and dilute the other groups' signal.
+            advantages = output["advantages"]
+            tied = advantages.abs() <= 1e-8
+            mask = output["completion_mask"] * (~tied).unsqueeze(1).int()
+            output["completion_mask"] = mask
+            loss_mask = mask if output.get("tool_mask") is None else mask * output["tool_mask"]
+            output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+            groups = self.accelerator.gather(tied.float().sum()).sum().item() / self.num_generations
+            mode = "train" if self.model is not None and self.model.training else "eval"
+            self.dropped_groups += int(round(groups))
+            self._metrics[mode]["dynamic_sampling/dropped_groups"].append(float(groups))
+            self._metrics[mode]["dynamic_sampling/kept_frac"].append(
+                float(torch.as_tensor(1.0) - tied.float().mean()) if tied.numel() else 1.0
+            )
+
+    return ToolGRPOTrainer
+
+
+def _model_dir(model: str | Path) -> Path:
+    path = Path(model)
+    if not (path / "config.json").is_file():
+        what = "does not exist" if not path.exists() else "has no config.json"
+        raise ConfigError(
+            f"{path}: model folder {what}; pass a local Hugging Face model folder (--model PATH)"
+        )
+    return path
+
+
+def _check_columns(
+    kind: str, rows: Sequence[dict[str, Any]], data: Path | str, needed: Sequence[str]
+) -> None:
+    for column in (*_COLUMNS[kind], *needed):
+        for n, row in enumerate(rows, 1):
+            if column not in row:
+                raise DatasetError(
+                    f"missing column (a {kind} dataset needs it)", path=data, line=n, field=column
+                )
+
+
+def _grpo_options(options: dict[str, Any], gpu: bool) -> dict[str, Any]:
+    preset = options.pop("preset", None)
+    if preset is not None and preset not in GRPO_PRESETS:
+        raise ConfigError(f"unknown GRPO preset {preset!r}; expected one of {', '.join(GRPO_PRESETS)}")
+    merged = {**GRPO_PRESETS.get(preset or "", {}), **options}
+    vllm = merged.pop("vllm", None)
+    if vllm is not None:
+        if vllm not in ("server", "colocate"):
+            raise ConfigError(f"vllm must be 'server' or 'colocate', not {vllm!r}")
+        if not gpu:
+            raise ConfigError(
+                "vLLM generation needs a GPU; none is visible (drop --vllm to generate with transformers)"
+            )
+        require("vllm")
+        merged.update(use_vllm=True, vllm_mode=vllm)
+    num_generations = int(merged.get("num_generations", 8))
+    merged["num_generations"] = num_generations
+    per_device = int(merged.get("per_device_train_batch_size", 8))
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    steps = merged.get("steps_per_generation") or merged.get("gradient_accumulation_steps", 1)
+    batch = merged.get("generation_batch_size") or per_device * processes * int(steps)
+    if batch % num_generations:
+        raise ConfigError(
+            f"the generation batch ({batch} = per_device_train_batch_size {per_device} x {processes} process(es) x "
+            f"{steps} step(s)) must be divisible by num_generations ({num_generations})"
+        )
+    return merged
+
+
+def prepare(
+    kind: RecipeKind | str,
+    *,
+    model: str | Path,
+    data: str | Path | Dataset,
+    out: str | Path,
+    lora: bool = False,
+    config: str | Path | dict[str, Any] | None = None,
+    rewards: Sequence[str] | None = None,
+    extra_rewards: Sequence[RewardFn] = (),
+) -> Prepared:
+    """Check everything and build the TRL trainer for ``kind`` (``sft``, ``kto`` or ``grpo``).
+
+    ``config`` holds TRL config fields plus ``preset`` / ``rewards`` / ``dynamic_sampling`` /
+    ``lora`` / ``vllm``; ``data`` is a JSON Lines file or a :class:`datasets.Dataset`.
+    """
+    if kind not in get_args(RecipeKind):
+        raise ConfigError(f"unknown recipe {kind!r}; expected sft, kto or grpo")
+    require()
+    model_dir = _model_dir(model)
+    options = dict(config) if isinstance(config, dict) else load_config(config)
+    lora_options = options.pop("lora", None)
+    lora = lora or bool(lora_options)
+    dynamic_sampling = bool(options.pop("dynamic_sampling", True))
+    reward_names = list(rewards or options.pop("rewards", None) or ["schema", "call_match"])
+    options.pop("rewards", None)
+    unknown = [r for r in reward_names if r not in REWARDS]
+    if kind == "grpo" and unknown:
+        raise ConfigError(f"unknown reward {unknown[0]!r}; expected one of {', '.join(REWARDS)}")
+
+    from datasets import Dataset
+
+    rows = data.to_list() if isinstance(data, Dataset) else load_rows(data)
+    needed = [REWARDS[r][1] for r in reward_names] if kind == "grpo" else []
+    _check_columns(kind, rows, data if not isinstance(data, Dataset) else "<dataset>", needed)
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gpu = torch.cuda.is_available()
+    if kind == "grpo":
+        options = _grpo_options(options, gpu)
+    elif options.get("preset") or options.get("vllm"):
+        raise ConfigError(f"preset and vllm are GRPO options; the {kind} recipe takes neither")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if kind == "sft" and options.get("assistant_only_loss"):
+        check_generation_markers(tokenizer, model_dir)
+    _check_tools_rendered(tokenizer, rows[0], model_dir)
+
+    defaults: dict[str, Any] = {"output_dir": str(out), "report_to": "none", "save_strategy": "no"}
+    if not gpu:
+        # TRL turns bf16 on by default and refuses it on a CPU unless use_cpu is set; gradient
+        # checkpointing only slows a CPU run down.
+        defaults.update(use_cpu=True, bf16=False, activation_checkpointing=False)
+    args = {**defaults, **{k: v for k, v in options.items() if k not in _TOOLMEND_KEYS}}
+
+    import trl
+
+    config_class = {"sft": trl.SFTConfig, "kto": trl.KTOConfig, "grpo": trl.GRPOConfig}[kind]
+    try:
+        trl_config = config_class(**args)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{config_class.__name__}: {exc}") from None
+
+    if kind == "kto" and trl_config.per_device_train_batch_size < 2:
+        raise ConfigError("KTO needs per_device_train_batch_size >= 2 (its KL estimate uses the other rows)")
+    peft_config = None
+    if lora:
+        require("peft")
+        from peft import LoraConfig
+
+        settings = {"r": 8, "lora_alpha": 16, "target_modules": "all-linear", "task_type": "CAUSAL_LM"}
+        peft_config = LoraConfig(**{**settings, **(lora_options if isinstance(lora_options, dict) else {})})
+
+    dataset = data if isinstance(data, Dataset) else Dataset.from_list(rows)
+    policy = AutoModelForCausalLM.from_pretrained(model_dir)
+    common = {"model": policy, "args": trl_config, "train_dataset": dataset, "processing_class": tokenizer,
+              "peft_config": peft_config}  # fmt: skip
+    trainer: Any
+    if kind == "sft":
+        trainer = trl.SFTTrainer(**common)
+    elif kind == "kto":
+        trainer = trl.KTOTrainer(**common)
+    else:
+        funcs: list[Any] = [REWARDS[r][0]() for r in reward_names]
+        if trl_config.mask_truncated_completions and trl_config.loss_type == "dapo":
+            from trl.rewards import get_soft_overlong_punishment
+
+            length = trl_config.max_completion_length
+            funcs.append(get_soft_overlong_punishment(length, max(1, length // 4)))
+        funcs += list(extra_rewards)
+        trainer = _grpo_trainer_class()(reward_funcs=funcs, **common)
+        trainer.dynamic_sampling = dynamic_sampling
+        _check_grpo_rendering(trainer, tokenizer, rows[0], model_dir)
+    return Prepared(kind, trainer, Path(out))
+
+
+def _check_grpo_rendering(trainer: Any, tokenizer: Any, row: dict[str, Any], model: Path) -> None:
+    """The GRPO prompt must be token-for-token what SFT renders for the same row."""
+    if not isinstance(row.get("prompt"), list):
+        return
+    trainer._batch_tools = [_tools(row.get("tools"))] if "tools" in row else None
+    try:
+        ids = trainer._tokenize_prompts([row["prompt"]])[0][0]
+    finally:
+        trainer._batch_tools = None
+    if list(ids) != _render(tokenizer, row["prompt"], _tools(row.get("tools"))):
+        raise ConfigError(
+            f"{model}: GRPO renders the tools differently from SFT; the policy would see other prompts"
+        )
+
+
+def train(
+    kind: RecipeKind | str,
+    *,
+    model: str | Path,
+    data: str | Path | Dataset,
+    out: str | Path,
+    lora: bool = False,
+    config: str | Path | dict[str, Any] | None = None,
+    rewards: Sequence[str] | None = None,
+) -> TrainResult:
+    """Run a recipe and save the model (or adapter) and tokenizer under ``out``."""
+    prepared = prepare(kind, model=model, data=data, out=out, lora=lora, config=config, rewards=rewards)
+    trainer = prepared.trainer
+    trainer.train()
+    trainer.save_model(str(out))
+    return TrainResult(
+        out=Path(out),
+        steps=int(trainer.state.global_step),
+        log=list(trainer.state.log_history),
+        dropped_groups=int(getattr(trainer, "dropped_groups", 0)),
+    )

@@ -1,0 +1,204 @@
+"""Fault schedules: which gold step of which task fails, and how.
+
+A fault attaches to a gold step, so that what the model did about it can be attributed. Gold
+step ``i`` calls tool ``X`` for the ``n``-th time in the gold trajectory; the fault fires on the
+episode's ``n``-th call of ``X`` (calls are counted per tool, invalid ones included). Transient
+faults fail that one call; ``permission_denied`` and ``removed_tool`` persist for every later
+call of the tool; ``wrong_shape`` answers that one call with the right data in the wrong shape.
+
+Schedules are drawn from ``random.Random(f"{seed}:{profile}:{task id}")``: the same seed, profile
+and task give the same faults on every machine.
+
+>>> from toolmend.world import generate_tasks
+>>> tasks = generate_tasks(0)
+>>> schedule = FaultSchedule.named("heavy", seed=0)
+>>> all(schedule.for_task(t) for t in tasks)
+True
+>>> FaultSchedule.named("none").for_task(tasks[0])
+[]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolmend._errors import ConfigError
+from toolmend.env._faults import FAULT_KINDS
+from toolmend.world._tasks import Task
+
+__all__ = [
+    "PERSISTENT_KINDS",
+    "SCHEDULED_KINDS",
+    "TRANSIENT_KINDS",
+    "FaultSchedule",
+    "ScheduledFault",
+    "ScheduledKind",
+]
+
+ScheduledKind = Literal[
+    "timeout",
+    "rate_limit",
+    "permission_denied",
+    "service_unavailable",
+    "connection_reset",
+    "wrong_shape",
+    "removed_tool",
+]
+SCHEDULED_KINDS: tuple[ScheduledKind, ...] = get_args(ScheduledKind)
+TRANSIENT_KINDS: frozenset[str] = frozenset(
+    {"timeout", "rate_limit", "service_unavailable", "connection_reset"}
+)
+"""Faults that a retry of the same call gets past."""
+PERSISTENT_KINDS: frozenset[str] = frozenset({"permission_denied", "removed_tool"})
+assert set(FAULT_KINDS) <= set(SCHEDULED_KINDS)
+
+
+class ScheduledFault(BaseModel):
+    """One fault of one task: the gold ``step`` it attaches to, and what the episode sees."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step: int = Field(ge=0)
+    kind: ScheduledKind
+    tool: str = ""
+    """Filled from the task: the gold step's tool."""
+    call: int = Field(default=0, ge=0)
+    """Filled from the task: which call of ``tool`` (1-based) fires it."""
+
+    @property
+    def persistent(self) -> bool:
+        return self.kind in PERSISTENT_KINDS
+
+    def fires(self, tool: str, call_number: int) -> bool:
+        """Whether call #``call_number`` of ``tool`` meets this fault."""
+        if tool != self.tool:
+            return False
+        return call_number >= self.call if self.persistent else call_number == self.call
+
+
+class _Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rate: float = Field(ge=0.0, le=1.0)
+    """Probability that a task gets faults at all."""
+    kinds: list[ScheduledKind]
+    max_per_task: int = Field(default=1, ge=1)
+
+
+_PROFILES: dict[str, _Profile] = {
+    "none": _Profile(rate=0.0, kinds=["timeout"]),
+    "light": _Profile(rate=0.3, kinds=["connection_reset", "rate_limit", "service_unavailable", "timeout"]),
+    "heavy": _Profile(rate=1.0, kinds=list(SCHEDULED_KINDS), max_per_task=2),
+}
+
+
+class FaultSchedule(BaseModel):
+    """A named, seeded way of attaching faults to tasks (``none``, ``light``, ``heavy``, or a file).
+
+    A file is JSON: either a profile (``{"rate": 0.5, "kinds": ["timeout"], "max_per_task": 1}``),
+    explicit faults per task id (``{"tasks": {"world-0-todo_add-1": [{"step": 0, "kind":
+    "timeout"}]}}``), or both (explicit entries win for their tasks).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "none"
+    seed: int = 0
+    profile: _Profile = Field(default_factory=lambda: _PROFILES["none"])
+    tasks: dict[str, list[ScheduledFault]] = Field(default_factory=dict)
+
+    @classmethod
+    def named(cls, spec: str, seed: int = 0) -> FaultSchedule:
+        """``none``, ``light``, ``heavy``, or the path of a JSON schedule file."""
+        if spec in _PROFILES:
+            return cls(name=spec, seed=seed, profile=_PROFILES[spec])
+        path = Path(spec)
+        if not path.is_file():
+            raise ConfigError(
+                f"--faults must be none, light, heavy or a JSON file; {spec!r} is none of these"
+            )
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{path}: not a JSON fault schedule ({exc})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: a fault schedule is a JSON object, got {type(raw).__name__}")
+        try:
+            tasks = {
+                k: [ScheduledFault.model_validate(f) for f in v] for k, v in (raw.get("tasks") or {}).items()
+            }
+            profile = _Profile.model_validate(
+                {"rate": 0.0, "kinds": ["timeout"]}
+                | {k: raw[k] for k in ("rate", "kinds", "max_per_task") if k in raw}
+            )
+        except (ValidationError, AttributeError, TypeError) as exc:
+            raise ConfigError(f"{path}: invalid fault schedule: {_first_error(exc)}") from None
+        unknown = set(raw) - {"rate", "kinds", "max_per_task", "tasks"}
+        if unknown:
+            raise ConfigError(
+                f"{path}: unknown field(s) {', '.join(sorted(unknown))}; expected rate, kinds, max_per_task, tasks"
+            )
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        return cls(name=f"{path.name}@{digest}", seed=seed, profile=profile, tasks=tasks)
+
+    @property
+    def identity(self) -> str:
+        """What makes two runs' faults the same: profile name (file digest) and seed."""
+        return f"{self.name}:seed={self.seed}"
+
+    def for_task(self, task: Task) -> list[ScheduledFault]:
+        """The faults of ``task``, each bound to its gold step's tool and call number."""
+        chosen = list(self.tasks[task.id]) if task.id in self.tasks else self._draw(task)
+        out: list[ScheduledFault] = []
+        for fault in chosen:
+            if fault.step >= len(task.calls):
+                raise ConfigError(f"fault schedule {self.name}: {task.id} has no gold step {fault.step}")
+            tool = task.calls[fault.step].name
+            call = sum(c.name == tool for c in task.calls[: fault.step + 1])
+            out.append(fault.model_copy(update={"tool": tool, "call": call}))
+        return out
+
+    def _draw(self, task: Task) -> list[ScheduledFault]:
+        profile = self.profile
+        if profile.rate <= 0 or not task.calls:
+            return []
+        rng = random.Random(f"{self.seed}:{self.name}:{task.id}")
+        if rng.random() >= profile.rate:
+            return []
+        from toolmend.world._grading import WRITE_TOOLS
+
+        n = min(rng.randint(1, profile.max_per_task), len(task.calls))
+        steps = sorted(rng.sample(range(len(task.calls)), n))
+        faults: list[ScheduledFault] = []
+        tools_hit: set[str] = set()
+        for step in steps:
+            tool = task.calls[step].name
+            # One fault per tool and task, so that each one's outcome is its own (a permission
+            # denied behind a timeout would make the timeout unrecoverable). A wrong-shape answer
+            # to a write would invite a duplicate write, so wrong shapes go to reads only.
+            kinds = [k for k in profile.kinds if not (k == "wrong_shape" and tool in WRITE_TOOLS)]
+            if not kinds or tool in tools_hit:
+                continue
+            tools_hit.add(tool)
+            kind = rng.choice(kinds)
+            faults.append(ScheduledFault(step=step, kind=kind))
+        return faults
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        return f"{where}: {err['msg']}" if where else str(err["msg"])
+    return str(exc)
+
+
+def schedule_data(faults: list[ScheduledFault]) -> list[dict[str, Any]]:
+    """Faults as JSON-able dicts (for sample metadata)."""
+    return [f.model_dump() for f in faults]

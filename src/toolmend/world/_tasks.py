@@ -1,0 +1,145 @@
+"""Tasks of the built-in world: a user query and a gold trajectory of 1–6 calls.
+
+Tasks come from templates (:mod:`toolmend.world._templates`) instantiated with a seeded
+``random.Random`` over the initial state of ``World.create(seed)``, so the gold calls refer to
+ids and values that exist in that world. Later calls use earlier outputs NesTools-style: a call
+binds placeholders ``API_call_<n>`` (numbered across the task from 0) to dotted paths into its
+JSON result (``ToolCall.outputs`` + ``ToolCall.output_fields``, e.g. ``"flights.0.flight_id"``),
+and later arguments hold :class:`~toolmend.Ref` values naming them. Calls that do not depend on
+each other can run in parallel; :attr:`Task.levels` tells which.
+
+>>> tasks = generate_tasks(seed=0)
+>>> t = next(t for t in tasks if t.depth >= 2)
+>>> responses = World.create(t.seed).environment().run(t.calls)
+>>> all(r.ok for r in responses)
+True
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from toolmend._schema import Message, Ref, Sample, ToolCall
+from toolmend.world._state import WorldState
+from toolmend.world._world import World
+from toolmend.world.domains import WORLD_TOOLS, domain_of
+
+__all__ = ["Chain", "Task", "TaskTemplate", "generate_tasks"]
+
+
+class Chain:
+    """Builds a gold trajectory, numbering placeholders as NesTools does."""
+
+    def __init__(self) -> None:
+        self.calls: list[ToolCall] = []
+        self._next = 0
+
+    def call(self, tool: str, fields: tuple[str, ...] | list[str] = (), /, **arguments: Any) -> list[Ref]:
+        """Append a call; return one :class:`Ref` per output field, in order."""
+        outputs = [f"API_call_{self._next + i}" for i in range(len(fields))]
+        self._next += len(fields)
+        self.calls.append(
+            ToolCall(name=tool, arguments=arguments, outputs=outputs, output_fields=list(fields))
+        )
+        return [Ref(target=o) for o in outputs]
+
+
+TaskTemplate = Callable[[WorldState, random.Random, Chain], str]
+"""Fills a :class:`Chain` from the state and returns the user's query."""
+
+
+class Task(BaseModel):
+    """A query, the world it runs in (``seed``) and its gold calls."""
+
+    id: str
+    seed: int
+    template: str
+    query: str
+    calls: list[ToolCall]
+    domains: list[str] = Field(default_factory=list)
+
+    @property
+    def levels(self) -> list[int]:
+        """Per call, how many calls must run before it (0 = can start at once)."""
+        bound: dict[str, int] = {}
+        levels: list[int] = []
+        for i, call in enumerate(self.calls):
+            deps = [bound[r] for r in _refs(call.arguments) if r in bound]
+            levels.append(1 + max(levels[d] for d in deps) if deps else 0)
+            bound.update({o: i for o in call.outputs})
+        return levels
+
+    @property
+    def depth(self) -> int:
+        """Length of the longest dependency chain (1 = no nesting), as NesTools counts depth."""
+        return max(self.levels, default=-1) + 1
+
+    @property
+    def parallel(self) -> bool:
+        """Whether two or more calls could run side by side."""
+        levels = self.levels
+        return any(levels.count(level) > 1 for level in set(levels))
+
+    def to_sample(self) -> Sample:
+        """The task as a :class:`~toolmend.Sample` offering every world tool."""
+        return Sample(
+            id=self.id,
+            messages=[Message(role="user", content=self.query)],
+            tools=WORLD_TOOLS.tools,
+            target=self.calls,
+            metadata={
+                "seed": self.seed,
+                "template": self.template,
+                "depth": self.depth,
+                "parallel": self.parallel,
+                "domains": self.domains,
+            },
+        )
+
+
+def _refs(value: Any) -> list[str]:
+    if isinstance(value, Ref):
+        return [value.target.split(".", 1)[0]]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in _refs(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    return []
+
+
+def generate_tasks(seed: int = 0, per_template: int = 5) -> list[Task]:
+    """Up to ``per_template`` distinct tasks from every template, for the world of ``seed``.
+
+    Deterministic: the same arguments give the same tasks.
+    """
+    from toolmend.world._templates import TEMPLATES
+
+    state = World.create(seed).state
+    tasks: list[Task] = []
+    for name, template in TEMPLATES.items():
+        rng = random.Random(f"{seed}:{name}")
+        seen: set[str] = set()
+        for _ in range(per_template * 6):
+            if len(seen) == per_template:
+                break
+            chain = Chain()
+            query = template(state, rng, chain)
+            if query in seen:
+                continue
+            seen.add(query)
+            domains = sorted({domain_of(c.name) for c in chain.calls})
+            tasks.append(
+                Task(
+                    id=f"world-{seed}-{name}-{len(seen)}",
+                    seed=seed,
+                    template=name,
+                    query=query,
+                    calls=chain.calls,
+                    domains=domains,
+                )
+            )
+    return tasks
