@@ -54,7 +54,8 @@ from toolmend.models.cache import default_cache_dir
 from toolmend.registry import Registry
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs.progress import Progress
-from toolmend.schema import Message, Sample
+from toolmend.runs.replies import epoch_seed, reply_text
+from toolmend.schema import Message, Sample, ToolCall
 
 __all__ = ["SUITES", "BenchResult", "Suite", "arun_bench", "gold_output", "run_bench"]
 
@@ -166,18 +167,16 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False, default=repr))
 
 
-def _reply_text(completion: Completion, native_format: str | None, sample: Sample) -> str:
-    if native_format is None or not completion.tool_calls:
-        return completion.text
-    if native_format == "nestools":
+def _reply_text(completion: Completion, reply_format: str, sample: Sample) -> str:
+    write = None
+    if reply_format == "nestools":
         # NesTools answers carry api ids and named responses that only the sample knows.
         from toolmend.benchmarks.nestools.data import to_official_output
 
-        return to_official_output(sample, completion.tool_calls)
-    calls = write_calls(completion.tool_calls, native_format)  # type: ignore[arg-type]
-    if native_format == "tags" and completion.text.strip():
-        return f"{completion.text.rstrip()}\n{calls}"
-    return calls
+        def write(calls: list[ToolCall]) -> str:
+            return to_official_output(sample, calls)
+
+    return reply_text(completion, reply_format, write=write)
 
 
 def _load_samples(bench: Benchmark, data: Path, settings: dict[str, Any]) -> list[Sample]:
@@ -458,7 +457,8 @@ def _batches_scoring(bench: Benchmark) -> bool:
 def _make_solve(
     bench: Benchmark, model: Model, mode: Mode, config: GenerateConfig, n: int, native: bool
 ) -> Callable[[Sample], Any]:
-    native_format = _NATIVE_FORMAT.get(bench.name, "json") if native else None
+    # Calls the server parsed are written back in the benchmark's format in either tool mode.
+    reply_format = _NATIVE_FORMAT.get(bench.name, "json")
     interactive = callable(getattr(bench, "run", None))
     batcher = _ScoreBatcher(bench, mode) if _batches_scoring(bench) else None
 
@@ -482,9 +482,13 @@ def _make_solve(
             if epoch is None:
                 # Turns of one episode: the replay backend reads its k-th saved output.
                 epoch, turn = turn, turn + 1
-            out = await model.generate(messages, tools=tools, config=config, epoch=epoch, sample_id=sample.id)
-            record.add_completion(out)
-            return _reply_text(out, native_format, sample)
+            # Each of several generations gets its own seed (Repair@N needs independent samples).
+            seed = epoch_seed(config.seed, epoch) if n > 1 else config.seed
+            conf = config if seed == config.seed else config.model_copy(update={"seed": seed})
+            out = await model.generate(messages, tools=tools, config=conf, epoch=epoch, sample_id=sample.id)
+            reply = _reply_text(out, reply_format, sample)
+            record.add_completion(out, output=reply, seed=seed)
+            return reply
 
         prediction: Prediction
         if interactive and n == 1:

@@ -50,7 +50,10 @@ class SampleRecord(BaseModel):
 
     id: str
     outputs: list[str] = Field(default_factory=list)
-    """Raw model outputs, one per generation (turns, epochs, repair attempts)."""
+    """What was scored, one per generation (turns, epochs, repair attempts): the model's text,
+    or the calls it returned written in the benchmark's reply format (malformed ones included)."""
+    seeds: list[int | None] = Field(default_factory=list)
+    """The seed sent with each generation, where the runner recorded it."""
     calls: list[ToolCall] = Field(default_factory=list)
     """The calls parsed from the final output."""
     findings: list[Finding] = Field(default_factory=list)
@@ -73,9 +76,13 @@ class SampleRecord(BaseModel):
         """Scored (possibly zero), as opposed to an infrastructure error."""
         return self.error is None
 
-    def add_completion(self, completion: Completion) -> None:
-        """Account for one completion: its output, tokens (unless cached), retries and latency."""
-        self.outputs.append(completion.text)
+    def add_completion(
+        self, completion: Completion, *, output: str | None = None, seed: int | None = None
+    ) -> None:
+        """Account for one completion: its output (``output`` when the scored text differs from
+        the completion's text), seed, tokens (unless cached), retries and latency."""
+        self.outputs.append(completion.text if output is None else output)
+        self.seeds.append(seed)
         self.requests += 1
         self.retries += completion.retries
         if completion.cached:
