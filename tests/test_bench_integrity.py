@@ -129,3 +129,76 @@ def test_each_generation_gets_its_own_recorded_seed(tmp_path: Path, data_dir: Pa
     for record in RunDir(result.run_dir).read_records():
         assert len(set(record.seeds)) == 3 and record.seeds[0] == 11
     assert json.loads((result.run_dir / "manifest.json").read_text())["config"]["bench"]["seed"] == 11
+
+
+def _fast_retries(n: int = 2) -> dict[str, Any]:
+    from toolmend.models import RetryPolicy
+
+    return {"retry": RetryPolicy(max_retries=n, initial_wait=0.001, max_wait=0.001, jitter=0.0)}
+
+
+def test_a_server_error_the_model_causes_is_scored_not_excluded(tmp_path: Path, data_dir: Path) -> None:
+    # Half the questions get a garbled <tool_call>, which a tool-parsing server answers with the
+    # same 500 on every retry; the other half a correct abstention.
+    load_builtin_benchmarks()
+    samples = BENCHMARKS.get("bfcl")().load(data_dir / "bfcl", categories=["irrelevance"])[:8]
+    garbled = {s.messages[-1].content for s in samples[::2]}
+
+    def handler(body: dict[str, Any]) -> Any:
+        if body["messages"][-1]["content"] in garbled:
+            return Reply(text="<tool_call>{name: area(base=10</tool_call>")
+        return Reply(text="None of the functions can be used.")
+
+    server = _serve(handler, parse_tool_calls=True)
+    try:
+        result = _bench(
+            "bfcl", server, tmp_path, data=data_dir / "bfcl", categories=["irrelevance"], limit=8,
+            seed=3, model_options=_fast_retries(2),
+        )  # fmt: skip
+        requests = server.requests
+    finally:
+        server.stop()
+    s = result.summary
+    assert s.n_errors == 0 and s.n_scored == 8
+    assert s.metrics["overall_sample_weighted"] == 0.5  # not 1.0 over the 4 abstentions
+    assert s.attempts == requests == 4 * 3 + 4  # every real HTTP attempt is counted
+    failed = [r for r in RunDir(result.run_dir).read_records() if r.details.get("outcome") == "model_failure"]
+    assert len(failed) == 4 and all(r.attempts == 3 and r.scores["accuracy"] == 0.0 for r in failed)
+
+
+def test_overload_stays_an_infrastructure_error_with_its_attempts_counted(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    server = _serve(lambda body: Reply(text="[]"))
+    server.fail_next("triangle", *[Reply(status=503)] * 3)
+    try:
+        result = _bench(
+            "bfcl", server, tmp_path, data=data_dir / "bfcl", categories=["irrelevance"], limit=4,
+            model_options=_fast_retries(2),
+        )  # fmt: skip
+        requests = server.requests
+    finally:
+        server.stop()
+    s = result.summary
+    assert s.n_errors == 1 and s.infra_error_rate == 0.25
+    assert s.attempts == requests == 3 + 3
+    [failed] = [r for r in RunDir(result.run_dir).read_records() if r.error is not None]
+    assert failed.attempts == 3 and failed.error.status == 503  # type: ignore[union-attr]
+    assert s.infra_warning() is not None and "25.0%" in s.infra_warning()  # type: ignore[operator]
+    assert json.loads((result.run_dir / "results.json").read_text())["infra_error_rate"] == 0.25
+
+
+@pytest.mark.parametrize(
+    "body", [b'{"error": {"message": "overloaded", "code": 529}}', b'{"id": "x", "choices": []}']
+)
+def test_a_200_with_an_error_or_no_choices_is_retried(tmp_path: Path, data_dir: Path, body: bytes) -> None:
+    server = _serve(lambda b: Reply(text="[]"))
+    server.fail_next("triangle", Reply(body=body), Reply(body=body))
+    try:
+        result = _bench(
+            "bfcl", server, tmp_path, data=data_dir / "bfcl", categories=["irrelevance"], limit=2,
+            model_options=_fast_retries(3),
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert result.summary.n_errors == 0 and result.summary.retries == 2 and result.summary.attempts == 4

@@ -47,10 +47,11 @@ from toolmend.benchmarks import (
     load_builtin_benchmarks,
 )
 from toolmend.benchmarks.templates import template_options
-from toolmend.errors import ConfigError
+from toolmend.errors import ConfigError, ModelError
 from toolmend.formats.calls import parse_calls, write_calls
 from toolmend.models import Completion, GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models.cache import default_cache_dir
+from toolmend.models.retry import ModelFailure
 from toolmend.registry import Registry
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs.progress import Progress
@@ -477,6 +478,8 @@ def _make_solve(
         tools = sample.tools if native else None
         turn = 0
 
+        failures: list[ModelFailure] = []
+
         async def generate(messages: list[Message], epoch: int | None = None) -> str:
             nonlocal turn
             if epoch is None:
@@ -485,25 +488,43 @@ def _make_solve(
             # Each of several generations gets its own seed (Repair@N needs independent samples).
             seed = epoch_seed(config.seed, epoch) if n > 1 else config.seed
             conf = config if seed == config.seed else config.model_copy(update={"seed": seed})
-            out = await model.generate(messages, tools=tools, config=conf, epoch=epoch, sample_id=sample.id)
+            try:
+                out = await model.generate(
+                    messages, tools=tools, config=conf, epoch=epoch, sample_id=sample.id
+                )
+            except ModelFailure as exc:
+                # The server failed this request identically on every attempt: the model's answer
+                # caused it, so the generation counts as a failed one instead of being excluded.
+                failures.append(exc)
+                record.add_failure(exc, seed=seed)
+                return ""
             reply = _reply_text(out, reply_format, sample)
             record.add_completion(out, output=reply, seed=seed)
             return reply
 
         prediction: Prediction
-        if interactive and n == 1:
-            prediction = await bench.run(sample, generate)  # type: ignore[attr-defined]
-        elif n == 1:
-            prediction = await generate(bench.prompt(sample), 0)
-        else:
-            messages = bench.prompt(sample)
-            prediction = list(await asyncio.gather(*(generate(messages, i) for i in range(n))))
+        try:
+            if interactive and n == 1:
+                prediction = await bench.run(sample, generate)  # type: ignore[attr-defined]
+            elif n == 1:
+                prediction = await generate(bench.prompt(sample), 0)
+            else:
+                messages = bench.prompt(sample)
+                prediction = list(await asyncio.gather(*(generate(messages, i) for i in range(n))))
+        except ModelError as exc:
+            return record.fail(exc)
         if batcher is not None:
             score = await batcher.score(sample, prediction)
         else:
             score = bench.score(sample, prediction, mode)
         record.scores = dict(score.values)
         record.details = _jsonable(score.details)
+        if failures:
+            record.details["model_failures"] = [str(f) for f in failures]
+            if len(failures) == len(record.outputs):
+                # Nothing the model said was usable: an empty reply must not score as an abstention.
+                record.scores = {k: (None if v is None else 0.0) for k, v in record.scores.items()}
+                record.details["outcome"] = "model_failure"
         final = prediction if isinstance(prediction, str) else (prediction[-1] if prediction else "")
         parsed = parse_calls(final)
         record.calls, record.findings = list(parsed.calls), list(parsed.findings)

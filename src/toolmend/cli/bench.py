@@ -35,7 +35,8 @@ def _print_result(result: BenchResult) -> None:
     out.print(table)
     out.print(
         f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "
-        f"{s.requests} requests, {s.cache_hits} cache hits, {s.retries} retries, "
+        f"infrastructure errors {s.infra_error_rate:.1%}, "
+        f"{s.requests} requests ({s.attempts} HTTP attempts), {s.cache_hits} cache hits, {s.retries} retries, "
         f"{s.usage.input_tokens}+{s.usage.output_tokens} tokens, {s.wall_s:.1f} s"
     )
     out.print(f"run: {result.run_dir}")
@@ -44,6 +45,9 @@ def _print_result(result: BenchResult) -> None:
     hint = result.retry_hint()
     if hint:
         out.print(hint)
+    warning = s.infra_warning()
+    if warning:
+        typer.echo(warning, err=True)
 
 
 def bench_command(
@@ -156,9 +160,9 @@ def bench_command(
             **result.summary.model_dump(mode="json"),
         }
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
-        hint = result.retry_hint()
-        if hint:
-            typer.echo(hint, err=True)
+        for line in (result.retry_hint(), result.summary.infra_warning()):
+            if line:
+                typer.echo(line, err=True)
     else:
         _print_result(result)
     if result.summary.n_scored == 0:

@@ -66,10 +66,29 @@ class SampleRecord(BaseModel):
     cache_hits: int = 0
     requests: int = 0
     """Completions obtained (from the server or the cache), retries not included."""
+    attempts: int = 0
+    """HTTP requests really made for this sample: every attempt, failed ones included (a cache
+    hit makes none)."""
     latency_s: float = 0.0
     error: InfraError | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     """Anything else a benchmark wants in reports (parse status, the error type, a judge's reason)."""
+
+    def add_failure(self, exc: ModelError, *, seed: int | None = None) -> None:
+        """Account for a request that failed on every attempt (a model failure keeps the sample
+        scored: its output is recorded as empty)."""
+        self.outputs.append("")
+        self.seeds.append(seed)
+        self.attempts += exc.attempts
+        self.retries += max(0, exc.attempts - 1)
+
+    def fail(self, exc: BaseException) -> SampleRecord:
+        """Mark this sample an infrastructure error, keeping what it already spent."""
+        if isinstance(exc, ModelError):
+            self.attempts += exc.attempts
+            self.retries += max(0, exc.attempts - 1)
+        self.error = InfraError.from_exception(exc)
+        return self
 
     @property
     def ok(self) -> bool:
@@ -88,5 +107,6 @@ class SampleRecord(BaseModel):
         if completion.cached:
             self.cache_hits += 1
         else:
+            self.attempts += completion.retries + 1
             self.usage = self.usage + completion.usage
             self.latency_s += completion.latency_s
