@@ -202,3 +202,55 @@ def test_a_200_with_an_error_or_no_choices_is_retried(tmp_path: Path, data_dir: 
     finally:
         server.stop()
     assert result.summary.n_errors == 0 and result.summary.retries == 2 and result.summary.attempts == 4
+
+
+def test_a_lone_surrogate_in_a_response_is_data(tmp_path: Path, data_dir: Path) -> None:
+    # An emoji cut at a token boundary: the server sends "\ud83d" escaped, json.loads keeps it.
+    cut = "I cannot help \ud83d"
+    server = _serve(lambda body: Reply(text=cut))
+    try:
+        opts: dict[str, Any] = {"data": data_dir / "bfcl", "categories": ["irrelevance"], "limit": 3}
+        first = run_bench(
+            "bfcl", "openai/tiny", base_url=server.base_url, progress=False, runs_dir=tmp_path, **opts
+        )
+        # Again from the cache, into a new run, and a resume of the first run.
+        again = run_bench(
+            "bfcl", "openai/tiny", base_url=server.base_url, progress=False, runs_dir=tmp_path, **opts
+        )
+        resumed = run_bench(
+            "bfcl", "openai/tiny", base_url=server.base_url, progress=False, resume=first.run_dir
+        )
+        requests = server.requests
+    finally:
+        server.stop()
+    assert requests == 3 and again.summary.cache_hits == 3 and resumed.summary.new_samples == 0
+    for result in (first, again):
+        records = RunDir(result.run_dir).read_records()
+        assert [r.outputs for r in records] == [[cut]] * 3  # stored losslessly
+        assert result.summary.metrics["overall_sample_weighted"] == 1.0
+        (result.run_dir / "samples.jsonl").read_text(encoding="utf-8")  # valid UTF-8 on disk
+
+
+def test_check_repair_json_prints_a_lone_surrogate(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolmend.cli.app import app
+
+    tools = tmp_path / "tools.json"
+    tools.write_text(
+        json.dumps([{"name": "f", "parameters": {"type": "object", "properties": {"c": {"type": "string"}}}}])
+    )
+    calls = tmp_path / "out.txt"
+    calls.write_text('{"name": "f", "arguments": {"c": "Par\\ud83d", "x": 1}}')
+    for extra in (["--json"], []):
+        result = CliRunner().invoke(
+            app, ["check", "--tools", str(tools), "--calls", str(calls), "--repair", *extra]
+        )
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+        assert "ud83d" in result.output
+
+
+def test_embedding_hash_takes_a_lone_surrogate() -> None:
+    from toolmend.compare.embed import _text_hash
+
+    assert _text_hash("a\ud83d") != _text_hash("a\ud83e")

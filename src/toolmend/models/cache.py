@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolmend._jsontext import load_model, model_json, utf8
 from toolmend._shared import cache_dir
 from toolmend.errors import ConfigError
 
@@ -67,7 +68,7 @@ def cache_key(identity: dict[str, Any], request: dict[str, Any]) -> str:
         ensure_ascii=False,
         default=str,
     )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(utf8(blob)).hexdigest()
 
 
 class CacheStats(BaseModel):
@@ -126,7 +127,7 @@ class ResponseCache:
             log.debug("cache miss %s", key)
             return None
         try:
-            completion = Completion.model_validate_json(row[0])
+            completion = load_model(Completion, row[0])
         except ValueError:
             # A value written by an incompatible version: treat as a miss, the put overwrites it.
             self.misses += 1
@@ -138,7 +139,7 @@ class ResponseCache:
         """Store ``completion`` under ``key``; empty completions are refused (returns ``False``)."""
         if completion.empty:
             return False
-        value = completion.model_dump_json(exclude={"cached", "retries", "latency_s"})
+        value = model_json(completion, exclude={"cached", "retries", "latency_s"})
         with self._lock:
             self._connection().execute(
                 "INSERT OR REPLACE INTO responses (key, model, created, value) VALUES (?, ?, ?, ?)",

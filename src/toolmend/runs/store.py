@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from toolmend._jsontext import dumps, load_model, model_json
 from toolmend.errors import ConfigError, DatasetError
 from toolmend.runs.manifest import DatasetInfo, Manifest
 from toolmend.runs.record import SampleRecord
@@ -106,7 +107,7 @@ class RunDir:
         return run
 
     def write_manifest(self, manifest: Manifest) -> None:
-        atomic_write(self.path / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+        atomic_write(self.path / MANIFEST, model_json(manifest, indent=2) + "\n")
 
     def manifest(self) -> Manifest:
         """The run's manifest; a :class:`DatasetError` when missing or unreadable."""
@@ -147,7 +148,7 @@ class RunDir:
 
     def _parse(self, n: int, text: str) -> SampleRecord:
         try:
-            return SampleRecord.model_validate_json(text)
+            return load_model(SampleRecord, text)
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or None
@@ -197,7 +198,7 @@ class RunDir:
         return total - len(keep)
 
     def write_results(self, results: dict[str, Any]) -> None:
-        atomic_write(self.path / RESULTS, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        atomic_write(self.path / RESULTS, dumps(results, indent=2) + "\n")
 
     def results(self) -> dict[str, Any] | None:
         """``results.json``, or ``None`` while the run is unfinished."""
@@ -242,7 +243,7 @@ class RecordWriter:
         """Queue ``record`` for writing (an error of an earlier write is raised here)."""
         if self._error is not None:
             raise self._error
-        self._queue.put((record.model_dump_json() + "\n").encode("utf-8"))
+        self._queue.put((model_json(record) + "\n").encode("utf-8"))
 
     def _run(self) -> None:
         stop = False
