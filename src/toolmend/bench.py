@@ -342,6 +342,8 @@ async def arun_bench(
 
 
 _IN_PROCESS_SAMPLES = 256
+_INLINE_PARSE = 4096
+"""Replies longer than this are parsed in a worker thread rather than on the event loop."""
 
 
 def _samples_in_flight(model: Model, max_connections: int) -> int:
@@ -516,7 +518,8 @@ def _make_solve(
         if batcher is not None:
             score = await batcher.score(sample, prediction)
         else:
-            score = bench.score(sample, prediction, mode)
+            # Off the event loop: scoring a long degenerate reply must not stall the requests.
+            score = await asyncio.to_thread(bench.score, sample, prediction, mode)
         record.scores = dict(score.values)
         record.details = _jsonable(score.details)
         if failures:
@@ -526,7 +529,9 @@ def _make_solve(
                 record.scores = {k: (None if v is None else 0.0) for k, v in record.scores.items()}
                 record.details["outcome"] = "model_failure"
         final = prediction if isinstance(prediction, str) else (prediction[-1] if prediction else "")
-        parsed = parse_calls(final)
+        parsed = (
+            await asyncio.to_thread(parse_calls, final) if len(final) > _INLINE_PARSE else parse_calls(final)
+        )
         record.calls, record.findings = list(parsed.calls), list(parsed.findings)
         return record
 
