@@ -161,6 +161,26 @@ async def run_samples(
     if max_samples < 1:
         raise ConfigError(f"max_samples must be at least 1, got {max_samples}")
     run = run if isinstance(run, RunDir) else RunDir(run)
+    with run.lock():
+        return await _run_locked(
+            samples, solve, run, max_samples, retry_errors, progress, score_key, aggregate, total
+        )
+
+
+async def _run_locked(
+    samples: Iterable[Sample],
+    solve: Solve,
+    run: RunDir,
+    max_samples: int,
+    retry_errors: bool,
+    progress: bool | Progress | None,
+    score_key: str | None,
+    aggregate: Aggregate | None,
+    total: int | None,
+) -> RunSummary:
+    # One writer per run directory (the caller holds its lock): the records read here, the
+    # appends, the compaction and results.json all see the same file, so the summary agrees
+    # with samples.jsonl by construction.
     started = time.perf_counter()
     skip: set[str] = set()
     for n, text in run.iter_lines(repair=True):

@@ -22,7 +22,9 @@ naming the line. :meth:`RunDir.compact` rewrites the file with one line per id.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import queue
@@ -42,6 +44,7 @@ from toolmend.runs.record import SampleRecord
 
 __all__ = ["RecordWriter", "RunDir", "atomic_write"]
 
+LOCK = ".lock"
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
@@ -210,6 +213,31 @@ class RunDir:
         except ValueError as exc:
             raise DatasetError("results.json is not valid JSON", path=path) from exc
         return data if isinstance(data, dict) else None
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run's exclusive lock (``.lock``, with the holder's pid) while writing it.
+
+        A second process gets a :class:`ConfigError` naming the holder instead of appending to
+        a file that the first one compacts, which loses records. The lock is the kernel's
+        (``flock``): a killed holder releases it.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                raise ConfigError(
+                    f"{self.path} is in use by another toolmend process (pid {holder}); "
+                    "wait for it to finish or stop it"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def writer(self) -> RecordWriter:
         """A :class:`RecordWriter` appending to ``samples.jsonl`` (cut any torn last line first)."""
