@@ -254,3 +254,20 @@ def test_embedding_hash_takes_a_lone_surrogate() -> None:
     from toolmend.compare.embed import _text_hash
 
     assert _text_hash("a\ud83d") != _text_hash("a\ud83e")
+
+
+def test_bench_runs_on_a_corrupt_cache(tmp_path: Path, data_dir: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "responses.sqlite").write_bytes(b"\xff" * 8192)
+    server = _serve(lambda body: Reply(text="[]"))
+    try:
+        with pytest.warns(RuntimeWarning, match="corrupt response cache"):
+            result = run_bench(
+                "bfcl", "openai/tiny", base_url=server.base_url, data=data_dir / "bfcl", categories=["irrelevance"],
+                limit=2, runs_dir=tmp_path / "runs", cache_dir=cache, progress=False, report=False,
+            )  # fmt: skip
+    finally:
+        server.stop()
+    assert result.summary.n_scored == 2
+    assert any(p.name.startswith("responses.sqlite.corrupt-") for p in cache.iterdir())
