@@ -1,6 +1,7 @@
 """``manifest.json``: what a run was, written before its first sample.
 
-It freezes what is needed to reproduce or resume the run — the command line, the config, the
+It freezes what is needed to reproduce or resume the run — the command line, the config (both
+with secrets redacted, see :mod:`toolmend.runs.redact`), the
 toolmend version, the git revision of the working tree (if any) and a content hash of the
 dataset, so that resuming against changed data is refused instead of mixing two datasets.
 
@@ -17,7 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolmend.runs.redact import redact, redact_argv
 
 __all__ = ["DatasetInfo", "Manifest", "dataset_fingerprint", "git_revision"]
 
@@ -83,10 +86,23 @@ class Manifest(BaseModel):
     benchmark: str
     model: str
     created: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-    command: list[str] = Field(default_factory=lambda: list(sys.argv))
+    command: list[str] = Field(default_factory=lambda: list(sys.argv), validate_default=True)
     config: dict[str, Any] = Field(default_factory=dict)
     toolmend_version: str = Field(default_factory=_version)
     python: str = Field(default_factory=lambda: sys.version.split()[0])
     git_revision: str | None = Field(default_factory=lambda: git_revision(Path(__file__).resolve().parent))
     """The revision of the toolmend checkout that ran (``None`` for an installed wheel)."""
     dataset: DatasetInfo | None = None
+
+    # Secrets (API keys, tokens, auth headers, URL credentials) never reach manifest.json: the
+    # command line and the settings are redacted as the manifest is built, hence before writing.
+    @field_validator("command")
+    @classmethod
+    def _redact_command(cls, value: list[str]) -> list[str]:
+        return redact_argv(value)
+
+    @field_validator("config")
+    @classmethod
+    def _redact_config(cls, value: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = redact(value)
+        return out

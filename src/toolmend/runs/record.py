@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend.errors import ModelError
 from toolmend.models.base import Completion, Usage
+from toolmend.runs.redact import redact_text
 from toolmend.schema import Finding, ToolCall
 
 __all__ = ["InfraError", "SampleRecord"]
@@ -38,9 +39,11 @@ class InfraError(BaseModel):
     @classmethod
     def from_exception(cls, exc: BaseException) -> InfraError:
         """The record of ``exc`` (a :class:`~toolmend.ModelError` keeps its status and retryability)."""
+        # Messages quote URLs and headers; credentials in them never reach samples.jsonl.
+        message = redact_text(str(exc) or type(exc).__name__)
         if isinstance(exc, ModelError):
-            return cls(message=str(exc), type=type(exc).__name__, status=exc.status, retryable=exc.retryable)
-        return cls(message=str(exc) or type(exc).__name__, type=type(exc).__name__)
+            return cls(message=message, type=type(exc).__name__, status=exc.status, retryable=exc.retryable)
+        return cls(message=message, type=type(exc).__name__)
 
 
 class SampleRecord(BaseModel):
