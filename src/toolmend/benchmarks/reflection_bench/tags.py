@@ -69,8 +69,8 @@ def _lazy_blocks(text: str, tag: tuple[re.Pattern[str], re.Pattern[str]]) -> lis
     closer of the same tag after it, found by bisection instead of a rescan."""
     opener, closer = tag
     closes: dict[str, list[tuple[int, int]]] = {}
-    for m in closer.finditer(text):
-        closes.setdefault(m.group(1).lower(), []).append((m.start(), m.end()))
+    for c in closer.finditer(text):
+        closes.setdefault(c.group(1).lower(), []).append((c.start(), c.end()))
     blocks: list[tuple[int, int, int, int]] = []
     pos = 0
     while (m := opener.search(text, pos)) is not None:
