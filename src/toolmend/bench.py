@@ -343,7 +343,13 @@ async def arun_bench(
 
 _IN_PROCESS_SAMPLES = 256
 _INLINE_PARSE = 4096
-"""Replies longer than this are parsed in a worker thread rather than on the event loop."""
+"""Replies longer than this are scored and parsed in a worker thread, not on the event loop
+(short ones stay inline: a thread hop would cost more than the work)."""
+
+
+def _long(prediction: Prediction) -> bool:
+    texts = [prediction] if isinstance(prediction, str) else prediction
+    return sum(len(t) for t in texts if isinstance(t, str)) > _INLINE_PARSE
 
 
 def _samples_in_flight(model: Model, max_connections: int) -> int:
@@ -517,9 +523,11 @@ def _make_solve(
             return record.fail(exc)
         if batcher is not None:
             score = await batcher.score(sample, prediction)
-        else:
+        elif _long(prediction):
             # Off the event loop: scoring a long degenerate reply must not stall the requests.
             score = await asyncio.to_thread(bench.score, sample, prediction, mode)
+        else:
+            score = bench.score(sample, prediction, mode)
         record.scores = dict(score.values)
         record.details = _jsonable(score.details)
         if failures:
@@ -529,9 +537,7 @@ def _make_solve(
                 record.scores = {k: (None if v is None else 0.0) for k, v in record.scores.items()}
                 record.details["outcome"] = "model_failure"
         final = prediction if isinstance(prediction, str) else (prediction[-1] if prediction else "")
-        parsed = (
-            await asyncio.to_thread(parse_calls, final) if len(final) > _INLINE_PARSE else parse_calls(final)
-        )
+        parsed = await asyncio.to_thread(parse_calls, final) if _long(final) else parse_calls(final)
         record.calls, record.findings = list(parsed.calls), list(parsed.findings)
         return record
 
