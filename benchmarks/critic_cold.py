@@ -16,13 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import toolmend.models.checklist  # noqa: F401  (registers the checklist model)
 from toolmend.benchmarks.critic import build_suite
 from toolmend.benchmarks.critictool import CriticToolBenchmark, parse_tool_list, prompt_tools
+from toolmend.benchmarks.critictool.checklist import critique
 from toolmend.benchmarks.critictool.runner import run_sample
 from toolmend.compare.embed import Embedder
 from toolmend.formats.tools import load_tools
-from toolmend.models.checklist import critique
 from toolmend.schema import Message
 from toolmend.world import World
 from toolmend.world.create import create_state

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from toolmend.env import ResponseCache
+from toolmend.env import ToolCache
 from toolmend.world import Task, World, generate_tasks
 
 
@@ -29,7 +29,7 @@ def main() -> None:
     tasks = generate_tasks(seed=0)
     base, n = _run(tasks, checker=None)
     checked, _ = _run(tasks)
-    cache = ResponseCache()
+    cache = ToolCache()
     _run(tasks, checker=None, cache=cache)
     warm, _ = _run(tasks, checker=None, cache=cache)
     world_only = time.perf_counter()

@@ -5,6 +5,22 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
-# torch first, pinned: left to itself pip would resolve a multi-GB CUDA build.
-.venv/bin/python -m pip install -q "torch==2.13.0"
+# torch first, pinned, so that nothing later resolves another version. Which build arrives depends
+# on pip's index (plain PyPI on Linux: the CUDA build). TORCH_INDEX opts into another index, e.g.
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU build; unset, nothing changes.
+if [ -n "${TORCH_INDEX:-}" ]; then
+  .venv/bin/python -m pip install -q "torch==2.13.0" --index-url "$TORCH_INDEX"
+else
+  .venv/bin/python -m pip install -q "torch==2.13.0"
+fi
 .venv/bin/python -m pip install -q -e ".[embed,viz]" --group dev
+# Headless chromium for the report's browser test (tests/reports/test_report_browser.py); without
+# it that test is skipped and says why.
+if ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } >/dev/null \
+      || echo "install.sh: could not install chromium; the report browser test will be skipped" >&2
+  else
+    echo "install.sh: no chromedriver, and apt-get needs root; the report browser test will be skipped" >&2
+  fi
+fi

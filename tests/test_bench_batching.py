@@ -55,7 +55,7 @@ def _samples(*ids: str) -> list[Sample]:
 
 
 async def _run(bench: EchoBench, model: Model, samples: list[Sample]) -> list[float | None]:
-    solve = _make_solve(bench, model, "compat", GenerateConfig(), 1, False)
+    solve = _make_solve(bench, model, "compat", GenerateConfig(), False, [], "none")
     records = await asyncio.gather(*(solve(s) for s in samples))
     return [r.scores["echo"] for r in records]
 
@@ -87,7 +87,7 @@ async def test_benchmarks_without_prepare_score_at_once() -> None:
 
 def test_in_process_models_keep_more_samples_in_flight() -> None:
     from toolmend.bench import _samples_in_flight
-    from toolmend.models.checklist import ChecklistCritic
+    from toolmend.benchmarks.critictool.checklist import ChecklistCritic
 
     assert _samples_in_flight(EchoModel(), 16) == 16
     assert _samples_in_flight(EchoModel(), 0) == 1

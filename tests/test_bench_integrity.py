@@ -28,9 +28,7 @@ def _serve(handler: Any, **kw: Any) -> Any:
 
 def _bench(name: str, server: Any, tmp_path: Path, **kw: Any) -> Any:
     kw.setdefault("runs_dir", tmp_path / "runs")
-    return run_bench(
-        name, "openai/tiny", base_url=server.base_url, progress=False, report=False, cache=False, **kw
-    )
+    return run_bench(name, "openai/tiny", base_url=server.base_url, progress=False, cache=False, **kw)
 
 
 def _reflection_samples(data_dir: Path, n: int) -> list[Sample]:
@@ -67,8 +65,8 @@ def test_malformed_native_calls_reach_the_scorer_as_calls(tmp_path: Path, data_d
 
 
 def test_valid_and_malformed_native_calls_keep_their_order() -> None:
+    from toolmend.benchmarks.replies import reply_text
     from toolmend.models.base import Completion, RawToolCall
-    from toolmend.runs.replies import reply_text
     from toolmend.schema import ToolCall
 
     c = Completion(
@@ -83,6 +81,23 @@ def test_valid_and_malformed_native_calls_keep_their_order() -> None:
         '<tool_call>\n{"name": "f", "arguments": {oops}\n</tool_call>\n\n'
         '<tool_call>\n{"name": "g", "arguments": {"x": 1}}\n</tool_call>'
     )
+
+
+def test_every_benchmark_writes_malformed_native_calls_back(data_dir: Path) -> None:
+    # The runner asks the benchmark for the reply text (Benchmark.reply_text); NesTools overrides
+    # it to add api ids, and a malformed call must survive there as in the base writer.
+    from toolmend.benchmarks.nestools import NesTools
+    from toolmend.models.base import Completion, RawToolCall
+
+    load_builtin_benchmarks()
+    broken = RawToolCall(name="f", arguments='{"a": 1', error="bad JSON")
+    c = Completion(raw_tool_calls=[broken])
+    bfcl = BENCHMARKS.get("bfcl")()
+    assert bfcl.reply_text(Sample(id="x", messages=[]), c) == '[f({"a": 1)]'
+    nes = NesTools()
+    sample = nes.load(data_dir / "nestools", limit=1)[0]
+    reply = nes.reply_text(sample, c)
+    assert '"parameters": {"a": 1' in reply and reply != ""
 
 
 @pytest.mark.parametrize("tool_mode", ["prompt", "native"])
@@ -265,7 +280,7 @@ def test_bench_runs_on_a_corrupt_cache(tmp_path: Path, data_dir: Path) -> None:
         with pytest.warns(RuntimeWarning, match="corrupt response cache"):
             result = run_bench(
                 "bfcl", "openai/tiny", base_url=server.base_url, data=data_dir / "bfcl", categories=["irrelevance"],
-                limit=2, runs_dir=tmp_path / "runs", cache_dir=cache, progress=False, report=False,
+                limit=2, runs_dir=tmp_path / "runs", cache_dir=cache, progress=False,
             )  # fmt: skip
     finally:
         server.stop()

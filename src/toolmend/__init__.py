@@ -6,14 +6,24 @@ Catch a bad call before it runs:
 >>> tools = toolmend.load_tools([{"name": "get_weather", "parameters": {"type": "object",
 ...     "properties": {"city": {"type": "string"}}, "required": ["city"]}}])
 >>> parsed = toolmend.parse_calls('[get_wether(City="Paris")]')
->>> [f.code for f in toolmend.check(parsed.calls, tools)]
+>>> [f.code for f in toolmend.check_calls(parsed.calls, tools)]
 ['wrong_tool_name']
 >>> fixed = toolmend.repair(parsed.calls, tools)
 >>> fixed.calls[0].name, fixed.calls[0].arguments, fixed.clean
 ('get_weather', {'city': 'Paris'}, True)
 
-The data model, the checker and the formats load eagerly; the heavier parts (benchmarks, models,
-runs, the world) load on first use of one of their names.
+The data model, the checker and the formats load eagerly; the heavier parts load on first use
+of one of their names (``dir(toolmend)`` and ``help(toolmend)`` list them too):
+
+- running benchmarks: ``run_bench``, ``BenchResult``, ``BENCHMARKS``, ``Benchmark``,
+  ``SampleScore``, ``score_predictions``;
+- models: ``get_model``, ``Model``, ``Completion``, ``GenerateConfig``;
+- runs and reports: ``RunDir``, ``load_run``, ``runs_dataframe``, ``write_report``;
+- the tool world and its environment: ``World``, ``generate_tasks``, ``Environment``,
+  ``FaultPlan``, ``FaultRule``;
+- error injection: ``inject``, ``Injection``.
+
+``toolmend.check`` is the checker's subpackage; its ``check`` function is ``toolmend.check_calls``.
 """
 
 from __future__ import annotations
@@ -21,7 +31,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from toolmend.check import Checker, Fix, RepairResult, bfcl_error_type, check, critictool_category, repair
+from toolmend._version import __version__
+from toolmend.check import Checker, Fix, RepairResult, bfcl_error_type, critictool_category, repair
+from toolmend.check import check as check_calls
 from toolmend.errors import (
     ConfigError,
     DatasetError,
@@ -53,7 +65,6 @@ if TYPE_CHECKING:
     from toolmend.synth.inject import Injection, inject
     from toolmend.world import World, generate_tasks
 
-__version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access (PEP 562).
 _LAZY = {
@@ -79,6 +90,10 @@ _LAZY = {
     "Injection": "toolmend.synth.inject",
     "inject": "toolmend.synth.inject",
 }
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def __getattr__(name: str) -> Any:
@@ -126,7 +141,7 @@ __all__ = [
     "World",
     "__version__",
     "bfcl_error_type",
-    "check",
+    "check_calls",
     "critictool_category",
     "generate_tasks",
     "get_model",

@@ -29,8 +29,10 @@ def shared_dir() -> Path:
 def cache_dir() -> Path:
     """``$TOOLMEND_CACHE_DIR`` when set, else ``~/.cache/toolmend`` (not created here).
 
-    >>> cache_dir() / "embeddings.sqlite"  # doctest: +SKIP
-    PosixPath('/home/me/.cache/toolmend/embeddings.sqlite')
+    >>> import os
+    >>> os.environ["TOOLMEND_CACHE_DIR"] = "/tmp/my-cache"
+    >>> cache_dir() / "embeddings.sqlite"
+    PosixPath('/tmp/my-cache/embeddings.sqlite')
     """
     env = os.environ.get("TOOLMEND_CACHE_DIR")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "toolmend"

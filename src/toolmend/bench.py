@@ -1,6 +1,7 @@
 """Run a model on a benchmark end to end: the Python API behind ``toolmend bench``.
 
-Generate → parse → score → write the run directory (see :mod:`toolmend.runs`) → report::
+Load → solve (generate, through any strategies) → score → write the run directory (see
+:mod:`toolmend.runs`)::
 
     from toolmend.bench import run_bench
 
@@ -8,22 +9,22 @@ Generate → parse → score → write the run directory (see :mod:`toolmend.run
                        categories=["simple_python"], limit=50, max_connections=32)
     result.summary.metrics["overall_sample_weighted"], result.run_dir
 
-Any registered benchmark works (``nestools``, ``critictool``, ``bfcl``, ``reflection-bench`` …).
-CriticTool's external samples go through the benchmark's interactive retry loop; ``samples=N``
-asks for N generations per sample (Repair@N on ``reflection-bench``; a temperature of 0.7 is used
-when none is given, and each generation's index is part of the cache key).
+Any registered benchmark or suite works (``toolmend --help`` lists them). The runner knows no
+benchmark by name: each :class:`~toolmend.benchmarks.Benchmark` declares its reply format, its
+headline score, its detail keys and its gold reply, and solves a sample with the ``generate``
+the runner gives it (CriticTool's interactive retry loop and Repair@N are their benchmarks' own
+:meth:`~toolmend.benchmarks.Benchmark.solve`). ``strategy="a+b"`` wraps that ``generate`` with
+the strategies registered as ``a`` and ``b`` (:data:`~toolmend.benchmarks.STRATEGIES`).
 
 The model ``"scripted"`` is an oracle that answers every sample with the benchmark's gold reply,
-to check a pipeline end to end (its score must be 100%); ``"replay/<file>"`` replays saved outputs.
+to check a pipeline end to end (100%, except where the official compat scorer cannot give the
+gold replies full marks: a benchmark says so in :attr:`~toolmend.benchmarks.Benchmark.gold_ceiling`); ``"replay/<file>"`` replays saved outputs.
 
-A benchmark name can also be a *suite* (:data:`SUITES`): a function that builds the data for a
-seed into a folder, the benchmark that reads it, and a default model::
-
-    SUITES.add("critic", Suite(benchmark="critictool", default_model="checklist",
-                               build=lambda seed, out: build_suite(source="world", seed=seed, out=out).path))
-
+Everything that decides a run's results is one typed :class:`BenchSettings`, stored in the run's
+manifest; ``resume=<run dir>`` reads it back (a setting given again with another value is refused).
 Infrastructure failures (the backend gave up after its retries) are recorded per sample and kept
-out of the metrics; rerun with ``resume=<run dir>, retry_errors=True`` to answer them.
+out of the metrics; rerun with ``resume=<run dir>, retry_errors=True`` to answer them. The run's
+report is written by :func:`toolmend.reports.write_report` (the CLI does it after every run).
 """
 
 from __future__ import annotations
@@ -31,70 +32,106 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
-    BENCHMARKS,
+    STRATEGIES,
+    SUITES,
     Benchmark,
+    Generate,
     Mode,
     Prediction,
     SampleScore,
+    SolveState,
+    Strategy,
+    Suite,
     as_mode,
-    load_builtin_benchmarks,
 )
-from toolmend.benchmarks.templates import template_options
-from toolmend.errors import ConfigError, ModelError
-from toolmend.formats.calls import parse_calls, write_calls
-from toolmend.models import Completion, GenerateConfig, Model, ScriptedModel, get_model
+from toolmend.benchmarks.replies import epoch_seed
+from toolmend.benchmarks.templates import with_prompt_template
+from toolmend.errors import ConfigError, DatasetError, ModelError
+from toolmend.formats.calls import parse_calls
+from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models.cache import default_cache_dir
 from toolmend.models.retry import ModelFailure
-from toolmend.registry import Registry
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs.progress import Progress
-from toolmend.runs.replies import epoch_seed, reply_text
-from toolmend.schema import Message, Sample, ToolCall
+from toolmend.schema import Message, Sample
 
-__all__ = ["SUITES", "BenchResult", "Suite", "arun_bench", "gold_output", "run_bench"]
+__all__ = [
+    "SUITES",
+    "BenchResult",
+    "BenchSettings",
+    "BenchToolMode",
+    "Suite",
+    "arun_bench",
+    "resolve_strategies",
+    "run_bench",
+]
+
+log = logging.getLogger(__name__)
 
 BenchToolMode = Literal["prompt", "native"]
 """``prompt``: the benchmark's own prompt describes the tools and replies are text (the
 benchmarks' published protocol); ``native``: tools also go out as the API's function-calling
 schema and native calls are written back into the benchmark's reply format before scoring."""
 
-
-@dataclass(frozen=True)
-class Suite:
-    """A benchmark name backed by generated data (see the module docstring)."""
-
-    benchmark: str
-    """The registered benchmark that loads and scores the built data."""
-    build: Callable[[int, Path], Path]
-    """``(seed, out_dir) -> data path``; called once per seed (its output folder is reused)."""
-    default_model: str | None = None
-    load_options: dict[str, Any] = field(default_factory=dict)
+SETTINGS_VERSION = 1
 
 
-SUITES: Registry[Suite] = Registry("benchmark suite")
-"""Suites by the name ``toolmend bench`` accepts; checked before :data:`~toolmend.benchmarks.BENCHMARKS`."""
+class BenchSettings(BaseModel):
+    """Everything that decides a run's results; stored in ``manifest.json`` (``config.bench``)
+    and read back on resume. Operational options (connections, cache, URLs, retries) are not here:
+    they may change between a run and its resumption."""
 
-# How native calls are written back for each benchmark's scorer.
-_NATIVE_FORMAT: dict[str, str] = {
-    "bfcl": "python",
-    "nestools": "nestools",
-    "critictool": "json",
-    "reflection-bench": "tags",
-}
-# The per-sample score the progress bar shows.
-_SCORE_KEY: dict[str, str] = {
-    "bfcl": "accuracy",
-    "reflection-bench": "correct",
-    "nestools": "tree_pass",
-    "critictool": "tool",
-}
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = SETTINGS_VERSION
+    model: str = ""
+    """The model string (or a given :class:`~toolmend.models.Model`'s name)."""
+    data: str | None = None
+    """The data path as given (``None``: the shared data, or the suite's build for the seed)."""
+    limit: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    mode: Mode = "compat"
+    tool_mode: BenchToolMode = "prompt"
+    samples: int = Field(default=1, ge=1)
+    """Generations per sample, for benchmarks that score several (Repair@N)."""
+    categories: list[str] | None = None
+    temperature: float | None = None
+    load_options: dict[str, Any] = Field(default_factory=dict)
+    prompt_template: str | None = None
+    """The template file's path (its content is in the benchmark's prompts, hence in the cache key)."""
+    strategy: str = "none"
+    """Strategy names joined by ``+`` (``none``: the benchmark's own protocol only)."""
+
+    @classmethod
+    def from_manifest(cls, run: RunDir) -> BenchSettings:
+        """The settings a run was started with; a :class:`~toolmend.ConfigError` when the run was
+        not written by ``toolmend bench`` or by a toolmend whose settings this one cannot read."""
+        raw = run.manifest().config.get("bench")
+        if not isinstance(raw, dict) or not raw:
+            raise ConfigError(f"{run.path} was not written by toolmend bench; cannot resume it")
+        try:
+            settings = cls.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise ConfigError(f"{run.path}: cannot read its settings ({where}: {err['msg']})") from exc
+        if settings.schema_version != SETTINGS_VERSION:
+            raise ConfigError(
+                f"{run.path} has settings version {settings.schema_version}; this toolmend reads "
+                f"version {SETTINGS_VERSION}: start a new run"
+            )
+        return settings
 
 
 @dataclass
@@ -106,8 +143,7 @@ class BenchResult:
     model: str
     mode: Mode
     summary: RunSummary
-    report: Path | None = None
-    """``report.md`` in the run directory (``report.html`` lies next to it)."""
+    settings: BenchSettings | None = None
 
     @property
     def failed(self) -> int:
@@ -124,26 +160,29 @@ class BenchResult:
         )
 
 
-def gold_output(bench: Benchmark, sample: Sample) -> Prediction:
-    """The reply a perfect model gives ``sample`` on ``bench`` (a list for multi-turn samples)."""
-    gold = getattr(bench, "gold", None)
-    if callable(gold):
-        out: Prediction = gold(sample)
-        return out
-    if bench.name == "bfcl":
-        from toolmend.benchmarks.bfcl.decode import render_python
+def resolve_strategies(strategy: str | Strategy | Sequence[Strategy] | None) -> tuple[str, list[Strategy]]:
+    """``(name, strategies)``: ``"a+b"`` is resolved through
+    :data:`~toolmend.benchmarks.STRATEGIES` (``a`` wraps the base generate, ``b`` wraps ``a``);
+    ``None`` and ``"none"`` are no strategy.
 
-        return render_python(sample.target)
-    if bench.name == "nestools":
-        from toolmend.benchmarks.nestools.data import to_official_output
-
-        return to_official_output(sample)
-    truth = sample.metadata.get("ground_truth")
-    if isinstance(truth, str):
-        return truth
-    if sample.target:
-        return write_calls(sample.target, "json")
-    raise ConfigError(f"no gold reply is known for benchmark {bench.name!r}; use replay/<file> instead")
+    >>> resolve_strategies("none")
+    ('none', [])
+    """
+    if strategy is None:
+        return "none", []
+    if isinstance(strategy, str):
+        names = [n.strip() for n in strategy.split("+") if n.strip()]
+        if not names:
+            raise ConfigError(f"empty strategy name {strategy!r}")
+        if names == ["none"]:
+            return "none", []
+        if "none" in names:
+            raise ConfigError(f"'none' cannot be combined with other strategies: {strategy!r}")
+        return "+".join(names), [STRATEGIES.get(n)() for n in names]
+    items = [strategy] if not isinstance(strategy, Sequence) else cast("list[Strategy]", list(strategy))
+    if not items:
+        return "none", []
+    return "+".join(s.name for s in items), items
 
 
 # The sample being solved, so that the gold oracle (a script of the messages only) can answer it.
@@ -153,7 +192,7 @@ _CURRENT: contextvars.ContextVar[tuple[Sample, list[int]]] = contextvars.Context
 def _oracle(bench: Benchmark, delay: float, max_connections: int) -> ScriptedModel:
     def answer(messages: list[Message]) -> str:
         sample, turn = _CURRENT.get()
-        gold = gold_output(bench, sample)
+        gold = bench.gold(sample)
         if isinstance(gold, str):
             return gold
         i = min(turn[0], len(gold) - 1)
@@ -164,79 +203,81 @@ def _oracle(bench: Benchmark, delay: float, max_connections: int) -> ScriptedMod
 
 
 def _jsonable(value: Any) -> Any:
-    # Details go to samples.jsonl; anything JSON cannot hold becomes its repr.
+    # Details and events go to samples.jsonl; anything JSON cannot hold becomes its repr.
     return json.loads(json.dumps(value, ensure_ascii=False, default=repr))
 
 
-def _reply_text(completion: Completion, reply_format: str, sample: Sample) -> str:
-    write = None
-    if reply_format == "nestools":
-        # NesTools answers carry api ids and named responses that only the sample knows.
-        from toolmend.benchmarks.nestools.data import to_official_output
+@dataclass
+class _Plan:
+    """What a run resolved: the benchmark object, its samples and data path, the settings."""
 
-        def write(calls: list[ToolCall]) -> str:
-            return to_official_output(sample, calls)
-
-    return reply_text(completion, reply_format, write=write)
-
-
-def _load_samples(bench: Benchmark, data: Path, settings: dict[str, Any]) -> list[Sample]:
-    options = dict(settings.get("load_options") or {})
-    categories = settings.get("categories")
-    if categories:
-        if bench.name != "bfcl":
-            raise ConfigError(f"--categories applies to bfcl, not {bench.name}")
-        options["categories"] = categories
-    limit = settings.get("limit")
-    if bench.name == "nestools":
-        options.setdefault("seed", settings["seed"])
-        if limit is not None:
-            options.setdefault("limit", limit)
-    samples = bench.load(data, **options)
-    return samples[:limit] if limit is not None else samples
+    bench: Benchmark
+    name: str
+    suite: Suite | None
+    path: Path
+    settings: BenchSettings
 
 
-def _resolve(
-    benchmark: str,
-    model: str | Model | None,
-    data: str | Path | None,
-    seed: int,
-    cache_root: Path,
-    prompt_template: str | None = None,
-) -> tuple[Benchmark, str, str | Model, Path, dict[str, Any]]:
-    """(benchmark object, benchmark name as asked, model, data path, suite load options)."""
-    suite = SUITES.get(benchmark) if benchmark in SUITES else None
-    load_builtin_benchmarks(suite.benchmark if suite else benchmark)
-    bench_name = suite.benchmark if suite else benchmark
-    options = template_options(bench_name, prompt_template) if prompt_template else {}
-    bench = BENCHMARKS.get(bench_name)(**options)
-    if model is None:
-        if suite is None or suite.default_model is None:
-            raise ConfigError(f"--model is required for {benchmark}")
-        model = suite.default_model
-    if data is not None:
-        path = Path(data)
+def _resolve(benchmark: str | Benchmark, settings: BenchSettings, cache_root: Path) -> _Plan:
+    if isinstance(benchmark, Benchmark):
+        if settings.prompt_template is not None or settings.samples > 1:
+            raise ConfigError(
+                "prompt_template and samples are constructor options: pass them to the benchmark"
+            )
+        name, suite, bench = benchmark.name, None, benchmark
+    else:
+        name = benchmark
+        suite = SUITES.get(name) if name in SUITES else None
+        options: dict[str, Any] = {"samples": settings.samples} if settings.samples > 1 else {}
+        bench = with_prompt_template(suite.benchmark if suite else name, settings.prompt_template, **options)
+    if settings.data is not None:
+        path = Path(settings.data)
     elif suite is not None:
-        path = suite.build(seed, cache_root / "suites" / benchmark / f"seed-{seed}")
+        path = suite.build(settings.seed, cache_root / "suites" / name / f"seed-{settings.seed}")
     else:
         path = shared_dir() / bench.default_data
     if not path.exists():
         raise ConfigError(f"benchmark data not found: {path} (pass --data)")
-    return bench, benchmark, model, path, dict(suite.load_options) if suite else {}
+    return _Plan(bench=bench, name=name, suite=suite, path=path, settings=settings)
 
 
-def _settings_from_manifest(run: RunDir, benchmark: str) -> dict[str, Any]:
-    manifest = run.manifest()
-    if manifest.benchmark != benchmark:
-        raise ConfigError(f"{run.path} is a {manifest.benchmark} run, not {benchmark}")
-    settings = dict(manifest.config.get("bench") or {})
-    if not settings:
-        raise ConfigError(f"{run.path} was not written by toolmend bench; cannot resume it")
-    return settings
+def _load_samples(plan: _Plan) -> list[Sample]:
+    s = plan.settings
+    options = {**(plan.suite.load_options if plan.suite else {}), **s.load_options}
+    if s.categories:
+        options["categories"] = list(s.categories)
+    plan.bench.check_load_options(options)
+    samples = plan.bench.load_run(plan.path, options, limit=s.limit, seed=s.seed)
+    if not samples:
+        raise DatasetError(f"no {plan.bench.name} samples found", path=plan.path)
+    return plan.bench.for_native_tools(samples) if s.tool_mode == "native" else samples
+
+
+def samples_of_run(benchmark: str, settings: BenchSettings, path: Path) -> tuple[Benchmark, list[Sample]]:
+    """The benchmark object and the samples a run with ``settings`` reads from ``path`` (reports
+    use it to show each sample's prompt, tools and gold reply)."""
+    plan = _resolve(benchmark, settings.model_copy(update={"data": str(path)}), path)
+    return plan.bench, _load_samples(plan)
+
+
+def _check_resume(stored: BenchSettings, asked: dict[str, Any]) -> None:
+    """Refuse settings given again on resume with a value other than the run's own."""
+    defaults = BenchSettings()
+    changed = [
+        f"{key}={value!r} (the run has {getattr(stored, key)!r})"
+        for key, value in asked.items()
+        if value != getattr(defaults, key) and value != getattr(stored, key)
+    ]
+    if changed:
+        raise ConfigError(
+            "--resume reuses the run's own settings; these differ: "
+            + "; ".join(changed)
+            + ". Drop them, or start a new run"
+        )
 
 
 async def arun_bench(
-    benchmark: str,
+    benchmark: str | Benchmark,
     model: str | Model | None = None,
     *,
     data: str | Path | None = None,
@@ -253,92 +294,120 @@ async def arun_bench(
     retry_errors: bool = False,
     runs_dir: str | Path = "runs",
     samples: int = 1,
-    categories: list[str] | None = None,
+    categories: Sequence[str] | None = None,
     temperature: float | None = None,
     max_retries: int | None = None,
     load_options: dict[str, Any] | None = None,
     model_options: dict[str, Any] | None = None,
     progress: bool | Progress | None = None,
-    report: bool = True,
     prompt_template: str | Path | None = None,
+    strategy: str | Strategy | Sequence[Strategy] | None = None,
 ) -> BenchResult:
     """The async form of :func:`run_bench` (same arguments)."""
+    if retry_errors and resume is None:
+        raise ConfigError("--retry-errors needs --resume RUN_DIR")
+    if tool_mode not in ("prompt", "native"):
+        raise ConfigError(f"--tool-mode must be prompt or native, got {tool_mode!r}")
+    if max_connections < 1:
+        raise ConfigError(f"--max-connections must be at least 1, got {max_connections}")
+    if samples < 1:
+        raise ConfigError(f"--samples must be at least 1, got {samples}")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {limit}")
+    if max_retries is not None and max_retries < 0:
+        raise ConfigError(f"--max-retries must be at least 0, got {max_retries}")
+    strategy_name, strategies = resolve_strategies(strategy)
     cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    asked: dict[str, Any] = {
+        "data": str(data) if data is not None else None,
+        "limit": limit,
+        "seed": seed,
+        "mode": as_mode(mode),
+        "tool_mode": tool_mode,
+        "samples": samples,
+        "categories": list(categories) if categories else None,
+        "temperature": temperature if temperature is not None or samples == 1 else 0.7,
+        "load_options": dict(load_options or {}),
+        "prompt_template": str(prompt_template) if prompt_template is not None else None,
+        "strategy": strategy_name,
+    }
     run: RunDir | None = None
+    name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
     if resume is not None:
         run = RunDir.open(resume)
-        settings = _settings_from_manifest(run, benchmark)
-        asked = model if isinstance(model, str) else None
-        if asked is not None and asked != settings["model"]:
-            raise ConfigError(f"{run.path} ran model {settings['model']!r}, not {asked!r}")
-        model = model if isinstance(model, Model) else settings["model"]
+        manifest = run.manifest()
+        if manifest.benchmark != name:
+            raise ConfigError(f"{run.path} is a {manifest.benchmark} run, not {name}")
+        settings = BenchSettings.from_manifest(run)
+        if isinstance(model, str):
+            asked["model"] = model
+        asked["temperature"] = temperature  # the 0.7 default applies to new runs only
+        _check_resume(settings, asked)
+        if strategy is not None and not isinstance(strategy, str):
+            strategies = resolve_strategies(strategy)[1]  # objects given again: the run's own names
+        else:
+            strategies = resolve_strategies(settings.strategy)[1]
+        model = model if isinstance(model, Model) else settings.model
     else:
-        if samples < 1:
-            raise ConfigError(f"--samples must be at least 1, got {samples}")
-        mode = as_mode(mode)
-        if tool_mode not in ("prompt", "native"):
-            raise ConfigError(f"tool mode must be prompt or native, got {tool_mode!r}")
-        if temperature is None and samples > 1:
-            temperature = 0.7
-        settings = {
-            "data": str(data) if data is not None else None,
-            "limit": limit,
-            "seed": seed,
-            "mode": mode,
-            "tool_mode": tool_mode,
-            "samples": samples,
-            "categories": list(categories) if categories else None,
-            "temperature": temperature,
-            "load_options": dict(load_options or {}),
-            "prompt_template": str(prompt_template) if prompt_template is not None else None,
-        }
-    bench, name, model, path, suite_options = _resolve(
-        benchmark, model, settings["data"], int(settings["seed"]), cache_root, settings.get("prompt_template")
-    )
-    settings["load_options"] = {**suite_options, **(settings.get("load_options") or {})}
-    samples_list = _load_samples(bench, path, settings)
-    mode_ = as_mode(settings["mode"])
-    native = settings["tool_mode"] == "native"
-    if native and bench.name == "nestools":
-        # Native function calling sends sample.tools; NesTools offers gold tools plus distractors.
-        from toolmend.benchmarks.nestools import NesTools
-
-        if isinstance(bench, NesTools):
-            samples_list = bench.with_candidates(samples_list)
+        suite = SUITES.get(name) if name in SUITES and not isinstance(benchmark, Benchmark) else None
+        if model is None:
+            if suite is None or suite.default_model is None:
+                raise ConfigError(f"--model is required for {name}")
+            model = suite.default_model
+        settings = BenchSettings(model=model if isinstance(model, str) else model.name, **asked)
+    plan = _resolve(benchmark, settings, cache_root)
+    bench = plan.bench
+    samples_list = _load_samples(plan)
+    native = settings.tool_mode == "native"
     llm = _make_model(bench, model, native, cache, cache_root, max_connections, base_url, api_key_env,
                       max_retries, model_options)  # fmt: skip
     if run is None:
-        settings["model"] = llm.name if not isinstance(model, str) else model
+        # Connection settings of the session that created the run (a resume may use others);
+        # never the key itself, only the name of the variable it came from.
+        connection = {"base_url": base_url, "api_key_env": api_key_env,
+                      "max_connections": max_connections, "max_retries": max_retries}  # fmt: skip
         manifest = Manifest(
-            benchmark=name, model=llm.name, config={"bench": settings}, dataset=DatasetInfo.of(path)
+            benchmark=name,
+            model=llm.name,
+            config={"bench": settings.model_dump(mode="json"), "connection": connection},
+            dataset=DatasetInfo.of(plan.path),
+            strategy=None if settings.strategy == "none" else settings.strategy,
+            headline=bench.headline,
+            detail_keys=list(bench.detail_keys),
+            n_planned=len(samples_list),
         )
         run = RunDir.create(runs_dir, manifest)
     else:
-        run = RunDir.open(run.path, dataset=path)
-    gen_config = GenerateConfig(temperature=settings["temperature"], seed=settings["seed"])
-    solve = _make_solve(bench, llm, mode_, gen_config, int(settings["samples"]), native)
+        run = RunDir.open(run.path, dataset=plan.path)
+    gen_config = GenerateConfig(temperature=settings.temperature, seed=settings.seed)
+    mode_ = settings.mode
+    solve = _make_solve(bench, llm, mode_, gen_config, native, strategies, settings.strategy)
 
     def aggregate(records: list[SampleRecord]) -> dict[str, float]:
         scores = [SampleScore(id=r.id, values=r.scores, details=r.details) for r in records]
         return bench.aggregate(scores, mode_) if scores else {}
 
-    async with llm:
-        summary = await run_samples(
-            samples_list,
-            solve,
-            run,
-            max_samples=_samples_in_flight(llm, max_connections),
-            retry_errors=retry_errors,
-            progress=progress,
-            score_key=_SCORE_KEY.get(bench.name),
-            aggregate=aggregate,
+    try:
+        async with llm:
+            summary = await run_samples(
+                samples_list,
+                solve,
+                run,
+                max_samples=_samples_in_flight(llm, max_connections),
+                retry_errors=retry_errors,
+                progress=progress,
+                score_key=bench.headline,
+                aggregate=aggregate,
+            )
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Ctrl-C: every finished sample is on disk; say how to go on from there.
+        print(
+            f"\ninterrupted; continue with: toolmend bench --resume {run.path}", file=sys.stderr, flush=True
         )
-    result = BenchResult(run_dir=run.path, benchmark=name, model=llm.name, mode=mode_, summary=summary)
-    if report:
-        from toolmend.reports import write_report
-
-        result.report = write_report([run.path], out=run.path).markdown
-    return result
+        raise
+    return BenchResult(
+        run_dir=run.path, benchmark=name, model=llm.name, mode=mode_, summary=summary, settings=settings
+    )
 
 
 _IN_PROCESS_SAMPLES = 256
@@ -377,7 +446,12 @@ def _make_model(
         return model
     options = dict(model_options or {})
     if model == "scripted":
-        return _oracle(bench, float(options.pop("delay", 0.0)), max_connections)
+        delay = float(options.pop("delay", 0.0))
+        if options:
+            raise ConfigError(
+                f"unknown --model-option key(s) for scripted: {', '.join(sorted(options))}; it takes: delay"
+            )
+        return _oracle(bench, delay, max_connections)
     if model.startswith("openai/"):
         options.setdefault("max_connections", max_connections)
         options.setdefault("tool_mode", "native" if native else "prompt")
@@ -464,12 +538,17 @@ def _batches_scoring(bench: Benchmark) -> bool:
 
 
 def _make_solve(
-    bench: Benchmark, model: Model, mode: Mode, config: GenerateConfig, n: int, native: bool
+    bench: Benchmark,
+    model: Model,
+    mode: Mode,
+    config: GenerateConfig,
+    native: bool,
+    strategies: Sequence[Strategy],
+    strategy_name: str,
 ) -> Callable[[Sample], Any]:
-    # Calls the server parsed are written back in the benchmark's format in either tool mode.
-    reply_format = _NATIVE_FORMAT.get(bench.name, "json")
-    interactive = callable(getattr(bench, "run", None))
     batcher = _ScoreBatcher(bench, mode) if _batches_scoring(bench) else None
+    # The strategy is part of the answer's identity: a strategy may ask the same messages again.
+    scope = None if strategy_name == "none" else f"strategy={strategy_name}"
 
     async def solve(sample: Sample) -> SampleRecord:
         if batcher is None:
@@ -488,17 +567,18 @@ def _make_solve(
 
         failures: list[ModelFailure] = []
 
-        async def generate(messages: list[Message], epoch: int | None = None) -> str:
+        async def generate(messages: list[Message], *, epoch: int | None = None) -> str:
             nonlocal turn
+            # Each of several generations of one prompt (an explicit epoch, e.g. Repair@N) gets its
+            # own seed, so they are independent samples; turns of one episode keep the run seed.
+            seed = config.seed if epoch is None else epoch_seed(config.seed, epoch)
             if epoch is None:
                 # Turns of one episode: the replay backend reads its k-th saved output.
                 epoch, turn = turn, turn + 1
-            # Each of several generations gets its own seed (Repair@N needs independent samples).
-            seed = epoch_seed(config.seed, epoch) if n > 1 else config.seed
             conf = config if seed == config.seed else config.model_copy(update={"seed": seed})
             try:
                 out = await model.generate(
-                    messages, tools=tools, config=conf, epoch=epoch, sample_id=sample.id
+                    messages, tools=tools, config=conf, epoch=epoch, sample_id=sample.id, cache_scope=scope
                 )
             except ModelFailure as exc:
                 # The server failed this request identically on every attempt: the model's answer
@@ -506,19 +586,18 @@ def _make_solve(
                 failures.append(exc)
                 record.add_failure(exc, seed=seed)
                 return ""
-            reply = _reply_text(out, reply_format, sample)
+            # Native calls (malformed ones included) are kept as the benchmark read them, so a
+            # report never shows an empty reply and shows the calls that were scored.
+            reply = bench.reply_text(sample, out)
             record.add_completion(out, output=reply, seed=seed)
             return reply
 
-        prediction: Prediction
+        state = SolveState(sample=sample, benchmark=bench)
+        wrapped: Generate = generate
+        for strategy in strategies:
+            wrapped = strategy.wrap(wrapped, state)
         try:
-            if interactive and n == 1:
-                prediction = await bench.run(sample, generate)  # type: ignore[attr-defined]
-            elif n == 1:
-                prediction = await generate(bench.prompt(sample), 0)
-            else:
-                messages = bench.prompt(sample)
-                prediction = list(await asyncio.gather(*(generate(messages, i) for i in range(n))))
+            prediction = await bench.solve(sample, wrapped)
         except ModelError as exc:
             return record.fail(exc)
         if batcher is not None:
@@ -536,6 +615,7 @@ def _make_solve(
                 # Nothing the model said was usable: an empty reply must not score as an abstention.
                 record.scores = {k: (None if v is None else 0.0) for k, v in record.scores.items()}
                 record.details["outcome"] = "model_failure"
+        record.events = _jsonable(state.events)
         final = prediction if isinstance(prediction, str) else (prediction[-1] if prediction else "")
         parsed = await asyncio.to_thread(parse_calls, final) if _long(final) else parse_calls(final)
         record.calls, record.findings = list(parsed.calls), list(parsed.findings)
@@ -544,33 +624,79 @@ def _make_solve(
     return solve
 
 
-def run_bench(benchmark: str, model: str | Model | None = None, **options: Any) -> BenchResult:
+def run_bench(
+    benchmark: str | Benchmark,
+    model: str | Model | None = None,
+    *,
+    data: str | Path | None = None,
+    limit: int | None = None,
+    max_connections: int = 16,
+    seed: int = 0,
+    mode: Mode = "compat",
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    tool_mode: BenchToolMode = "prompt",
+    cache: bool = True,
+    cache_dir: str | Path | None = None,
+    resume: str | Path | None = None,
+    retry_errors: bool = False,
+    runs_dir: str | Path = "runs",
+    samples: int = 1,
+    categories: Sequence[str] | None = None,
+    temperature: float | None = None,
+    max_retries: int | None = None,
+    load_options: dict[str, Any] | None = None,
+    model_options: dict[str, Any] | None = None,
+    progress: bool | Progress | None = None,
+    prompt_template: str | Path | None = None,
+    strategy: str | Strategy | Sequence[Strategy] | None = None,
+) -> BenchResult:
     """Run ``model`` on ``benchmark`` into a new run directory under ``runs_dir`` (or resume one).
 
-    Options (all keyword): ``data`` (default: the shared data or the suite's build), ``limit``
-    (the first N samples), ``max_connections``, ``seed``, ``mode`` (``compat``/``improved``),
-    ``base_url``, ``api_key_env``, ``tool_mode`` (``prompt``/``native``), ``cache``,
-    ``cache_dir``, ``resume`` (a run directory: its manifest's settings are reused),
-    ``retry_errors``, ``runs_dir``, ``samples`` (generations per sample), ``categories`` (BFCL),
+    ``benchmark`` is a registered benchmark or suite (or a :class:`~toolmend.benchmarks.Benchmark`
+    object, e.g. with a custom similarity); ``model`` a model string, a
+    :class:`~toolmend.models.Model`, or ``None`` for a suite's default model. ``data`` (default:
+    the shared data or the suite's build for ``seed``), ``limit`` (the first N samples),
+    ``max_connections``, ``seed``, ``mode`` (``compat``/``improved``), ``base_url``,
+    ``api_key_env``, ``tool_mode`` (``prompt``/``native``), ``cache``, ``cache_dir``, ``resume`` (a
+    run directory: its :class:`BenchSettings` are reused), ``retry_errors`` (with ``resume``),
+    ``runs_dir``, ``samples`` (generations per sample, for benchmarks that take several; the
+    temperature is then 0.7 unless given), ``categories`` (a load option: BFCL's),
     ``temperature``, ``max_retries``, ``load_options``, ``model_options`` (backend keywords, e.g.
-    ``{"delay": 0.1}`` for ``scripted``), ``progress``, ``report``, ``prompt_template`` (a file; see
-    :mod:`toolmend.benchmarks.templates`).
+    ``{"delay": 0.1}`` for ``scripted``), ``progress``, ``prompt_template`` (a file; see
+    :mod:`toolmend.benchmarks.templates`), ``strategy`` (``"a+b"``, strategy objects, or ``None``).
 
+    >>> import tempfile
     >>> result = run_bench("bfcl", "scripted", categories=["simple_python"], limit=3,
-    ...                    runs_dir=tempfile.mkdtemp(), progress=False)  # doctest: +SKIP
-    >>> result.summary.metrics["overall_sample_weighted"]                  # doctest: +SKIP
+    ...                    runs_dir=tempfile.mkdtemp(), progress=False)
+    >>> result.summary.metrics["overall_sample_weighted"]
     1.0
     """
-    return asyncio.run(arun_bench(benchmark, model, **options))
-
-
-def _build_critic_suite(seed: int, out: Path) -> Path:
-    # Imported on use: building the world suite pulls in the world, the environment and the
-    # injection operators, which plain `toolmend bench bfcl` does not need.
-    import toolmend.models.checklist  # noqa: F401  (registers the "checklist" model)
-    from toolmend.benchmarks.critic import build_suite
-
-    return build_suite(source="world", seed=seed, out=out).root
-
-
-SUITES.add("critic", Suite(benchmark="critictool", build=_build_critic_suite, default_model="checklist"))
+    return asyncio.run(
+        arun_bench(
+            benchmark,
+            model,
+            data=data,
+            limit=limit,
+            max_connections=max_connections,
+            seed=seed,
+            mode=mode,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            tool_mode=tool_mode,
+            cache=cache,
+            cache_dir=cache_dir,
+            resume=resume,
+            retry_errors=retry_errors,
+            runs_dir=runs_dir,
+            samples=samples,
+            categories=categories,
+            temperature=temperature,
+            max_retries=max_retries,
+            load_options=load_options,
+            model_options=model_options,
+            progress=progress,
+            prompt_template=prompt_template,
+            strategy=strategy,
+        )  # fmt: skip
+    )

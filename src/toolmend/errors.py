@@ -19,8 +19,12 @@ from pathlib import Path
 __all__ = [
     "ConfigError",
     "DatasetError",
+    "EndpointError",
     "MissingExtraError",
     "ModelError",
+    "ParseError",
+    "PathError",
+    "ScoringError",
     "SpecError",
     "ToolmendError",
 ]
@@ -32,6 +36,20 @@ class ToolmendError(Exception):
 
 class ConfigError(ToolmendError):
     """An option, flag or argument combination that cannot work."""
+
+
+class EndpointError(ConfigError):
+    """The configured server cannot be the one meant: nothing listens there, the URL is invalid,
+    the path does not exist (HTTP 404), or it answers a web page instead of JSON.
+
+    Unlike a :class:`ModelError` this is never retried and never recorded as one sample's fate:
+    it stops the run at once, because every other request would fail the same way.
+    """
+
+    def __init__(self, url: str, cause: str) -> None:
+        super().__init__(f"{url}: {cause}")
+        self.url = url
+        self.cause = cause
 
 
 class SpecError(ToolmendError):
@@ -89,3 +107,17 @@ class MissingExtraError(ToolmendError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class ParseError(ToolmendError, ValueError):
+    """Text that cannot be read as the format it should be in (a tool list in a prompt, a Python
+    literal). Parsers of *model output* turn it into data (a failed parse, a finding) before it
+    reaches a caller."""
+
+
+class ScoringError(ToolmendError, ValueError):
+    """A value an official scorer cannot score (toolmend reproduces its behaviour: a score of 0)."""
+
+
+class PathError(ToolmendError, KeyError):
+    """A dotted path (``flights.0.id``) that does not exist in the data it is looked up in."""

@@ -1,4 +1,12 @@
-"""Plug-ins registered by name (benchmarks, backends, strategies, operators).
+"""Plug-ins found by name (benchmarks, model backends, strategies, suites, operators).
+
+A name is registered three ways: with the object itself, lazily as ``"module:attribute"`` (the
+module is imported on first use, so a fresh interpreter knows every built-in name without
+importing them all), or by a third-party package through a Python entry point in the registry's
+group, e.g. in that package's ``pyproject.toml``::
+
+    [project.entry-points."toolmend.models"]
+    mybackend = "mypkg.backend:factory"
 
 >>> from toolmend.registry import Registry
 >>> colours: Registry[str] = Registry("colour")
@@ -7,12 +15,18 @@
 ...     return "#f00"
 >>> colours.get("red")()
 '#f00'
+>>> colours.add_lazy("path", "os.path:sep")
+>>> colours.names(), colours.get("path")
+(['path', 'red'], '/')
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
 
 from rapidfuzz import process
 
@@ -22,13 +36,23 @@ T = TypeVar("T")
 
 __all__ = ["Registry"]
 
+log = logging.getLogger(__name__)
+
 
 class Registry(Generic[T]):
-    """A name → object table whose unknown-name error lists the known names."""
+    """A name → object table whose unknown-name error lists the known names.
 
-    def __init__(self, kind: str) -> None:
+    ``group`` is the entry-point group third parties register in (``toolmend.benchmarks``,
+    ``toolmend.models``, ``toolmend.strategies``); it is read once, on the first name not
+    registered otherwise, or when every name is listed.
+    """
+
+    def __init__(self, kind: str, group: str | None = None) -> None:
         self.kind = kind
+        self.group = group
         self._items: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}
+        self._entry_points_read = group is None
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator that registers the decorated object under ``name``."""
@@ -40,27 +64,77 @@ class Registry(Generic[T]):
         return deco
 
     def add(self, name: str, obj: T) -> None:
-        """Register ``obj`` under ``name``; registering a name twice is an error."""
+        """Register ``obj`` under ``name``; registering a name twice is an error (a lazy entry is
+        replaced by the object its module registers when it is imported)."""
         if name in self._items and self._items[name] is not obj:
             raise ConfigError(f"{self.kind} {name!r} is already registered")
         self._items[name] = obj
+        self._lazy.pop(name, None)
+
+    def add_lazy(self, name: str, target: str) -> None:
+        """Register ``name`` as ``"module:attribute"``, imported on first :meth:`get`."""
+        if name in self._items or (name in self._lazy and self._lazy[name] != target):
+            raise ConfigError(f"{self.kind} {name!r} is already registered")
+        self._lazy[name] = target
 
     def get(self, name: str) -> T:
         """The object registered as ``name``; a :class:`ConfigError` naming the choices otherwise."""
-        try:
+        if name in self._items:
             return self._items[name]
-        except KeyError:
-            close = process.extractOne(name, list(self._items))
-            hint = f" Did you mean {close[0]!r}?" if close and close[1] >= 60 else ""
-            known = ", ".join(sorted(self._items)) or "none"
-            raise ConfigError(f"unknown {self.kind} {name!r} (known: {known}).{hint}") from None
+        if name not in self._lazy:
+            self._read_entry_points()
+        if name in self._lazy:
+            return self._resolve(name)
+        close = process.extractOne(name, self.names())
+        hint = f" Did you mean {close[0]!r}?" if close and close[1] >= 60 else ""
+        known = ", ".join(self.names()) or "none"
+        raise ConfigError(f"unknown {self.kind} {name!r} (known: {known}).{hint}")
+
+    def load_all(self) -> None:
+        """Import every lazily registered name (e.g. to list what each one is)."""
+        self._read_entry_points()
+        for name in list(self._lazy):
+            self._resolve(name)
 
     def names(self) -> list[str]:
-        """The registered names, sorted."""
-        return sorted(self._items)
+        """Every registered name, lazy and entry-point ones included, sorted."""
+        self._read_entry_points()
+        return sorted({*self._items, *self._lazy})
+
+    def _resolve(self, name: str) -> T:
+        target = self._lazy[name]
+        module, _, attr = target.partition(":")
+        try:
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"{self.kind} {name!r} cannot be loaded from {target}: {exc}") from exc
+        # Importing the module may have registered the name already (a decorator): same object.
+        self._items.setdefault(name, obj)
+        self._lazy.pop(name, None)
+        value: T = self._items[name]
+        return value
+
+    def _read_entry_points(self) -> None:
+        if self._entry_points_read:
+            return
+        self._entry_points_read = True
+        assert self.group is not None
+        for ep in entry_points(group=self.group):
+            if ep.name in self._items or ep.name in self._lazy:
+                log.warning(
+                    "%s %r from entry point %s is shadowed by a built-in", self.kind, ep.name, ep.value
+                )
+                continue
+            self._lazy[ep.name] = ep.value
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        if not isinstance(name, str):
+            return False
+        if name not in self._items and name not in self._lazy:
+            self._read_entry_points()
+        return name in self._items or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

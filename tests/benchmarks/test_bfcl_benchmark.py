@@ -207,7 +207,7 @@ def test_prompt(by_id: dict[str, Sample]) -> None:
     )
     merged = BENCH.prompt(with_system)
     assert len(merged) == 2 and merged[0].content.endswith("Be brief.")
-    custom = BFCLBenchmark(system_prompt="Tools: {functions}").prompt(sample)
+    custom = BFCLBenchmark(prompt_template="Tools: {functions}").prompt(sample)
     assert custom[0].content.startswith("Tools: [")
 
 

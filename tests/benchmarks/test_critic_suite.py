@@ -90,7 +90,7 @@ async def test_always_repeating_model_retries_but_never_breaks(samples: list[Sam
 
         return generate
 
-    scores = [bench.score(s, await bench.run(s, stubborn(s))) for s in external]
+    scores = [bench.score(s, await bench.solve(s, stubborn(s))) for s in external]
     metrics = bench.aggregate(scores)
     assert metrics["retry"] == 100.0
     assert metrics["break"] == 0.0

@@ -70,7 +70,7 @@ def test_the_conversation_is_kept_and_tool_results_go_as_user_turns(samples: lis
 
 def test_user_template_replaces_ours(samples: list[Sample]) -> None:
     mine = Instructions(finish="CUSTOM FINISH RULES\n")
-    bench = CriticToolBenchmark(instructions=mine)
+    bench = CriticToolBenchmark(prompt_template=mine)
     sample = _pick(samples, "external", "finish", False)
     system = bench.prompt(sample)[0].content
     assert "CUSTOM FINISH RULES\n" + ANCHOR in system

@@ -40,7 +40,7 @@ async def test_always_repeating_model_gets_retry_100_and_break_0(external: list[
     scores = []
     for sample in external:
         model = ScriptedModel(_failed(sample))
-        outputs = await bench.run(sample, model)
+        outputs = await bench.solve(sample, model)
         assert len(outputs) == 4 and len(model.seen) == 4
         scores.append(bench.score(sample, outputs))
     agg = bench.aggregate(scores)
@@ -85,7 +85,7 @@ async def test_retry_limit_bounds_the_generations(external: list[Sample]) -> Non
 async def test_internal_samples_get_one_generation() -> None:
     sample = load_critictool(FIXTURES, parts=["internal"])[0]
     model = ScriptedModel('{"error": "", "name": "A", "args": {}}')
-    assert await CriticToolBenchmark().run(sample, model) == '{"error": "", "name": "A", "args": {}}'
+    assert await CriticToolBenchmark().solve(sample, model) == '{"error": "", "name": "A", "args": {}}'
     assert len(model.seen) == 1 and "tool_select_error" in model.seen[0][0].content
 
 
@@ -96,7 +96,7 @@ async def test_a_repeat_wrapped_in_prose_ends_the_episode(external: list[Sample]
     bench = CriticToolBenchmark(similarity=lambda a, b: 1.0)
     sample = next(s for s in external if s.metadata["external_mode"] == "skip")
     model = ScriptedModel(f"Let me try once more: {_failed(sample)}")
-    outputs = await bench.run(sample, model)
+    outputs = await bench.solve(sample, model)
     assert len(outputs) == 1 and len(model.seen) == 1
     v = bench.score(sample, outputs).values
     assert (v["skip_retry"], v["skip_break"], v["skip_tool"]) == (1.0, 0.0, 0.0)

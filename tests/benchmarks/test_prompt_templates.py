@@ -1,4 +1,5 @@
-"""--prompt-template: each benchmark takes the user's own prompt in its own form."""
+"""--prompt-template: one option name (``prompt_template``) for every benchmark, each reading the
+text in its own form."""
 
 from __future__ import annotations
 
@@ -9,34 +10,36 @@ import pytest
 
 from toolmend.bench import run_bench
 from toolmend.benchmarks.critictool.prompts import Instructions
-from toolmend.benchmarks.templates import template_options
+from toolmend.benchmarks.templates import with_prompt_template
 from toolmend.errors import ConfigError, DatasetError
 from toolmend.models import ScriptedModel
 from toolmend.schema import Message
 
 
-def test_options_per_benchmark(tmp_path: Path) -> None:
+def test_one_option_name_per_benchmark(tmp_path: Path) -> None:
     text = tmp_path / "t.txt"
-    text.write_text("MY PROMPT {apis} {task}")
-    assert template_options("nestools", text) == {"prompt_template": text}
-    assert template_options("bfcl", text) == {"system_prompt": "MY PROMPT {apis} {task}"}
-    assert template_options("api-bank", text) == {"system_template": "MY PROMPT {apis} {task}"}
+    text.write_text("MY PROMPT {apis} {task} {tools} {functions}")
+    nestools = with_prompt_template("nestools", text, distractors=0)
+    assert nestools.template == "MY PROMPT {apis} {task} {tools} {functions}"  # type: ignore[attr-defined]
+    assert with_prompt_template("bfcl", text).system_prompt.startswith("MY PROMPT")  # type: ignore[attr-defined]
+    api_bank = with_prompt_template("api-bank", text)
+    assert api_bank.system_template.startswith("MY PROMPT")  # type: ignore[attr-defined]
     modes = tmp_path / "modes.json"
     modes.write_text(json.dumps({"internal": "FIND THE ERROR."}))
-    instructions = template_options("critictool", modes)["instructions"]
+    instructions = with_prompt_template("critictool", modes).instructions  # type: ignore[attr-defined]
     assert isinstance(instructions, Instructions)
     assert instructions.internal == "FIND THE ERROR." and instructions.skip == Instructions().skip
 
 
 def test_bad_templates_are_named(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="absent.txt"):
-        template_options("bfcl", tmp_path / "absent.txt")
+        with_prompt_template("bfcl", tmp_path / "absent.txt")
     bad = tmp_path / "modes.json"
     bad.write_text('{"internl": "typo"}')
-    with pytest.raises(DatasetError, match="mode instructions"):
-        template_options("critictool", bad)
-    with pytest.raises(ConfigError, match="no replaceable prompt"):
-        template_options("reflection-bench", bad)
+    with pytest.raises(DatasetError, match=r"modes\.json.*mode instructions"):
+        with_prompt_template("critictool", bad)
+    with pytest.raises(ConfigError, match="reflection-bench does not take a prompt template"):
+        with_prompt_template("reflection-bench", bad)
 
 
 def test_bench_sends_the_users_system_prompt(tmp_path: Path, data_dir: Path) -> None:
@@ -57,7 +60,6 @@ def test_bench_sends_the_users_system_prompt(tmp_path: Path, data_dir: Path) -> 
         runs_dir=tmp_path / "runs",
         cache=False,
         progress=False,
-        report=False,
         prompt_template=template,
     )
     assert len(seen) == 2 and all(s.startswith("ONLY PYTHON CALLS, PLEASE.") for s in seen)

@@ -165,3 +165,15 @@ def test_reward_of_gold_against_itself_is_one(text: str) -> None:
     parts = split_reply(text)
     if parts.calls or parts.reflect or parts.final:
         assert reflection_reward(text, text) == 1.0
+
+
+def test_a_bug_inside_the_reward_scores_zero_but_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(a: str, b: str) -> float:
+        raise RuntimeError("similarity bug")
+
+    gold = '<reflect>The date was wrong.</reflect>\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
+    with caplog.at_level("ERROR", logger="toolmend.benchmarks.reflection_bench.reward"):
+        value = reflection_reward(gold, gold, sim=broken)
+    assert 0.0 <= value <= 1.0
+    assert caplog.records and all(r.exc_info is not None for r in caplog.records)
+    assert "similarity function failed" in caplog.records[0].getMessage()

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from toolmend.check import bfcl_error_type, critictool_category, describe
+from toolmend.errors import ConfigError
 from toolmend.schema import ERROR_CODES
 
 
@@ -37,5 +38,5 @@ def test_mappings(code: str, category: str | None, bfcl: str) -> None:
 def test_nested_type_error_and_unknown_code() -> None:
     assert bfcl_error_type("invalid_type", nested=True) == "type_error:nested"
     assert bfcl_error_type("missing_required", nested=True) == "simple_function_checker:missing_required"
-    with pytest.raises(ValueError, match="unknown error code 'typo'"):
+    with pytest.raises(ConfigError, match="unknown error code 'typo'"):
         critictool_category("typo")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from toolmend.env import ResponseCache, cache_key, synthesize
+from toolmend.env import ToolCache, call_key, synthesize
 from toolmend.errors import DatasetError
 from toolmend.world import World
 
@@ -28,13 +28,13 @@ def test_synthesize_is_deterministic_and_varies_with_seed() -> None:
 
 
 def test_cache_key_is_order_insensitive_and_scoped() -> None:
-    assert cache_key("t", {"a": 1, "b": [1, 2]}) == cache_key("t", {"b": [1, 2], "a": 1})
-    assert cache_key("t", {"a": 1}) != cache_key("u", {"a": 1})
-    assert cache_key("t", {"a": 1}, "v1") != cache_key("t", {"a": 1}, "v2")
+    assert call_key("t", {"a": 1, "b": [1, 2]}) == call_key("t", {"b": [1, 2], "a": 1})
+    assert call_key("t", {"a": 1}) != call_key("u", {"a": 1})
+    assert call_key("t", {"a": 1}, "v1") != call_key("t", {"a": 1}, "v2")
 
 
 def test_broken_cache_file_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "cache.json"
     path.write_text('{"k": 1,\n oops}', encoding="utf-8")
     with pytest.raises(DatasetError, match=r"cache\.json, line 2"):
-        ResponseCache(path)
+        ToolCache(path)

@@ -10,8 +10,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
-from toolmend.env import Environment, FaultPlan, FaultRule, ResponseCache, ToolFailure, ToolRegistry
-from toolmend.schema import Ref, Tool, ToolCall
+from toolmend.env import Environment, FaultPlan, FaultRule, ToolCache, ToolFailure, ToolRegistry
+from toolmend.schema import Finding, Ref, Tool, ToolCall
 from toolmend.world import World
 
 
@@ -42,7 +42,7 @@ def _counting_registry() -> tuple[ToolRegistry, list[str]]:
 
 def test_cache_hit_returns_same_without_reexecuting(tmp_path: Path) -> None:
     tools, seen = _counting_registry()
-    cache = ResponseCache(tmp_path / "cache.json")
+    cache = ToolCache(tmp_path / "cache.json")
     env = Environment(tools, cache=cache)
     first = env.execute(ToolCall(name="thermometer", arguments={"city": "Oslo", "unit": "c"}))
     again = env.execute(ToolCall(name="thermometer", arguments={"unit": "c", "city": "Oslo"}))
@@ -50,7 +50,7 @@ def test_cache_hit_returns_same_without_reexecuting(tmp_path: Path) -> None:
     assert again.content == first.content and again.data == first.data
     assert seen == ["Oslo"]
     # The file survives a restart.
-    reloaded = Environment(tools, cache=ResponseCache(tmp_path / "cache.json"))
+    reloaded = Environment(tools, cache=ToolCache(tmp_path / "cache.json"))
     assert (
         reloaded.execute(ToolCall(name="thermometer", arguments={"city": "Oslo", "unit": "c"})).source
         == "cache"
@@ -60,7 +60,7 @@ def test_cache_hit_returns_same_without_reexecuting(tmp_path: Path) -> None:
 
 def test_failures_are_not_cached() -> None:
     tools, seen = _counting_registry()
-    env = Environment(tools, cache=ResponseCache())
+    env = Environment(tools, cache=ToolCache())
     for _ in range(2):
         r = env.execute(ToolCall(name="thermometer", arguments={"city": "Atlantis"}))
         assert r.error == "not_found" and r.status == 404
@@ -69,7 +69,7 @@ def test_failures_are_not_cached() -> None:
 
 def test_world_cache_never_serves_stale_reads() -> None:
     world = World.create(0)
-    env = world.environment(cache=ResponseCache())
+    env = world.environment(cache=ToolCache())
     listing = ToolCall(name="todo_list")
     before = env.execute(listing)
     assert env.execute(listing).source == "cache"
@@ -110,7 +110,7 @@ async def test_model_simulator_is_awaited_and_parsed() -> None:
         asked.append((tool.name, call.arguments))
         return json.dumps({"answer": call.arguments["q"].upper()})  # type: ignore[union-attr]
 
-    env = Environment(tools=[spec], simulator=fake_model, cache=ResponseCache())
+    env = Environment(tools=[spec], simulator=fake_model, cache=ToolCache())
     r = await env.aexecute(ToolCall(name="lookup", arguments={"q": "hi"}))
     assert r.source == "simulated" and r.data == {"answer": "HI"}
     assert (await env.aexecute(ToolCall(name="lookup", arguments={"q": "hi"}))).source == "cache"
@@ -263,3 +263,26 @@ def test_a_crashing_tool_answers_500_instead_of_raising() -> None:
 
     r = Environment(tools).execute(ToolCall(name="divide", arguments={"a": 1, "b": 0}))
     assert r.status == 500 and r.error == "internal_error" and "ZeroDivisionError" in r.content
+
+
+def test_the_checker_is_explicit_and_a_failing_one_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    spec = Tool(name="f", parameters={"type": "object", "properties": {"n": {"type": "integer"}}})
+    seen: list[str] = []
+
+    def noting(calls: list[ToolCall], tools: list[Tool]) -> list[Finding]:
+        seen.append(calls[0].name)
+        return []
+
+    Environment(tools=[spec], checker=noting).execute(ToolCall(name="f", arguments={"n": 1}))
+    assert seen == ["f"]
+    assert Environment(tools=[spec]).checker is None  # nothing is looked up behind the caller's back
+
+    def broken(calls: list[ToolCall], tools: list[Tool]) -> list[Finding]:
+        raise KeyError("a bug")
+
+    env = Environment(tools=[spec], checker=broken)
+    with caplog.at_level("ERROR", logger="toolmend.env.environment"):
+        r = env.execute(ToolCall(name="f", arguments={"n": "x"}))
+    assert r.source == "invalid" and r.error == "invalid_type"  # the schema gate answered
+    (record,) = caplog.records
+    assert "checker failed" in record.getMessage() and record.exc_info is not None

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fake_openai_server import Reply, last_user_text
 
-from toolmend.errors import ConfigError, ModelError
+from toolmend.errors import ConfigError, EndpointError, ModelError
 from toolmend.models import GenerateConfig, OpenAIModel, RetryPolicy, get_model
 from toolmend.schema import Message, Tool, ToolCall
 
@@ -240,23 +240,31 @@ def test_one_model_across_event_loops(openai_server: Any) -> None:
     assert (first.text, second.text) == ("test-model: first loop", "test-model: second loop")
 
 
-async def test_an_invalid_url_is_not_retried() -> None:
-    async with OpenAIModel("m", base_url="http:///v1", retry=FAST, cache=None) as model:
-        with pytest.raises(ModelError, match="not a valid URL") as info:
-            await model.generate(user("x"))
-    assert not info.value.retryable
+def test_an_invalid_url_is_a_configuration_error() -> None:
+    for url in ("http:///v1", "http://[not a host/v1", "localhost:8000/v1", "http://h:99999/v1"):
+        with pytest.raises(EndpointError, match="not a valid URL"):
+            OpenAIModel("m", base_url=url, retry=FAST, cache=None)
 
 
-async def test_a_refused_connection_is_retryable() -> None:
+async def test_a_refused_connection_is_configuration_first_then_an_outage() -> None:
     import socket
+
+    from fake_openai_server import FakeOpenAIServer
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     policy = RetryPolicy(max_retries=1, initial_wait=0.0, jitter=0.0)
     async with OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", retry=policy, cache=None) as model:
-        with pytest.raises(ModelError, match="connection failed") as info:
+        with pytest.raises(EndpointError, match="connection refused: nothing listens there"):
             await model.generate(user("x"))
+    # Once the server has answered, a refused connection is a passing outage: retried, retryable.
+    server = FakeOpenAIServer(lambda body: Reply(text="hi")).start()
+    async with OpenAIModel("m", base_url=server.base_url, retry=policy, cache=None) as model:
+        assert (await model.generate(user("x"))).text == "hi"
+        server.stop()
+        with pytest.raises(ModelError, match="connection failed") as info:
+            await model.generate(user("y"))
     assert info.value.retryable
 
 
@@ -297,6 +305,6 @@ async def test_proxy_from_the_environment(openai_server: Any, monkeypatch: pytes
     monkeypatch.setenv("NO_PROXY", "llm.invalid")
     policy = RetryPolicy(max_retries=0)
     async with OpenAIModel("m", base_url="http://llm.invalid/v1", retry=policy, cache=None) as model:
-        with pytest.raises(ModelError, match="connection failed"):
+        with pytest.raises(EndpointError, match="host name not resolved"):
             await model.generate(user("direct"))
     assert openai_server.requests == 1

@@ -52,7 +52,7 @@ def test_two_concurrent_resumes_lose_nothing(tmp_path: Path) -> None:
 
 def test_bench_on_a_run_in_use_exits_2_naming_the_holder(tmp_path: Path) -> None:
     first = run_bench(
-        "reflection-bench", "scripted", limit=2, runs_dir=tmp_path, progress=False, report=False,
+        "reflection-bench", "scripted", limit=2, runs_dir=tmp_path, progress=False,
         cache_dir=tmp_path / "cache",
     )  # fmt: skip
     holder = subprocess.Popen(
@@ -67,5 +67,5 @@ def test_bench_on_a_run_in_use_exits_2_naming_the_holder(tmp_path: Path) -> None
     assert result.exit_code == 2, result.output
     assert f"pid {holder.pid}" in result.output and "Traceback" not in result.output
     # Once the holder is gone (a killed holder releases the kernel lock), resuming works.
-    again = run_bench("reflection-bench", resume=first.run_dir, progress=False, report=False)
+    again = run_bench("reflection-bench", resume=first.run_dir, progress=False)
     assert again.summary.n_samples == 2

@@ -121,7 +121,7 @@ def test_progress_selection(monkeypatch: pytest.MonkeyPatch) -> None:
     p.close()
     lines = out.getvalue().splitlines()
     assert lines[0] == "[toolmend] resuming: 1 samples already done"
-    assert lines[-1].startswith("[toolmend] 4/4 samples (100%)") and "acc=0.500" in lines[-1]
+    assert lines[-1].startswith("[toolmend] 4/4 samples (100%)") and "acc=50.0%" in lines[-1]
     assert "errors=1" in lines[-1]
 
 

@@ -1,49 +1,94 @@
-"""Benchmarks, one module each, registered by name in :data:`BENCHMARKS`.
+"""Benchmarks, one package or module each, found by name in :data:`BENCHMARKS`.
 
->>> from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
->>> load_builtin_benchmarks()
->>> "nestools" in BENCHMARKS
-True
+Every built-in name is registered lazily: its module is imported on first use, so naming one
+benchmark does not import the others (and the scipy, embedding models and worlds they pull in).
+Third-party benchmarks register in the entry-point group ``toolmend.benchmarks``; suites (data
+built on demand, like ``critic``) in :data:`SUITES`; inference-time strategies in
+:data:`STRATEGIES` (group ``toolmend.strategies``).
+
+>>> from toolmend.benchmarks import BENCHMARKS
+>>> "nestools" in BENCHMARKS, BENCHMARKS.get("bfcl").reply_format
+(True, 'python')
 """
 
 from __future__ import annotations
 
-import importlib
-
-from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore, as_mode
+from toolmend.benchmarks.base import (
+    BENCHMARKS,
+    STRATEGIES,
+    SUITES,
+    Benchmark,
+    Generate,
+    Mode,
+    Prediction,
+    SampleScore,
+    SolveState,
+    Strategy,
+    Suite,
+    as_mode,
+    make_benchmark,
+    reply_text,
+)
 from toolmend.benchmarks.predictions import Predictions, read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
+from toolmend.errors import ToolmendError
 
 __all__ = [
     "BENCHMARKS",
+    "STRATEGIES",
+    "SUITES",
     "Benchmark",
+    "Generate",
     "Mode",
     "Prediction",
     "Predictions",
     "SampleScore",
     "ScoreReport",
+    "SolveState",
+    "Strategy",
+    "Suite",
     "as_mode",
+    "benchmark_class",
     "load_builtin_benchmarks",
+    "make_benchmark",
     "read_predictions",
+    "reply_text",
     "score_predictions",
 ]
 
-# Registered name -> the module that registers it.
-_BUILTIN = {
-    "nestools": "nestools",
-    "bfcl": "bfcl",
-    "critictool": "critictool",
-    "reflection-bench": "reflection_bench",
-    "seal-tools": "sealtools",
-    "api-bank": "apibank",
-    "toolalpaca": "toolalpaca",
-}
+for _name, _target in {
+    "nestools": "toolmend.benchmarks.nestools.benchmark:NesTools",
+    "bfcl": "toolmend.benchmarks.bfcl.benchmark:BFCLBenchmark",
+    "critictool": "toolmend.benchmarks.critictool.benchmark:CriticToolBenchmark",
+    "reflection-bench": "toolmend.benchmarks.reflection_bench.benchmark:ReflectionBench",
+    "seal-tools": "toolmend.benchmarks.sealtools:SealTools",
+    "api-bank": "toolmend.benchmarks.apibank:ApiBank",
+    "toolalpaca": "toolmend.benchmarks.toolalpaca:ToolAlpaca",
+}.items():
+    BENCHMARKS.add_lazy(_name, _target)
+SUITES.add_lazy("critic", "toolmend.benchmarks.critic.suite:CRITIC_SUITE")
+
+
+def benchmark_class(name: str) -> type[Benchmark] | None:
+    """The registered benchmark class behind ``name`` (a suite's benchmark for a suite name), or
+    ``None`` when nothing by that name can be loaded.
+
+    >>> benchmark_class("critic").percent_scale, benchmark_class("bfcl").percent_scale
+    (True, False)
+    """
+    try:
+        if name in SUITES:
+            name = SUITES.get(name).benchmark
+        return BENCHMARKS.get(name) if name in BENCHMARKS else None
+    except ToolmendError:
+        return None
 
 
 def load_builtin_benchmarks(name: str | None = None) -> None:
-    """Import the built-in benchmark modules so that they register themselves; with ``name``, only
-    the module that defines it (importing every one pulls in scipy and more that one benchmark may
-    not need). Cheap after the first call."""
-    modules = [_BUILTIN[name]] if name in _BUILTIN else _BUILTIN.values()
-    for module in modules:
-        importlib.import_module(f"toolmend.benchmarks.{module}")
+    """Import the benchmark ``name`` (every registered one without it), e.g. to list their classes.
+
+    Not needed to use a benchmark: :data:`BENCHMARKS` imports one on first use."""
+    if name is None:
+        BENCHMARKS.load_all()
+    elif name in BENCHMARKS:
+        BENCHMARKS.get(name)

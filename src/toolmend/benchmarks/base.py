@@ -2,25 +2,63 @@
 any of them by name.
 
 A benchmark turns its data files into :class:`~toolmend.Sample` objects, builds the prompt a model
-sees, scores one raw model output against one sample (a pure function), and aggregates the
-per-sample scores into the benchmark's published metrics (kept apart, because official scorers
-differ in their denominators).
+sees, *solves* a sample with a :class:`Generate` function (one request by default; an interactive
+loop for CriticTool's external errors, N samples for Repair@N), scores one raw model output against
+one sample (a pure function), and aggregates the per-sample scores into the benchmark's published
+metrics (kept apart, because official scorers differ in their denominators). It also declares what
+the runner needs to drive it without knowing its name: the format native tool calls are written
+back in (:attr:`Benchmark.reply_format`), the per-sample headline score, the detail keys reports
+break results down by, and the gold reply (:meth:`Benchmark.gold`).
+
+The shape follows inspect_ai's ``Task``/``Solver`` split: the runner builds one ``generate`` per
+sample, a :class:`Strategy` may wrap it (re-ask, repair, reflect…), and the benchmark's
+:meth:`~Benchmark.solve` calls it::
+
+    class Reask:
+        name = "reask"
+
+        def wrap(self, generate: Generate, state: SolveState) -> Generate:
+            async def again(messages, *, epoch=None):
+                reply = await generate(messages, epoch=epoch)
+                state.events.append({"strategy": "reask", "event": "asked"})
+                return reply
+            return again
 """
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolmend.benchmarks.replies import reply_text
 from toolmend.errors import ConfigError
+from toolmend.formats.calls import write_calls
+from toolmend.formats.result import CallFormat
+from toolmend.models.base import Completion
 from toolmend.registry import Registry
 from toolmend.schema import Message, Sample
 
-__all__ = ["BENCHMARKS", "Benchmark", "Mode", "Prediction", "SampleScore", "as_mode"]
+__all__ = [
+    "BENCHMARKS",
+    "STRATEGIES",
+    "SUITES",
+    "Benchmark",
+    "Generate",
+    "Mode",
+    "Prediction",
+    "SampleScore",
+    "SolveState",
+    "Strategy",
+    "Suite",
+    "as_mode",
+    "make_benchmark",
+]
 
 Mode = Literal["compat", "improved"]
 """``compat`` reproduces the official scorer's numbers exactly, quirks included; ``improved``
@@ -56,20 +94,113 @@ class SampleScore(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class Generate(Protocol):
+    """One model request (see :mod:`toolmend.benchmarks.base`).
+
+    Returns the reply text in the benchmark's :attr:`~Benchmark.reply_format`: when the model
+    answered with native tool calls, the runner has already written them into that format. Every
+    call is a real request, recorded in the sample's record (requests, tokens, latency, outputs).
+    ``epoch`` picks one of several samples of the same prompt (so that they cache apart); left
+    out, successive calls of one sample get epochs 0, 1, 2 … (turns of one episode).
+    """
+
+    async def __call__(self, messages: list[Message], *, epoch: int | None = None) -> str: ...
+
+
+@dataclass
+class SolveState:
+    """What a :class:`Strategy` knows about the sample being solved."""
+
+    sample: Sample
+    benchmark: Benchmark
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """Strategy telemetry (JSON-able dicts); stored in the sample's record (``SampleRecord.events``)."""
+
+
+class Strategy(Protocol):
+    """Wraps a :class:`Generate` (inference-time recovery: re-ask, repair, reflection…)."""
+
+    name: str
+
+    def wrap(self, generate: Generate, state: SolveState) -> Generate: ...
+
+
 class Benchmark(ABC):
-    """Base class of the benchmarks registered in :data:`BENCHMARKS`."""
+    """Base class of the benchmarks registered in :data:`BENCHMARKS`.
+
+    Constructor keywords are the benchmark's options; every benchmark whose prompt can be replaced
+    takes it as ``prompt_template`` (see :mod:`toolmend.benchmarks.templates`).
+    """
 
     name: str = ""
+    load_options: tuple[str, ...] | None = None
+    """The option keys :meth:`load` takes; ``None``: not declared, so not checked."""
     default_data: str = ""
     """Path of the default data relative to the shared folder (``data/nestools``)."""
+    reply_format: ClassVar[CallFormat] = "json"
+    """The call format replies are scored in; native tool calls are written back in it."""
+    headline: ClassVar[str | None] = None
+    """The per-sample score the progress bar shows and reports rank samples by."""
+    detail_keys: ClassVar[tuple[str, ...]] = ()
+    percent_scale: ClassVar[bool] = False
+    gold_ceiling: ClassVar[str | None] = None
+    """Why the official scorer in compat mode gives the gold replies less than 100% (shown when
+    the ``scripted`` oracle runs); ``None`` where gold scores full marks."""
+    """Whether :meth:`aggregate` already returns percentages (0–100), as CriticTool's official
+    scorer does; displays then show them as they are instead of scaling fractions."""
+    """Keys of :attr:`SampleScore.details` that reports break results down by."""
 
     @abstractmethod
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Read the benchmark's data files; a :class:`~toolmend.DatasetError` names what is wrong."""
 
+    def check_load_options(self, options: Mapping[str, Any]) -> None:
+        """Raise :class:`~toolmend.ConfigError` for option keys :attr:`load_options` does not list."""
+        known = self.load_options
+        unknown = sorted(set(options) - set(known)) if known is not None else []
+        if unknown:
+            takes = ", ".join(known or ()) or "none"
+            raise ConfigError(
+                f"unknown --option key(s) for {self.name}: {', '.join(unknown)}; it takes: {takes}"
+            )
+
+    def load_run(
+        self, path: Path, options: dict[str, Any], *, limit: int | None = None, seed: int = 0
+    ) -> list[Sample]:
+        """The samples a run uses: :meth:`load` with ``options``, cut to the first ``limit``.
+
+        A benchmark whose samples depend on the run's seed or on the loaded set as a whole
+        (NesTools' distractor pool) overrides this."""
+        samples = self.load(path, **options)
+        return samples[:limit] if limit is not None else samples
+
+    def for_native_tools(self, samples: list[Sample]) -> list[Sample]:
+        """``samples`` as native function calling sees them: ``sample.tools`` is what goes out as
+        the API's tool list (default: unchanged; NesTools adds its distractors)."""
+        return samples
+
     @abstractmethod
     def prompt(self, sample: Sample) -> list[Message]:
         """The messages a model is sent for ``sample``."""
+
+    async def solve(self, sample: Sample, generate: Generate) -> Prediction:
+        """The benchmark's protocol for one sample; by default one request for :meth:`prompt`."""
+        return await generate(self.prompt(sample))
+
+    def gold(self, sample: Sample) -> Prediction:
+        """The reply a perfect model gives ``sample`` (a list for multi-reply samples)."""
+        if sample.target:
+            return write_calls(sample.target, self.reply_format)
+        raise ConfigError(f"no gold reply is known for benchmark {self.name!r}; use replay/<file> instead")
+
+    def turn_feedback(self, sample: Sample) -> Message | None:
+        """The message the benchmark's own loop sends back between the replies of a multi-turn
+        sample (reports show it between the turns); ``None`` when it sends none."""
+        return None
+
+    def reply_text(self, sample: Sample, completion: Completion) -> str:
+        """``completion`` as reply text: native tool calls written in :attr:`reply_format`."""
+        return reply_text(completion, self.reply_format)
 
     @abstractmethod
     def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
@@ -88,4 +219,43 @@ class Benchmark(ABC):
         """The benchmark's headline metrics over ``scores``, as the official scorer aggregates them."""
 
 
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark")
+def make_benchmark(name: str, **options: Any) -> Benchmark:
+    """An instance of the benchmark registered as ``name``, with constructor ``options``; an
+    option the benchmark does not take is a :class:`~toolmend.ConfigError` that names it."""
+    cls = BENCHMARKS.get(name)
+    check_constructor(name, cls, options)
+    return cls(**options)
+
+
+def check_constructor(name: str, cls: type[Benchmark], options: dict[str, Any]) -> None:
+    """A :class:`~toolmend.ConfigError` when ``cls`` does not take one of ``options``."""
+    params = inspect.signature(cls).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = [k for k in options if k not in params and not takes_any]
+    if unknown:
+        what = {"prompt_template": "a prompt template (its prompts come from its data)",
+                "samples": "several generations per sample (--samples)"}  # fmt: skip
+        raise ConfigError(f"{name} does not take {what.get(unknown[0], repr(unknown[0]))}")
+
+
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", group="toolmend.benchmarks")
+"""Benchmark classes by name; built-ins are registered lazily in :mod:`toolmend.benchmarks`."""
+
+STRATEGIES: Registry[Callable[[], Strategy]] = Registry("strategy", group="toolmend.strategies")
+"""Strategy factories (no arguments) by name; ``"a+b"`` in the runner applies ``a`` then ``b``."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A benchmark name backed by generated data (``toolmend bench critic``)."""
+
+    benchmark: str
+    """The registered benchmark that loads and scores the built data."""
+    build: Callable[[int, Path], Path]
+    """``(seed, out_dir) -> data path``; called once per seed (its output folder is reused)."""
+    default_model: str | None = None
+    load_options: dict[str, Any] = field(default_factory=dict)
+
+
+SUITES: Registry[Suite] = Registry("benchmark suite", group="toolmend.suites")
+"""Suites by the name ``toolmend bench`` accepts; checked before :data:`BENCHMARKS`."""

@@ -259,11 +259,13 @@ class CallListBenchmark(Benchmark):
     ``score`` gives per-sample ``f1_name`` / ``f1_name_param`` (that sample's own F1),
     ``accuracy``, ``overlap`` and ``format``; ``aggregate`` gives the micro F1s over the whole
     set (as published), their precisions and recalls, and the means of the others. Pass
-    ``system_template`` (with a ``{tools}`` slot) to replace the instruction.
+    ``prompt_template`` (the system prompt, with a ``{tools}`` slot) to replace the instruction.
     """
 
-    def __init__(self, system_template: str | None = None) -> None:
-        self.system_template = system_template or _DEFAULT_SYSTEM
+    headline = "accuracy"
+
+    def __init__(self, *, prompt_template: str | None = None) -> None:
+        self.system_template = prompt_template or _DEFAULT_SYSTEM
 
     def _data_path(self, path: str | Path | None) -> Path:
         from toolmend._shared import shared_dir

@@ -65,8 +65,11 @@ def _output_of(record: dict[str, object]) -> tuple[Prediction | None, str | None
 
 
 def read_predictions(path: str | Path) -> Predictions:
-    """Read a predictions JSONL file; raises :class:`~toolmend.DatasetError` only if the file
-    cannot be opened at all."""
+    """Read a predictions JSONL file.
+
+    Unusable lines are kept as :attr:`Predictions.problems`; a :class:`~toolmend.DatasetError`
+    is raised when the file cannot be opened, holds no prediction, or more of its lines are
+    unusable than usable (then it is most likely not a predictions file at all)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -102,4 +105,13 @@ def read_predictions(path: str | Path) -> Predictions:
             )
         preds.outputs[sid] = out
         preds.lines[sid] = n
+    unusable = [q for q in preds.problems if "repeats line" not in q.reason]
+    if not preds.outputs:
+        detail = f"; {unusable[0]}" if unusable else ""
+        raise DatasetError(f"no usable prediction in the file{detail}", path=p)
+    if len(unusable) > len(preds.outputs):
+        raise DatasetError(
+            f"{len(unusable)} lines are unusable and only {len(preds.outputs)} usable; first: {unusable[0]}",
+            path=p,
+        )
     return preds

@@ -1,11 +1,11 @@
 """Score saved predictions against a benchmark: the engine behind ``toolmend score``.
 
 >>> from toolmend.benchmarks import BENCHMARKS, score_predictions
->>> bench = BENCHMARKS.get("bfcl")()                                  # doctest: +SKIP
->>> samples = bench.load("../shared/data/bfcl")                       # doctest: +SKIP
->>> report = score_predictions(bench, samples, {"simple_python_0": "[calculate_triangle_area(base=10, height=5)]"})  # doctest: +SKIP
->>> report.scored, report.total                                       # doctest: +SKIP
-(1, 1983)
+>>> bench = BENCHMARKS.get("bfcl")()
+>>> samples = bench.load()  # the shared data folder
+>>> report = score_predictions(bench, samples, {"simple_python_0": "[calculate_triangle_area(base=10, height=5)]"})
+>>> report.scored, report.total
+(1, 1498)
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ records. A sample offers the tools its gold calls use; exact ``"API_call_n"`` ar
 (nested calls) become :class:`~toolmend.Ref` and each call's ``responses`` its ``outputs``.
 
 >>> bench = SealTools()
->>> samples = bench.load(subset="single")  # doctest: +SKIP
->>> len(samples)  # doctest: +SKIP
+>>> samples = bench.load(subset="single")
+>>> len(samples)
 294
 """
 
@@ -112,11 +112,15 @@ def load_seal_tools(folder: str | Path, split: Split = "all", subset: Subset = "
 class SealTools(CallListBenchmark):
     """Seal-Tools, scored with HiTEC's F1 Name / F1 Name + Parameter (plus ToolACE-R accuracy/overlap)."""
 
+    load_options = ("split", "subset")
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "seal-tools"
     default_data = "data/seal-tools"
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Options: ``split`` (all | in_domain | out_domain), ``subset`` (all | single | multiple)."""
+        self.check_load_options(options)
         return load_seal_tools(
             self._data_path(path), options.get("split", "all"), options.get("subset", "all")
         )

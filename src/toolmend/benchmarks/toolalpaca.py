@@ -16,8 +16,8 @@ data needs some care, all recorded in ``metadata``:
 - actions that are not functions of the tool (``getDetails``, i.e. asking the user; endpoints
   missing from the description) stay in the gold and are listed in ``metadata["unknown_actions"]``.
 
->>> samples = ToolAlpaca().load(split="real")  # doctest: +SKIP
->>> len(samples)  # doctest: +SKIP
+>>> samples = ToolAlpaca().load(split="real")
+>>> len(samples)
 114
 """
 
@@ -199,9 +199,14 @@ def load_toolalpaca(folder: str | Path, split: Split = "real") -> list[Sample]:
 class ToolAlpaca(CallListBenchmark):
     """ToolAlpaca, scored with HiTEC's F1s plus ToolACE-R accuracy/overlap (``split``: real by default)."""
 
+    gold_ceiling = "Hammer's F1 rule for a tool called more than once lowers even the gold reply"
+    load_options = ("split",)
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "toolalpaca"
     default_data = "data/toolalpaca"
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Option ``split``: real (HiTEC's 114 queries, default), simulated or all."""
+        self.check_load_options(options)
         return load_toolalpaca(self._data_path(path), options.get("split", "real"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from toolmend.errors import ConfigError
 from toolmend.schema import ERROR_CODES, ErrorCode
 
 __all__ = [
@@ -89,7 +90,7 @@ assert set(CRITICTOOL_CATEGORY) == set(ERROR_CODES) == set(BFCL_ERROR_TYPE) == s
 
 def _known(code: str) -> ErrorCode:
     if code not in CRITICTOOL_CATEGORY:
-        raise ValueError(f"unknown error code {code!r}; expected one of {', '.join(ERROR_CODES)}")
+        raise ConfigError(f"unknown error code {code!r}; expected one of {', '.join(ERROR_CODES)}")
     return code
 
 

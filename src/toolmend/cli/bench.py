@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -10,9 +11,12 @@ import typer
 from rich.table import Table
 
 from toolmend.bench import BenchResult, run_bench
-from toolmend.benchmarks import as_mode
+from toolmend.benchmarks import as_mode, benchmark_class
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
+from toolmend.reports import write_report
+from toolmend.runs import load_run
+from toolmend.runs.scale import format_metric, percent_keys
 
 __all__ = ["register"]
 
@@ -24,14 +28,35 @@ def _categories(values: list[str] | None) -> list[str] | None:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
-def _print_result(result: BenchResult) -> None:
+def _causes(result: BenchResult) -> str:
+    """``infrastructure errors by cause: HTTP 500 ×2, timed out after 5 s ×1``."""
+    counts = Counter(r.error.cause for r in load_run(result.run_dir).records if r.error is not None)
+    return "infrastructure errors by cause: " + ", ".join(f"{c} ×{n}" for c, n in counts.most_common())
+
+
+def _oracle_note(result: BenchResult) -> str | None:
+    bench = benchmark_class(result.benchmark)
+    ceiling = bench.gold_ceiling if bench is not None else None
+    if result.model == "scripted" and result.mode == "compat" and ceiling:
+        return (
+            f"note: --model scripted answers with the gold replies, yet {result.benchmark}'s official "
+            f"scorer (compat mode) does not give them 100%: {ceiling}. That is the scorer's ceiling, not a fault"
+        )
+    return None
+
+
+def _print_result(result: BenchResult, report: Path | None) -> None:
     out = console()
     s = result.summary
-    table = Table(title=f"{result.benchmark} · {result.model} ({result.mode})", show_header=True)
+    strategy = result.settings.strategy if result.settings else "none"
+    title = f"{result.benchmark} · {result.model}" + (f" · {strategy}" if strategy != "none" else "")
+    table = Table(title=f"{title} ({result.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
+    bench = benchmark_class(result.benchmark)
+    percent = percent_keys(s.metrics, every=bool(bench and bench.percent_scale))
     for name, value in s.metrics.items():
-        table.add_row(name, f"{value:.4g}")
+        table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)
     out.print(
         f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "
@@ -40,24 +65,31 @@ def _print_result(result: BenchResult) -> None:
         f"{s.usage.input_tokens}+{s.usage.output_tokens} tokens, {s.wall_s:.1f} s"
     )
     out.print(f"run: {result.run_dir}")
-    if result.report is not None:
-        out.print(f"report: {result.report} and {result.report.with_suffix('.html')}")
+    if report is not None:
+        out.print(f"report: {report} and {report.with_suffix('.html')}")
     hint = result.retry_hint()
     if hint:
         out.print(hint)
+        out.print(_causes(result))
     warning = s.infra_warning()
     if warning:
         typer.echo(warning, err=True)
+    note = _oracle_note(result)
+    if note:
+        out.print(note)
 
 
 def bench_command(
     benchmark: Annotated[
-        str, typer.Argument(help="Benchmark or suite: nestools, critictool, bfcl, reflection-bench, …")
+        str, typer.Argument(help="A benchmark or suite (toolmend --help lists them), e.g. critic, bfcl.")
     ],
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", "-m", help="openai/<model>, hf/<path>, vllm/<path>, replay/<file>, or scripted (gold)."
+            "--model",
+            "-m",
+            help="openai/<model>, hf/<path>, vllm/<path>, replay/<file>, checklist (rule-based CriticTool critic), "
+            "or scripted (gold).",
         ),
     ] = None,
     data: Annotated[
@@ -117,12 +149,12 @@ def bench_command(
             "--prompt-template", help="Your own prompt (see toolmend.benchmarks.templates for each format)."
         ),
     ] = None,
+    strategy: Annotated[
+        str | None,
+        typer.Option("--strategy", help="Inference-time strategies, a+b applies a then b (default: none)."),
+    ] = None,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
-    if tool_mode not in ("prompt", "native"):
-        fail(f"--tool-mode must be prompt or native, got {tool_mode!r}")
-    if retry_errors and resume is None:
-        fail("--retry-errors needs --resume RUN_DIR")
     try:
         result = run_bench(
             benchmark,
@@ -134,7 +166,7 @@ def bench_command(
             mode=as_mode(mode),
             base_url=base_url,
             api_key_env=api_key_env,
-            tool_mode="native" if tool_mode == "native" else "prompt",
+            tool_mode=tool_mode,  # type: ignore[arg-type]  # the API refuses other values
             cache=not no_cache,
             cache_dir=cache_dir,
             resume=resume,
@@ -146,9 +178,10 @@ def bench_command(
             max_retries=max_retries,
             load_options=key_values(option or [], "--option"),
             model_options=key_values(model_option or [], "--model-option"),
-            report=not no_report,
             prompt_template=prompt_template,
+            strategy=strategy,
         )
+        report = None if no_report else write_report([result.run_dir], out=result.run_dir).markdown
     except ToolmendError as exc:
         fail(str(exc))
     if as_json:
@@ -157,14 +190,22 @@ def bench_command(
             "benchmark": result.benchmark,
             "model": result.model,
             "mode": result.mode,
+            "settings": result.settings.model_dump(mode="json") if result.settings else None,
             **result.summary.model_dump(mode="json"),
         }
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
-        for line in (result.retry_hint(), result.summary.infra_warning()):
-            if line:
-                typer.echo(line, err=True)
+        hint = result.retry_hint()
+        if hint:
+            typer.echo(hint, err=True)
+            typer.echo(_causes(result), err=True)
+        warning = result.summary.infra_warning()
+        if warning:
+            typer.echo(warning, err=True)
+        note = _oracle_note(result)
+        if note:
+            typer.echo(note, err=True)
     else:
-        _print_result(result)
+        _print_result(result, report)
     if result.summary.n_scored == 0:
         raise typer.Exit(1)
 

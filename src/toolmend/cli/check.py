@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from toolmend._jsontext import dumps, printable
 from toolmend.check import Checker, repair
-from toolmend.errors import ToolmendError
+from toolmend.errors import DatasetError, SpecError, ToolmendError
 from toolmend.formats import CallFormat, load_tools, parse_calls
 from toolmend.schema import Finding, ToolCall
 
@@ -60,6 +60,10 @@ def run_check(
     tools = load_tools(tools_path)
     parsed = parse_calls(calls_text, format)  # type: ignore[arg-type]
     checker = Checker(tools)
+    try:
+        checker.verify()  # a broken schema is bad input, found before any call is judged by it
+    except SpecError as exc:
+        raise DatasetError(str(exc), path=tools_path) from exc
     repaired: list[dict[str, Any]] = []
     if do_repair:
         result = repair(parsed.calls, checker, expected_count)

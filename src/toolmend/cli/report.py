@@ -10,6 +10,7 @@ import typer
 from toolmend.cli._console import console, fail
 from toolmend.errors import ToolmendError
 from toolmend.reports import write_report
+from toolmend.runs import RunDir
 
 __all__ = ["register"]
 
@@ -26,6 +27,8 @@ def report_command(
     for path in runs:
         if not path.is_dir():
             fail(f"{path} is not a run directory")
+        if not RunDir(path).samples_path.is_file():
+            fail(f"{path} is not a run directory: it has no {RunDir(path).samples_path.name}")
     if out is None:
         if len(runs) > 1:
             fail("several runs need --out DIR for the comparison report")

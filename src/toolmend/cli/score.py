@@ -10,25 +10,28 @@ import typer
 from rich.table import Table
 
 from toolmend._shared import shared_dir
-from toolmend.benchmarks import BENCHMARKS, as_mode, load_builtin_benchmarks
+from toolmend.benchmarks import BENCHMARKS, as_mode, benchmark_class
 from toolmend.benchmarks.predictions import read_predictions
 from toolmend.benchmarks.scoring import ScoreReport, score_predictions
 from toolmend.cli._console import console, fail, key_values
 from toolmend.errors import ToolmendError
+from toolmend.runs.scale import format_metric, format_pct, percent_keys, to_pct
 
 __all__ = ["register"]
 
 
-def _print_report(report: ScoreReport) -> None:
+def _print_report(report: ScoreReport, detail_keys: tuple[str, ...]) -> None:
     out = console()
     table = Table(title=f"{report.benchmark} ({report.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
+    bench = benchmark_class(report.benchmark)
+    percent = percent_keys(report.metrics, every=bool(bench and bench.percent_scale))
     for name, value in report.metrics.items():
-        table.add_row(name, f"{value:.2f}" if isinstance(value, float) else str(value))
+        table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)
     out.print(f"scored {report.scored} of {report.total} samples")
-    _print_worst(report)
+    _print_worst(report, detail_keys)
     if report.missing:
         head = ", ".join(report.missing[:5]) + (" …" if len(report.missing) > 5 else "")
         out.print(f"{len(report.missing)} samples have no prediction and are not counted: {head}")
@@ -46,8 +49,8 @@ def _mean(values: dict[str, float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def _print_worst(report: ScoreReport, limit: int = 10) -> None:
-    """The lowest-scored samples, with the reason the benchmark gives where it gives one."""
+def _print_worst(report: ScoreReport, detail_keys: tuple[str, ...], limit: int = 10) -> None:
+    """The lowest-scored samples, with the details the benchmark declares for reports."""
     ranked = [(m, s) for s in report.scores if (m := _mean(s.values)) is not None and m < 1.0]
     if not ranked:
         return
@@ -55,8 +58,8 @@ def _print_worst(report: ScoreReport, limit: int = 10) -> None:
     out = console()
     out.print(f"{len(ranked)} samples below a full score; the lowest:")
     for mean, s in ranked[:limit]:
-        reason = s.details.get("error_type") or s.details.get("error") or s.details.get("outcome") or ""
-        out.print(f"  {s.id}  {mean:.2f}  {reason}".rstrip(), markup=False)
+        reason = "  ".join(f"{k}={s.details[k]}" for k in detail_keys if s.details.get(k) not in (None, ""))
+        out.print(f"  {s.id}  {format_pct(to_pct(mean))}  {reason}".rstrip(), markup=False)
 
 
 def score_command(
@@ -79,12 +82,13 @@ def score_command(
     ] = None,
 ) -> None:
     """Score saved model outputs (one JSON line per sample) against BENCHMARK."""
-    load_builtin_benchmarks(benchmark)
     try:
         mode_ = as_mode(mode)
         bench = BENCHMARKS.get(benchmark)()
         path = data if data is not None else shared_dir() / bench.default_data
-        samples = bench.load(path, **key_values(option or [], "--option"))
+        options = key_values(option or [], "--option")
+        bench.check_load_options(options)
+        samples = bench.load(path, **options)
         preds = read_predictions(predictions)
         report = score_predictions(bench, samples, preds, mode=mode_, missing_as_empty=missing_as_empty)
     except ToolmendError as exc:
@@ -93,7 +97,7 @@ def score_command(
         payload = report.model_dump(exclude={"scores"})
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        _print_report(report)
+        _print_report(report, bench.detail_keys)
     if report.scored == 0:
         raise typer.Exit(1)
 

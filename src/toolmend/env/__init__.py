@@ -10,25 +10,25 @@
 5
 """
 
-from toolmend.env.cache import ResponseCache, cache_key
+from toolmend.env.cache import ToolCache, call_key
 from toolmend.env.environment import Environment, Simulator, extract_path
 from toolmend.env.faults import FAULT_KINDS, FaultKind, FaultPlan, FaultRule, fault_response
 from toolmend.env.registry import RegisteredTool, ToolRegistry, schema_from_function
 from toolmend.env.response import ResponseSource, ToolFailed, ToolFailure, ToolResponse, error_body
 from toolmend.env.simulator import synthesize
-from toolmend.env.validate import BLOCKING_CODES, Checker, schema_findings
+from toolmend.env.validate import BLOCKING_CODES, CheckFn, schema_findings
 from toolmend.schema import ToolCall
 
 __all__ = [
     "BLOCKING_CODES",
     "FAULT_KINDS",
-    "Checker",
+    "CheckFn",
     "Environment",
     "FaultKind",
     "FaultPlan",
     "FaultRule",
     "RegisteredTool",
-    "ResponseCache",
+    "ToolCache",
     "ResponseSource",
     "Simulator",
     "ToolCall",
@@ -36,7 +36,7 @@ __all__ = [
     "ToolFailure",
     "ToolRegistry",
     "ToolResponse",
-    "cache_key",
+    "call_key",
     "error_body",
     "extract_path",
     "fault_response",

@@ -6,7 +6,7 @@ keys on Python's ``repr`` and misses on reordering). An optional ``scope`` strin
 for stateful tools: a world passes its state version, so a read after a write is not served a
 stale answer. With a ``path`` the cache is a JSON file, written atomically.
 
->>> cache = ResponseCache()
+>>> cache = ToolCache()
 >>> cache.put("weather", {"city": "Oslo"}, {"temp_c": 3})
 >>> cache.get("weather", {"city": "Oslo"})
 {'temp_c': 3}
@@ -25,15 +25,15 @@ from pydantic_core import to_jsonable_python
 
 from toolmend.errors import DatasetError
 
-__all__ = ["ResponseCache", "cache_key"]
+__all__ = ["ToolCache", "call_key"]
 
 _MISSING = object()
 
 
-def cache_key(tool: str, arguments: dict[str, Any], scope: str = "") -> str:
+def call_key(tool: str, arguments: dict[str, Any], scope: str = "") -> str:
     """The canonical key of a call.
 
-    >>> cache_key("f", {"a": 1, "b": 2}) == cache_key("f", {"b": 2, "a": 1})
+    >>> call_key("f", {"a": 1, "b": 2}) == call_key("f", {"b": 2, "a": 1})
     True
     """
     payload = {"tool": tool, "arguments": to_jsonable_python(arguments), "scope": scope}
@@ -41,7 +41,7 @@ def cache_key(tool: str, arguments: dict[str, Any], scope: str = "") -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class ResponseCache:
+class ToolCache:
     """Call → response data, in memory and optionally mirrored to a JSON file."""
 
     def __init__(self, path: str | Path | None = None) -> None:
@@ -64,7 +64,7 @@ class ResponseCache:
 
     def get(self, tool: str, arguments: dict[str, Any], scope: str = "", default: Any = None) -> Any:
         """The cached response data for the call, or ``default``."""
-        value = self._entries.get(cache_key(tool, arguments, scope), _MISSING)
+        value = self._entries.get(call_key(tool, arguments, scope), _MISSING)
         if value is _MISSING:
             self.misses += 1
             return default
@@ -73,7 +73,7 @@ class ResponseCache:
 
     def lookup(self, tool: str, arguments: dict[str, Any], scope: str = "") -> tuple[bool, Any]:
         """``(found, data)``; unlike :meth:`get` it tells a cached ``None`` from a miss."""
-        value = self._entries.get(cache_key(tool, arguments, scope), _MISSING)
+        value = self._entries.get(call_key(tool, arguments, scope), _MISSING)
         if value is _MISSING:
             self.misses += 1
             return False, None
@@ -82,7 +82,7 @@ class ResponseCache:
 
     def put(self, tool: str, arguments: dict[str, Any], data: Any, scope: str = "") -> None:
         """Store ``data`` (JSON-compatible) for the call and save the file, if any."""
-        self._entries[cache_key(tool, arguments, scope)] = to_jsonable_python(data)
+        self._entries[call_key(tool, arguments, scope)] = to_jsonable_python(data)
         if self.path is not None:
             self.save()
 

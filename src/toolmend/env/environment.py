@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -41,21 +42,21 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from toolmend.env.cache import ResponseCache, cache_key
+from toolmend.env.cache import ToolCache, call_key
 from toolmend.env.faults import FaultPlan, fault_response
 from toolmend.env.registry import ToolRegistry
 from toolmend.env.response import ToolFailed, ToolFailure, ToolResponse
 from toolmend.env.simulator import synthesize
-from toolmend.env.validate import BLOCKING_CODES, Checker, default_checker, findings_body, schema_findings
-from toolmend.errors import ConfigError
+from toolmend.env.validate import BLOCKING_CODES, CheckFn, findings_body, schema_findings
+from toolmend.errors import ConfigError, PathError
 from toolmend.schema import Finding, Ref, Tool, ToolCall
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Environment", "Simulator", "extract_path"]
 
 Simulator = Callable[[Tool, ToolCall], Awaitable[str]]
 """An LLM that plays the API server: given the spec and the call, the response text."""
-
-_AUTO: Any = object()
 
 
 class _Unresolved(Exception):
@@ -71,8 +72,9 @@ class Environment:
     ``registry`` holds the executable tools; ``tools`` adds specs with no implementation (the
     simulator answers them). ``context`` supplies the registry's injected parameters (a world's
     state). ``cache_scope`` returns a string mixed into cache keys (a world's state version).
-    ``checker`` defaults to :func:`toolmend.check.check`; pass ``None`` to rely on the schema
-    gate alone.
+    ``checker`` finds what is wrong with a call before it runs (pass :func:`toolmend.check.check`,
+    as :meth:`toolmend.world.World.environment` does); without one the schema gate alone decides.
+    A checker that raises is logged and the schema gate answers instead.
     """
 
     def __init__(
@@ -80,10 +82,10 @@ class Environment:
         registry: ToolRegistry | None = None,
         *,
         tools: Iterable[Tool] = (),
-        cache: ResponseCache | None = None,
+        cache: ToolCache | None = None,
         simulator: Simulator | None = None,
         faults: FaultPlan | None = None,
-        checker: Checker | None = _AUTO,
+        checker: CheckFn | None = None,
         context: dict[str, Any] | None = None,
         cache_scope: Callable[[], str] | None = None,
     ) -> None:
@@ -94,7 +96,7 @@ class Environment:
         self.cache = cache
         self.simulator = simulator
         self.faults = faults
-        self.checker: Checker | None = default_checker() if checker is _AUTO else checker
+        self.checker = checker
         self.context = dict(context or {})
         self.cache_scope = cache_scope
         self.bindings: dict[str, Any] = {}
@@ -203,7 +205,7 @@ class Environment:
         registered = self.registry.get(tool.name)
         if registered is None:
             return ToolResponse.from_data(
-                synthesize(tool.returns, seed=cache_key(tool.name, args)), source="simulated", tool=tool.name
+                synthesize(tool.returns, seed=call_key(tool.name, args)), source="simulated", tool=tool.name
             )
         try:
             result = registered.invoke(args, self.context)
@@ -267,12 +269,19 @@ class Environment:
     def _findings(self, call: ToolCall, args: dict[str, Any], tool: Tool) -> list[Finding]:
         resolved = call.model_copy(update={"arguments": args})
         findings: list[Finding] = []
-        if self.checker is not None:
-            try:
-                findings = [f for f in self.checker([resolved], self.tools) if f.code in BLOCKING_CODES]
-            except Exception:  # the checklist must never take the environment down
-                findings = []
+        findings = [f for f in self._check(resolved) if f.code in BLOCKING_CODES]
         return findings or schema_findings(resolved, tool)
+
+    def _check(self, call: ToolCall) -> list[Finding]:
+        if self.checker is None:
+            return []
+        try:
+            return self.checker([call], self.tools)
+        except Exception:  # a checker bug must not take the environment down; say so, loudly
+            log.exception(
+                "the environment's checker failed on a call to %r; the schema gate answers", call.name
+            )
+            return []
 
     def _invalid(
         self,
@@ -284,14 +293,7 @@ class Environment:
     ) -> ToolResponse:
         if findings is None:
             resolved = call.model_copy(update={"arguments": args})
-            findings = []
-            if self.checker is not None:
-                try:
-                    findings = [
-                        f for f in self.checker([resolved], self.tools) if f.code == "wrong_tool_name"
-                    ]
-                except Exception:
-                    findings = []
+            findings = [f for f in self._check(resolved) if f.code == "wrong_tool_name"]
             if not findings:
                 known = ", ".join(sorted(self.specs)) or "none"
                 findings = [
@@ -347,17 +349,21 @@ class Environment:
 
 
 def extract_path(data: Any, path: str) -> Any:
-    """The value at a dotted path; integer segments index lists.
+    """The value at a dotted path; integer segments index lists. A path that does not exist is a
+    :class:`~toolmend.errors.PathError` (a ``KeyError``).
 
     >>> extract_path({"flights": [{"id": "F1"}]}, "flights.0.id")
     'F1'
     """
     value = data
     for part in path.split("."):
-        if isinstance(value, list):
-            value = value[int(part)]
-        elif isinstance(value, dict):
-            value = value[part]
-        else:
-            raise KeyError(part)
+        try:
+            if isinstance(value, list):
+                value = value[int(part)]
+            elif isinstance(value, dict):
+                value = value[part]
+            else:
+                raise PathError(part)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise PathError(part) from exc
     return value

@@ -1,13 +1,13 @@
 """Turning an invalid call into the error a real API would send back.
 
-The checklist (:func:`toolmend.check.check`) says what is wrong; a JSON-Schema gate over the
-arguments backs it up, so that nothing the spec forbids ever reaches a tool function (and so
-the environment still answers sensibly for specs the checklist has no opinion on).
+A checker given to the environment (:func:`toolmend.check.check`, passed in explicitly as
+``Environment(checker=check)``) says what is wrong; a JSON-Schema gate over the arguments backs it
+up, so that nothing the spec forbids ever reaches a tool function (and so the environment still
+answers sensibly for specs the checker has no opinion on, or without a checker).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -15,10 +15,10 @@ from jsonschema import Draft202012Validator
 
 from toolmend.schema import ErrorCode, Finding, Tool, ToolCall
 
-__all__ = ["BLOCKING_CODES", "Checker", "default_checker", "schema_findings"]
+__all__ = ["BLOCKING_CODES", "CheckFn", "schema_findings"]
 
-Checker = Callable[[list[ToolCall], list[Tool]], list[Finding]]
-"""``check(calls, tools) -> findings``: the checklist's contract."""
+CheckFn = Callable[[list[ToolCall], list[Tool]], list[Finding]]
+"""``check(calls, tools) -> findings``: the contract of :func:`toolmend.check.check`."""
 
 BLOCKING_CODES: frozenset[ErrorCode] = frozenset(
     {
@@ -44,23 +44,6 @@ _KEYWORD_CODES: dict[str, ErrorCode] = {
     "format": "invalid_format",
     "minLength": "empty_value",
 }
-
-
-def default_checker() -> Checker | None:
-    """The project's checklist when it is importable (it lives in another layer)."""
-    try:
-        module = importlib.import_module("toolmend.check")
-    except ImportError:
-        return None
-    check = getattr(module, "check", None)
-    if not callable(check):
-        return None
-
-    def run(calls: list[ToolCall], tools: list[Tool]) -> list[Finding]:
-        found: list[Finding] = check(calls, tools)
-        return found
-
-    return run
 
 
 def schema_findings(call: ToolCall, tool: Tool) -> list[Finding]:

@@ -30,6 +30,7 @@ findings; a plain prose answer has no finding at all. So "abstained", "answered 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ from toolmend.formats.tags import has_tags, parse_tagged_calls, strip_think, wri
 from toolmend.schema import ToolCall
 
 __all__ = ["parse_calls", "write_calls"]
+
+log = logging.getLogger(__name__)
 
 _FORMATS = ("auto", "openai", "json", "python", "tags", "nestools")
 
@@ -65,6 +68,7 @@ def parse_calls(text: str, format: CallFormat = "auto") -> ParseResult:
     except Exception as exc:
         # Last line of defence: a parser bug must not crash a whole evaluation run. The fuzz
         # tests assert that this branch is never reached.
+        log.exception("internal parser error on a %d-character output (kept as a finding)", len(text))
         result = ParseResult(format="none", text=text)
         result.flag(
             "invalid_format", f"internal parser error: {type(exc).__name__}: {exc}", internal_error=True
@@ -82,6 +86,9 @@ def _parse(text: str, format: str) -> ParseResult:
     result.think = think
     if problem:
         result.flag("invalid_format", problem)
+    if format != "auto" and result.format == "none" and not result.findings and rest.strip():
+        # A reader the caller chose found nothing it recognises: that is not a clean empty answer.
+        result.flag("invalid_format", f"the output does not read as {format} tool calls", raw=rest[:200])
     return result
 
 

@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolmend.errors import ParseError
+
 __all__ = ["LoadMethod", "Span", "find_spans", "load_lenient", "split_fences", "to_json_value"]
 
 LoadMethod = Literal["json", "python", "repaired"]
@@ -42,7 +44,7 @@ _WORDS = {"True": "true", "False": "false", "None": "null"}
 
 
 def to_json_value(value: Any) -> Any:
-    """Turn a Python literal into plain JSON data (tuples → lists); raise ValueError otherwise."""
+    """Turn a Python literal into plain JSON data (tuples → lists); raise ParseError (a ValueError) otherwise."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -53,16 +55,16 @@ def to_json_value(value: Any) -> Any:
         out: dict[Any, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str | int | float | bool) and k is not None:
-                raise ValueError(f"dict key {k!r} is not a JSON key")
+                raise ParseError(f"dict key {k!r} is not a JSON key")
             out[k if isinstance(k, str) else json.dumps(k)] = to_json_value(v)
         return out
-    raise ValueError(f"{type(value).__name__} is not a JSON value")
+    raise ParseError(f"{type(value).__name__} is not a JSON value")
 
 
 def load_lenient(text: str) -> tuple[Any, LoadMethod]:
     """Parse ``text`` as JSON, a Python literal or lightly repaired JSON.
 
-    Returns the value and how it was read; raises ValueError when none of them works.
+    Returns the value and how it was read; raises ParseError (a ValueError) when none of them works.
     """
     try:
         return json.loads(text), "json"
@@ -77,7 +79,7 @@ def load_lenient(text: str) -> tuple[Any, LoadMethod]:
         return json.loads(repaired, strict=False), "repaired"
     except (ValueError, RecursionError):
         pass
-    raise ValueError("not JSON, not a Python literal, and not repairable")
+    raise ParseError("not JSON, not a Python literal, and not repairable")
 
 
 def _repair(text: str) -> str:
@@ -136,7 +138,7 @@ def _read_string(text: str, start: int) -> tuple[str, int]:
             return "".join(chars), i + 1
         chars.append(c)
         i += 1
-    raise ValueError("unterminated string")
+    raise ParseError("unterminated string")
 
 
 @dataclass(frozen=True)

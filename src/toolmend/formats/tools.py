@@ -81,8 +81,30 @@ def _convert_type(name: Any) -> tuple[str | list[str] | None, bool]:
     return mapped, True
 
 
-def _normalise_schema(schema: Any) -> dict[str, Any]:
+def _unknown_type(schema: Any) -> str | None:
+    """The JSON pointer of a type name no dialect knows (``"strng"``), or ``None``."""
+    stack: list[tuple[str, Any]] = [("", schema)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, Mapping):
+            names = node.get("type")
+            for name in [names] if isinstance(names, str) else names if isinstance(names, list) else []:
+                if (
+                    isinstance(name, str)
+                    and _convert_type(name)[0] is None
+                    and name.strip().lower() not in _TYPE_MAP
+                ):
+                    return f"{where}/type"
+            stack.extend((f"{where}/{k}", v) for k, v in node.items() if k != "type")
+        elif isinstance(node, list):
+            stack.extend((f"{where}/{i}", v) for i, v in enumerate(node))
+    return None
+
+
+def _normalise_schema(schema: Any) -> Any:
     """A dialect's parameter schema as JSON Schema, recursively."""
+    if isinstance(schema, bool):
+        return schema  # JSON Schema's always / never schemas (``"items": false``)
     if not isinstance(schema, Mapping):
         return {}
     out: dict[str, Any] = {}
@@ -215,6 +237,12 @@ def load_tool(spec: Mapping[str, Any], dialect: Dialect = "auto") -> Tool:
             raw = {"type": "object", "properties": {}}
         if not isinstance(raw, Mapping):
             raise SpecError(f"tool {name!r}: 'parameters' must be an object, got {type(raw).__name__}")
+        unknown = _unknown_type(raw) if kind == "openai" else None
+        if unknown is not None:
+            # JSON Schema specs get no guessing: an unknown type would otherwise constrain nothing.
+            raise SpecError(
+                f"tool {name!r}: schema at {unknown}: unknown type name; expected one of {sorted(_JSON_TYPES)}"
+            )
         parameters = _normalise_schema(raw)
         parameters.setdefault("type", "object")
         parameters.setdefault("properties", {})
@@ -264,6 +292,10 @@ def load_tools(source: str | Path | list[Any] | Mapping[str, Any], dialect: Dial
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise DatasetError(f"cannot read tool specs: {exc.strerror or exc}", path=path) from exc
+        except UnicodeDecodeError as exc:
+            raise DatasetError(
+                f"tool specs are not UTF-8 text ({exc.reason} at byte {exc.start})", path=path
+            ) from exc
         data = _parse_json_or_jsonl(text, path)
     else:
         data = source

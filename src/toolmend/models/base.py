@@ -75,6 +75,8 @@ class GenerateRequest(BaseModel):
     """Which of several samples of the same prompt this is (so sampled answers cache apart)."""
     sample_id: str | None = None
     """The dataset id the request is for; only the replay backend reads it."""
+    cache_scope: str | None = None
+    """What else the answer is keyed on (e.g. the inference-time strategy asking); not sent."""
 
 
 class Usage(BaseModel):
@@ -183,8 +185,12 @@ class Model(ABC):
         config: GenerateConfig | None = None,
         epoch: int = 0,
         sample_id: str | None = None,
+        cache_scope: str | None = None,
     ) -> Completion:
-        """Answer ``messages``: from the cache when possible, else with bounded, retried attempts."""
+        """Answer ``messages``: from the cache when possible, else with bounded, retried attempts.
+
+        ``cache_scope`` keys the cached answer apart from the same request asked for another
+        purpose (the runner passes the strategy's name)."""
         request = GenerateRequest(
             messages=list(messages),
             tools=list(tools or []),
@@ -192,6 +198,7 @@ class Model(ABC):
             config=config or GenerateConfig(),
             epoch=epoch,
             sample_id=sample_id,
+            cache_scope=cache_scope,
         )
         key = self.cache_key(request) if self.cache is not None else None
         if self.cache is not None and key is not None:
@@ -205,7 +212,10 @@ class Model(ABC):
 
     def cache_key(self, request: GenerateRequest) -> str:
         """The cache key of ``request`` for this model (see :func:`~toolmend.models.cache.cache_key`)."""
-        return cache_key(self.cache_identity(), request.model_dump(mode="json", exclude={"sample_id"}))
+        payload = request.model_dump(mode="json", exclude={"sample_id", "cache_scope"})
+        if request.cache_scope is not None:  # absent otherwise: keys stay those of earlier versions
+            payload["cache_scope"] = request.cache_scope
+        return cache_key(self.cache_identity(), payload)
 
     async def _attempts(self, request: GenerateRequest) -> Completion:
         # The schedule of retry.retrying(), as a plain loop: the happy path is one attempt and

@@ -15,6 +15,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from toolmend.errors import ConfigError
+
 __all__ = ["MicroBatcher"]
 
 I = TypeVar("I")  # noqa: E741
@@ -29,7 +31,7 @@ class MicroBatcher(Generic[I, O]):
         self, run_batch: Callable[[list[I]], list[O]], *, max_batch: int = 8, window_s: float = 0.01
     ) -> None:
         if max_batch < 1:
-            raise ValueError("max_batch must be at least 1")
+            raise ConfigError("max_batch must be at least 1")
         self.run_batch = run_batch
         self.max_batch = max_batch
         self.window_s = window_s

@@ -77,6 +77,8 @@ class HFModel(Model):
         self.path = Path(path).expanduser()
         if not self.path.exists():
             raise ConfigError(f"hf model path {self.path} does not exist")
+        if not (self.path / "config.json").is_file():
+            raise ConfigError(f"hf model path {self.path} is not a model folder (it has no config.json)")
         super().__init__(f"hf/{path}", cache=cache, max_connections=max(64, batch_size))
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens

@@ -16,9 +16,11 @@ Tools go out natively (``tool_mode="native"``, names made API-safe and mapped ba
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import os
+import socket
 import ssl
 import urllib.parse
 import urllib.request
@@ -28,7 +30,7 @@ from typing import Any
 import aiohttp
 import certifi
 
-from toolmend.errors import ConfigError, ModelError
+from toolmend.errors import ConfigError, EndpointError, ModelError
 from toolmend.models.base import Completion, GenerateRequest, Model, ToolMode
 from toolmend.models.cache import ResponseCache
 from toolmend.models.openai_wire import DEFAULT_TOOL_PROMPT, build_chat_request, parse_chat_response
@@ -59,7 +61,7 @@ class OpenAIModel(Model):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         tool_mode: ToolMode = "native",
         tool_prompt: str = DEFAULT_TOOL_PROMPT,
         timeout: float = 120.0,
@@ -68,6 +70,11 @@ class OpenAIModel(Model):
         cache: ResponseCache | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
+        if not model.strip():
+            raise ConfigError("openai/ needs a model name, as in openai/gpt-4o-mini")
+        if api_key is None and api_key_env is not None and not os.environ.get(api_key_env):
+            raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
+        api_key_env = api_key_env or "OPENAI_API_KEY"
         super().__init__(f"openai/{model}", cache=cache, max_connections=max_connections, retry=retry)
         if tool_mode not in ("native", "prompt"):
             raise ConfigError(f"tool_mode must be 'native' or 'prompt', got {tool_mode!r}")
@@ -75,6 +82,13 @@ class OpenAIModel(Model):
             raise ConfigError("tool_prompt must contain the placeholder {tools}")
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL).rstrip("/")
+        try:
+            parts = urllib.parse.urlsplit(self.base_url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+        except ValueError as exc:
+            raise EndpointError(self.base_url, f"not a valid URL ({exc})") from None
+        if not valid:
+            raise EndpointError(self.base_url, "not a valid URL: it needs http:// or https:// and a host")
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key and self.base_url == _OPENAI_URL:
             raise ConfigError(f"no API key for {self.base_url}: pass api_key= or set ${api_key_env}")
@@ -86,6 +100,9 @@ class OpenAIModel(Model):
         self._http: aiohttp.ClientSession | None = None
         self._http_loop: asyncio.AbstractEventLoop | None = None
         self._proxy: str | None = None
+        # Until the server has answered once, a refused connection or a 404 means a wrong
+        # --base-url rather than a passing outage: the run stops instead of retrying.
+        self._reached = False
 
     def cache_identity(self) -> dict[str, Any]:
         identity = {
@@ -135,7 +152,13 @@ class OpenAIModel(Model):
                 f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__})", retryable=True
             ) from exc
         except aiohttp.InvalidURL as exc:
-            raise ModelError(f"{url}: not a valid URL ({exc})", retryable=False) from exc
+            raise EndpointError(url, f"not a valid URL ({exc})") from exc
+        except (aiohttp.ClientConnectorError, aiohttp.ClientSSLError) as exc:
+            if not self._reached:
+                raise EndpointError(url, f"cannot connect ({_reason(exc)}); check --base-url") from exc
+            raise ModelError(
+                f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
+            ) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise ModelError(
                 f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
@@ -148,6 +171,16 @@ class OpenAIModel(Model):
         )
         url = f"{self.base_url}/chat/completions"
         status, headers, raw = await self._post(url, body)
+        if _is_html(headers, raw):
+            raise EndpointError(
+                url,
+                f"HTTP {status} with a web page instead of JSON; is --base-url the API root (often ending in /v1)?",
+            )
+        if status == 404 and not self._reached:
+            snippet = raw[:200].decode("utf-8", errors="replace").replace("\n", " ")
+            raise EndpointError(
+                url, f"HTTP 404 (no such path or model; check --base-url and the model name): {snippet}"
+            )
         if status >= 400:
             snippet = raw[:300].decode("utf-8", errors="replace").replace("\n", " ")
             raise HTTPStatusError(
@@ -160,6 +193,7 @@ class OpenAIModel(Model):
         except ValueError as exc:
             # A truncated or garbled body is a transport problem (proxies cut responses), not the model's.
             raise ModelError(f"{url}: response body is not valid JSON", retryable=True, status=200) from exc
+        self._reached = True
         return parse_chat_response(payload, names=names)
 
     async def aclose(self) -> None:
@@ -171,3 +205,21 @@ class OpenAIModel(Model):
             and (loop is asyncio.get_running_loop() or loop.is_closed())
         ):
             await session.close()
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection could not be made, in words (``connection refused: nothing listens there``)."""
+    inner = getattr(exc, "os_error", None) or exc
+    if isinstance(inner, socket.gaierror):
+        return "host name not resolved"
+    known = {
+        errno.ECONNREFUSED: "connection refused: nothing listens there",
+        errno.EHOSTUNREACH: "host unreachable",
+        errno.ENETUNREACH: "network unreachable",
+    }
+    return known.get(getattr(inner, "errno", None) or -1, str(inner) or type(inner).__name__)
+
+
+def _is_html(headers: Mapping[str, str], raw: bytes) -> bool:
+    kind = headers.get("Content-Type", headers.get("content-type", "")).lower()
+    return "text/html" in kind or raw.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))

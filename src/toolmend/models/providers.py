@@ -6,13 +6,15 @@
 ``vllm/<path>``        vLLM offline engine, in-process, GPU (extra ``vllm``)
 ``scripted``           replies from ``script=`` (a list, or a function of the messages)
 ``replay/<path>``      outputs saved in a ``{"id", "output"}`` JSONL file
+``checklist``          the rule-based CriticTool critic (no LLM; CriticTool prompts only)
 =====================  ===================================================================
 
 >>> model = get_model("scripted", script=["hello"])
 >>> model.name
 'scripted'
 
-New backends register a factory ``(rest_of_string, cache, options) -> Model`` in :data:`MODELS`.
+New backends register a factory ``(rest_of_string, cache, options) -> Model`` in :data:`MODELS`,
+or from another package through the entry-point group ``toolmend.models``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from toolmend.registry import Registry
 __all__ = ["MODELS", "ModelFactory", "get_model", "resolve_cache"]
 
 ModelFactory = Callable[[str, ResponseCache | None, dict[str, Any]], Model]
-MODELS: Registry[ModelFactory] = Registry("model backend")
+MODELS: Registry[ModelFactory] = Registry("model backend", group="toolmend.models")
+# Factories that live above this layer, imported on first use.
+MODELS.add_lazy("checklist", "toolmend.benchmarks.critictool.checklist:checklist_backend")
 
 
 def resolve_cache(cache: bool | str | Path | ResponseCache | None) -> ResponseCache | None:

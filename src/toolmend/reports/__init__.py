@@ -1,7 +1,9 @@
 """Reports over run directories: ``report.md`` and a self-contained ``report.html``.
 
-One run gives its metrics, per-category and per-error-type breakdowns and its worst-scored
-samples with their raw outputs; several runs are compared side by side::
+One run gives its status, provenance, metrics (percentages, one decimal place), breakdowns,
+charts and worst samples; several runs are also compared pairwise (Δ with a bootstrap interval, a
+paired test, the samples that flipped). The HTML page holds a browser of every sample of every
+run (transcripts, tools, gold answers, runs side by side), offline::
 
     from toolmend.reports import write_report
 
@@ -15,22 +17,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolmend.errors import ConfigError
-from toolmend.reports.data import BREAKDOWN_KEYS, GroupRow, RunView, load_views
+from toolmend.reports.data import GroupRow, RunView, load_views
 from toolmend.reports.html import render_html
 from toolmend.reports.markdown import render_markdown
-from toolmend.reports.tables import Breakdown, Report, WorstSample, build_report
+from toolmend.reports.stats import DeltaCI, PairedTest, bootstrap_ci, paired_test
+from toolmend.reports.tables import Breakdown, Comparison, MetricDelta, Report, WorstSample, build_report
 from toolmend.runs.store import atomic_write
 
 __all__ = [
-    "BREAKDOWN_KEYS",
     "Breakdown",
+    "Comparison",
+    "DeltaCI",
     "GroupRow",
+    "MetricDelta",
+    "PairedTest",
     "Report",
     "ReportFiles",
     "RunView",
     "WorstSample",
+    "bootstrap_ci",
     "build_report",
     "load_views",
+    "paired_test",
     "render_html",
     "render_markdown",
     "write_report",
@@ -50,7 +58,7 @@ def write_report(
 ) -> ReportFiles:
     """Write ``report.md`` and ``report.html`` for ``runs`` into ``out`` (created if needed).
 
-    ``worst``: how many lowest-scored samples to show per run; ``plots=False`` leaves the
+    ``worst``: how many lowest-scored samples to show (over all runs); ``plots=False`` leaves the
     figures out (no matplotlib needed).
     """
     if not runs:

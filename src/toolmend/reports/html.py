@@ -1,28 +1,47 @@
-"""``report.html``: one self-contained page (inline CSS, plots as ``data:`` PNGs, no scripts, no
-links out); every piece of run data is HTML-escaped, raw model outputs included."""
+"""``report.html``: one self-contained page (inline CSS, inline SVG figures, the sample browser's
+data and script inline, no links out). Run data reaches the page only HTML-escaped or inside the
+browser's JSON block (with ``<`` escaped), and the script inserts it as text, never as markup."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from html import escape
+from importlib import resources
+from typing import Any
 
-from toolmend.reports.plots import bar_chart
-from toolmend.reports.tables import Report
+from toolmend.reports.plots import bar_chart, line_chart
+from toolmend.reports.samples import browser_data
+from toolmend.reports.tables import Report, charts, flips_shown, provenance
 from toolmend.reports.tables import format_number as _num
 
 __all__ = ["render_html"]
 
 _CSS = """
-body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1200px;
 color:#222;padding:0 1rem;line-height:1.45}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd}
-h3{font-size:1rem;margin-bottom:.3rem}
+h3{font-size:1rem;margin-bottom:.3rem}h4{font-size:.85rem;margin:.6rem 0 .2rem;color:#444}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
-th,td{border:1px solid #ddd;padding:.25rem .6rem;text-align:left}td.num{text-align:right;
-font-variant-numeric:tabular-nums}th{background:#f3f5f8}
-img{max-width:100%;height:auto;display:block;margin:.6rem 0}
-pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:.6rem;white-space:pre-wrap;word-break:break-word;
-font-size:.82rem;max-height:22rem;overflow:auto}
-.facts{color:#555;font-size:.9rem}.warn{background:#fff4e5;border-left:4px solid #e07b39;padding:.5rem .8rem}
+th,td{border:1px solid #ddd;padding:.25rem .6rem;text-align:left;vertical-align:top}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f5f8}
+svg{max-width:100%;height:auto;display:block;margin:.6rem 0}
+pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:.5rem;white-space:pre-wrap;word-break:break-word;
+font-size:.8rem;max-height:22rem;overflow:auto;margin:.2rem 0}
+.facts{color:#555;font-size:.85rem}.warn{background:#fff4e5;border-left:4px solid #e07b39;padding:.5rem .8rem}
+details.prov td:first-child{color:#555;white-space:nowrap}details.prov td{font-size:.8rem;word-break:break-all}
+.flips a{margin-right:.5rem;font-family:monospace;font-size:.85rem}
+#tm-controls{display:flex;flex-wrap:wrap;gap:.4rem .9rem;align-items:center;margin:.5rem 0;font-size:.85rem}
+#tm-search{width:16rem;padding:.2rem .4rem}.tm-filter select{max-width:14rem}
+#tm-list tr.tm-row{cursor:pointer}#tm-list tr.tm-row:hover{background:#eef4fb}
+#tm-table{width:100%}#tm-table td{font-size:.82rem;padding:.15rem .5rem}
+.tm-cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:1rem}
+.tm-run{border:1px solid #ddd;border-radius:4px;padding:.5rem .7rem;min-width:0}
+.tm-msg{border-left:3px solid #bbb;padding-left:.5rem;margin:.4rem 0}.tm-role{font-size:.75rem;color:#666;
+text-transform:uppercase;letter-spacing:.04em}.tm-system{border-color:#8c7a3f}.tm-user{border-color:#3b6ea5}
+.tm-assistant{border-color:#4f9d69}.tm-tool{border-color:#b65f9a}pre.tm-calls{background:#eef7f0}
+pre.tm-gold{background:#fdf8e6}.tm-headline{font-weight:600}#tm-detail{margin-top:1rem}
 """
 
 
@@ -38,72 +57,127 @@ def _table(head: list[str], rows: list[list[str]], numeric_from: int = 1) -> str
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _img(uri: str, alt: str) -> str:
-    return f'<img src="{uri}" alt="{escape(alt)}">'
+def _figure(svg: str, alt: str) -> str:
+    return f'<figure role="img" aria-label="{escape(alt)}">{svg}</figure>'
 
 
-def render_html(report: Report, *, plots: bool = True) -> str:
-    """The whole report as one HTML document."""
+COMPRESS_OVER = 1_000_000
+"""Sample data larger than this (bytes of JSON) is embedded gzipped and base64-encoded; the page
+inflates it with the browser's own ``DecompressionStream`` (about 5x smaller for big runs)."""
+
+
+def _json_block(data: Any, compress_over: int = COMPRESS_OVER) -> str:
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    raw = text.encode("utf-8")
+    if len(raw) > compress_over:
+        packed = base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+        return f'<script type="application/gzip-base64" id="tm-data">{packed}</script>'
+    # "<" escaped as \\u003c: no "</script>" or "<!--" inside the data can end the block.
+    safe = text.replace("<", "\\u003c")
+    return f'<script type="application/json" id="tm-data">{safe}</script>'
+
+
+def _sample_link(sid: str) -> str:
+    return f'<a href="#sample={escape(sid)}">{escape(sid)}</a>'
+
+
+_BROWSER = """<h2 id="samples">Samples</h2>
+<div id="tm-notes"></div>
+<div id="tm-controls"><input id="tm-search" type="search" placeholder="search ids and outputs">
+<label>sort <select id="tm-sort"></select></label><label>score of <select id="tm-run"></select></label>
+<span id="tm-filters" style="display:contents"></span>
+<button id="tm-prev" type="button">‹ prev</button><button id="tm-next" type="button">next ›</button>
+<span id="tm-count" class="facts"></span></div>
+<table id="tm-table"><thead><tr id="tm-head"><th>id</th><th>category</th><th>error type</th><th>flags</th></tr>
+</thead><tbody id="tm-list"></tbody></table>
+<div id="tm-detail"></div>"""
+
+
+def render_html(
+    report: Report, *, plots: bool = True, samples: bool = True, compress_over: int = COMPRESS_OVER
+) -> str:
+    """The whole report as one HTML document; ``samples=False`` leaves the sample browser out."""
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>toolmend report: {escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>toolmend report: {escape(title)}</h1>",
+        '<p class="facts">Rates are percentages (0–100, one decimal place); counts are counts.</p>',
         _table(*report.runs_table(), numeric_from=4),
-        "<h2>Metrics</h2>",
     ]
+    parts += [f'<p class="warn">{escape(n)}</p>' for n in report.status_notes()]
+    for v in views:
+        rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(val)}</td></tr>" for k, val in provenance(v))
+        parts.append(
+            f'<details class="prov"><summary>provenance: {escape(v.label)}</summary><table>{rows}</table></details>'
+        )
+    parts.append("<h2>Metrics</h2>")
     if report.metrics:
         parts.append(_table(*report.metrics_table()))
+        if plots and report.plotted:
+            series = {
+                label: [report.value(v, m) for m in report.plotted]
+                for label, v in zip(report.labels, views, strict=True)
+            }
+            parts.append(
+                _figure(bar_chart(report.plotted, series, title="metrics (%)", xmax=100.0), "metrics")
+            )
     else:
-        parts.append("<p>No metrics yet (the run has not finished).</p>")
+        parts.append("<p>No metrics: no sample has been scored.</p>")
+    for c in report.comparisons:
+        kind = "paired over shared sample ids" if c.paired else "unpaired (no shared ids)"
+        parts.append(f"<h2>{escape(c.b.label)} vs {escape(c.a.label)}</h2>")
+        parts.append(
+            f'<p class="facts">Per-sample metrics, Δ = {escape(c.b.label)} − {escape(c.a.label)} in '
+            f"percentage points; 95 % bootstrap interval ({kind}, 2,000 resamples, seed 0).</p>"
+        )
+        parts.append(_table(*c.table()))
+        for name, ids in (("right → wrong", c.right_to_wrong), ("wrong → right", c.wrong_to_right)):
+            shown = flips_shown(ids)
+            more = f" (first {len(shown)})" if len(shown) < len(ids) else ""
+            links = " ".join(_sample_link(i) for i in shown)
+            parts.append(f'<p class="flips"><b>{escape(name)}: {len(ids)}</b>{more} {links}</p>')
     if plots:
-        for names, scale, xmax in (
-            (report.fraction_metrics, "fraction", 1.0),
-            (report.percent_metrics, "percent", 100.0),
-        ):
-            if names:
-                series = {
-                    label: [report.value(v, m) for m in names]
-                    for label, v in zip(report.labels, views, strict=True)
-                }
-                parts.append(_img(bar_chart(names, series, title=f"metrics ({scale})", xmax=xmax), "metrics"))
+        for chart in charts(report):
+            if chart.kind == "line":
+                svg = line_chart(chart.labels, chart.series, title=chart.title, xlabel=chart.xlabel)
+            else:
+                svg = bar_chart(
+                    chart.labels, chart.series, title=chart.title, xlabel=chart.xlabel, xmax=100.0
+                )
+            parts.append(f"<h2>{escape(chart.title)}</h2>" + _figure(svg, chart.title))
     for b in report.breakdowns:
         parts.append(f"<h2>By {escape(b.key.replace('_', ' '))}</h2>")
         parts.append(_table(*report.breakdown_table(b)))
         if plots:
-            # Error types are counted (how often each failure happens); other keys show the mean score.
-            if b.key == "error_type":
-                series = {
-                    label: [float(b.n[g][i]) for g in b.groups] for i, label in enumerate(report.labels)
-                }
-                chart = bar_chart(b.groups, series, title="samples per error type", xlabel="samples")
-            else:
-                series = {label: [b.mean[g][i] for g in b.groups] for i, label in enumerate(report.labels)}
-                chart = bar_chart(b.groups, series, title=f"mean {b.score} by {b.key}", xmax=1.0)
-            parts.append(_img(chart, f"by {b.key}"))
+            series = {label: [b.mean[g][i] for g in b.groups] for i, label in enumerate(report.labels)}
+            chart_svg = bar_chart(b.groups, series, title=f"{b.score} (%) by {b.key}", xmax=100.0)
+            parts.append(_figure(chart_svg, f"by {b.key}"))
     failed = report.failed
     if failed:
         parts.append("<h2>Infrastructure errors</h2>")
+        retry = "; ".join(f"<code>{escape(v.retry_command)}</code>" for v in views if v.failed)
         parts.append(
             f'<p class="warn">{len(failed)} samples failed with infrastructure errors and are not in the '
-            "metrics; rerun with <code>toolmend bench … --resume RUN_DIR --retry-errors</code>.</p>"
+            f"metrics; retry them with {retry}.</p>"
         )
-        parts.append(
-            _table(
-                *report.failed_table(),
-                numeric_from=99,
-            )
-        )
+        parts.append(_table(*report.failed_table(), numeric_from=99))
     if report.worst:
         parts.append("<h2>Worst-scored samples</h2>")
         for w in report.worst:
-            parts.append(f"<h3>{escape(w.id)} — {escape(w.score_key)} {_num(w.score)} ({escape(w.run)})</h3>")
+            parts.append(
+                f"<h3>{_sample_link(w.id)} — {escape(w.score_key)} {_num(w.score)} ({escape(w.run)})</h3>"
+            )
             if w.facts:
                 facts = "; ".join(f"{k}: {v}" for k, v in w.facts.items())
                 parts.append(f'<p class="facts">{escape(facts)}</p>')
             for out in w.outputs:
                 parts.append(f"<pre>{escape(out)}</pre>")
+    if samples:
+        script = resources.files("toolmend.reports").joinpath("browser.js").read_text(encoding="utf-8")
+        parts += [_BROWSER, _json_block(browser_data(views), compress_over), f"<script>{script}</script>"]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

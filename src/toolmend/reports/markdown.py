@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from toolmend.reports.tables import Report
+from toolmend.reports.tables import Report, flips_shown, provenance
 from toolmend.reports.tables import format_number as _num
 
 __all__ = ["render_markdown"]
@@ -31,13 +31,30 @@ def render_markdown(report: Report) -> str:
     """The whole report as markdown text."""
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
-    lines = [f"# toolmend report: {title}", ""]
+    lines = [f"# toolmend report: {title}", "", "Rates are percentages (0–100, one decimal place).", ""]
     lines += _table(*report.runs_table())
+    lines += [n + "\n" for n in report.status_notes()]
+    for v in views:
+        lines += [f"<details><summary>provenance: {v.label}</summary>", ""]
+        lines += _table(["", ""], [[k, val] for k, val in provenance(v)])
+        lines += ["</details>", ""]
     lines += ["## Metrics", ""]
     if report.metrics:
         lines += _table(*report.metrics_table())
     else:
-        lines += ["No metrics yet (the run has not finished).", ""]
+        lines += ["No metrics: no sample has been scored.", ""]
+    for c in report.comparisons:
+        kind = "paired over shared sample ids" if c.paired else "unpaired (no shared ids)"
+        lines += [f"## {c.b.label} vs {c.a.label}", ""]
+        lines += [
+            f"Per-sample metrics, Δ in percentage points; 95 % bootstrap interval ({kind}, "
+            "2,000 resamples, seed 0).",
+            "",
+        ]
+        lines += _table(*c.table())
+        for name, ids in (("right → wrong", c.right_to_wrong), ("wrong → right", c.wrong_to_right)):
+            shown = flips_shown(ids)
+            lines += [f"**{name}: {len(ids)}** " + ", ".join(f"`{i}`" for i in shown), ""]
     for b in report.breakdowns:
         lines += [f"## By {b.key.replace('_', ' ')}", ""]
         lines += _table(*report.breakdown_table(b))
@@ -46,7 +63,7 @@ def render_markdown(report: Report) -> str:
         lines += ["## Infrastructure errors", ""]
         lines += [
             f"{len(failed)} samples failed with infrastructure errors and are not in the metrics; "
-            f"rerun with `toolmend bench … --resume RUN_DIR --retry-errors`.",
+            "retry them with " + "; ".join(f"`{v.retry_command}`" for v in views if v.failed) + ".",
             "",
         ]
         lines += _table(*report.failed_table())

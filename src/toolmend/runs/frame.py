@@ -7,9 +7,31 @@
 >>> load_run(run.path).to_dataframe()[["id", "ok", "score_acc"]].to_dict("records")
 [{'id': 'a', 'ok': True, 'score_acc': 1.0}]
 
-Columns: ``run``, ``benchmark``, ``model``, ``id``, ``ok``, ``error``, ``error_status``,
-``n_outputs``, ``n_calls``, ``n_findings``, ``input_tokens``, ``output_tokens``, ``requests``,
-``retries``, ``cache_hits``, ``latency_s`` and one ``score_<metric>`` column per metric.
+Columns (one row per sample; a run without a given detail has ``None`` there):
+
+========================  =====================================================================
+``run``, ``benchmark``,   the run directory's name and what it ran
+``model``
+``id``                    the sample id
+``ok``                    scored (``True``) or an infrastructure error (``False``)
+``error``,                the infrastructure error's message and HTTP status
+``error_status``
+``n_outputs``,            generations, calls parsed from the final output, findings
+``n_calls``,
+``n_findings``
+``finding_codes``         the findings' codes, sorted and unique (a list of str)
+``calls``                 the parsed calls' names, in order (a list of str)
+``input_tokens``, …       ``output_tokens``, ``requests``, ``retries``, ``cache_hits``,
+                          ``latency_s``
+``score_<metric>``        one column per per-sample metric, in [0, 1] (``None``: not applicable)
+``<detail>``              one column per ``SampleScore.details`` key (``category``,
+                          ``error_type``, ``depth``, ``part`` …): scalars as they are, lists and
+                          dicts as JSON-able Python objects; a key that clashes with a column
+                          above is prefixed ``detail_``
+``decisions``             the strategy's decisions (``SampleRecord.events``: a list of dicts
+                          with keys such as ``code``, ``action``, ``attempt``), empty if none
+``actions``               the ``action`` of each decision, in order (a list of str)
+========================  =====================================================================
 """
 
 from __future__ import annotations
@@ -28,6 +50,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["LoadedRun", "load_run", "runs_dataframe"]
+
+_RESERVED = frozenset({"decisions", "actions"})
 
 
 def _pandas() -> Any:
@@ -71,7 +95,14 @@ class LoadedRun:
                 "cache_hits": r.cache_hits,
                 "latency_s": r.latency_s,
             }
+            row["finding_codes"] = sorted({f.code for f in r.findings})
+            row["calls"] = [c.name for c in r.calls]
             row.update({f"score_{k}": v for k, v in r.scores.items()})
+            for key, value in r.details.items():
+                row[f"detail_{key}" if key in row or key in _RESERVED else key] = value
+            events = [e for e in r.events if isinstance(e, dict)]
+            row["decisions"] = events
+            row["actions"] = [str(e["action"]) for e in events if "action" in e]
             rows.append(row)
         return rows
 

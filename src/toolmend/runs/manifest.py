@@ -5,8 +5,8 @@ with secrets redacted, see :mod:`toolmend.runs.redact`), the
 toolmend version, the git revision of the working tree (if any) and a content hash of the
 dataset, so that resuming against changed data is refused instead of mixing two datasets.
 
->>> Manifest(benchmark="nestools", model="openai/gpt-4o-mini").benchmark
-'nestools'
+>>> Manifest(benchmark="my-benchmark", model="openai/gpt-4o-mini").benchmark
+'my-benchmark'
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolmend._version import __version__
 from toolmend.runs.redact import redact, redact_argv
 
 __all__ = ["DatasetInfo", "Manifest", "dataset_fingerprint", "git_revision"]
@@ -72,12 +73,6 @@ class DatasetInfo(BaseModel):
         return cls(path=str(path), sha256=dataset_fingerprint(path))
 
 
-def _version() -> str:
-    from toolmend import __version__
-
-    return __version__
-
-
 class Manifest(BaseModel):
     """The contents of ``manifest.json``."""
 
@@ -88,11 +83,19 @@ class Manifest(BaseModel):
     created: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     command: list[str] = Field(default_factory=lambda: list(sys.argv), validate_default=True)
     config: dict[str, Any] = Field(default_factory=dict)
-    toolmend_version: str = Field(default_factory=_version)
+    toolmend_version: str = __version__
     python: str = Field(default_factory=lambda: sys.version.split()[0])
     git_revision: str | None = Field(default_factory=lambda: git_revision(Path(__file__).resolve().parent))
     """The revision of the toolmend checkout that ran (``None`` for an installed wheel)."""
     dataset: DatasetInfo | None = None
+    strategy: str | None = None
+    """The inference-time strategies (``a+b``), ``None`` for none; part of the directory name."""
+    headline: str | None = None
+    """The benchmark's headline per-sample score (reports rank and break down by it)."""
+    detail_keys: list[str] = Field(default_factory=list)
+    """The per-sample detail keys reports break results down by."""
+    n_planned: int | None = None
+    """How many samples the run was asked to answer (so that an unfinished run reads "k of n")."""
 
     # Secrets (API keys, tokens, auth headers, URL credentials) never reach manifest.json: the
     # command line and the settings are redacted as the manifest is built, hence before writing.

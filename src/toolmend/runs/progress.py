@@ -11,15 +11,47 @@ True
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import IO, Protocol
 
 from toolmend.runs.record import SampleRecord
+from toolmend.runs.scale import format_pct, to_pct
 
 __all__ = ["NoProgress", "PlainProgress", "Progress", "RichProgress", "RunningStats", "make_progress"]
+
+
+ETA_AFTER = 5
+"""Samples to finish before an ETA is shown (the first ones carry start-up costs)."""
+
+STATUS_LOGGER = "toolmend.status"
+"""Long preparation steps log here (``preparing: embedding 1200 tools``); a running display shows them."""
+
+
+class _StatusLines(logging.Handler):
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        super().__init__(logging.INFO)
+        self._print = emit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._print(record.getMessage())
+
+
+def _showing_status(emit: Callable[[str], None]) -> _StatusLines:
+    handler = _StatusLines(emit)
+    logger = logging.getLogger(STATUS_LOGGER)
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    return handler
+
+
+def _hide_status(handler: _StatusLines | None) -> None:
+    if handler is not None:
+        logging.getLogger(STATUS_LOGGER).removeHandler(handler)
 
 
 class RunningStats:
@@ -34,10 +66,13 @@ class RunningStats:
         self._score_sum = 0.0
         self._score_n = 0
         self._start = time.perf_counter()
+        self._first: float | None = None
 
     def update(self, record: SampleRecord) -> None:
         self.done += 1
         self.new += 1
+        if self._first is None:
+            self._first = time.perf_counter()
         if record.error is not None:
             self.errors += 1
             return
@@ -60,9 +95,14 @@ class RunningStats:
 
     @property
     def eta_s(self) -> float | None:
-        if self.total is None or not self.rate:
+        """Seconds left, once :data:`ETA_AFTER` samples are done: the rate is taken from the first
+        finished sample on, so start-up work (loading a model, embedding tools) does not count."""
+        if self.total is None or self._first is None or self.new < ETA_AFTER:
             return None
-        return max(0.0, (self.total - self.done) / self.rate)
+        elapsed = time.perf_counter() - self._first
+        if elapsed <= 0:
+            return None
+        return max(0.0, (self.total - self.done) * elapsed / (self.new - 1))
 
     def line(self) -> str:
         total = f"/{self.total}" if self.total is not None else ""
@@ -71,7 +111,7 @@ class RunningStats:
         if self.eta_s is not None:
             parts.append(f"ETA {_clock(self.eta_s)}")
         if self.score is not None:
-            parts.append(f"{self.score_key}={self.score:.3f}")
+            parts.append(f"{self.score_key}={format_pct(to_pct(self.score))}%")
         parts.append(f"errors={self.errors}")
         return " · ".join(parts)
 
@@ -112,9 +152,11 @@ class PlainProgress:
         self.every_s = every_s
         self.stats = RunningStats(score_key)
         self._last = 0.0
+        self._status: _StatusLines | None = None
 
     def start(self, total: int | None, done: int) -> None:
         self.stats.total, self.stats.done = total, done
+        self._status = _showing_status(self._emit)
         if done:
             self._emit(f"resuming: {done} samples already done")
 
@@ -126,6 +168,7 @@ class PlainProgress:
             self._emit(self.stats.line())
 
     def close(self) -> None:
+        _hide_status(self._status)
         self._emit(self.stats.line())
 
     def _emit(self, text: str) -> None:
@@ -151,10 +194,12 @@ class RichProgress:
             transient=False,
         )
         self._task = self._bar.add_task(description, total=None, info="")
+        self._status: _StatusLines | None = None
 
     def start(self, total: int | None, done: int) -> None:
         self.stats.total, self.stats.done = total, done
         self._bar.update(self._task, total=total, completed=done)
+        self._status = _showing_status(self._bar.console.print)
         self._bar.start()
 
     def update(self, record: SampleRecord) -> None:
@@ -163,6 +208,7 @@ class RichProgress:
         self._bar.update(self._task, completed=self.stats.done, info=info)
 
     def close(self) -> None:
+        _hide_status(self._status)
         self._bar.stop()
 
 

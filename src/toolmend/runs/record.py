@@ -36,6 +36,15 @@ class InfraError(BaseModel):
     retryable: bool = False
     """True when trying again later may help; ``retry_errors=True`` on resume re-runs these."""
 
+    @property
+    def cause(self) -> str:
+        """A short label to count failures by: ``HTTP 500``, ``timed out after 5 s``, ``connection failed``."""
+        if self.status is not None and self.status >= 400:
+            return f"HTTP {self.status}"
+        head, sep, rest = self.message.partition(": ")
+        text = rest if sep and "://" in head else self.message  # drop the URL the message starts with
+        return text.split(" (", 1)[0].strip() or self.type
+
     @classmethod
     def from_exception(cls, exc: BaseException) -> InfraError:
         """The record of ``exc`` (a :class:`~toolmend.ModelError` keeps its status and retryability)."""
@@ -76,6 +85,8 @@ class SampleRecord(BaseModel):
     error: InfraError | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     """Anything else a benchmark wants in reports (parse status, the error type, a judge's reason)."""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """What inference-time strategies did on this sample (``SolveState.events``), in order."""
 
     def add_failure(self, exc: ModelError, *, seed: int | None = None) -> None:
         """Account for a request that failed on every attempt (a model failure keeps the sample

@@ -14,7 +14,7 @@ and a run directory; it runs a bounded pool of workers over the samples — neve
         record.scores = bench.score(sample, out.text).values
         return record
 
-    run = RunDir.create("runs", Manifest(benchmark="nestools", model=model.name))
+    run = RunDir.create("runs", Manifest(benchmark=bench.name, model=model.name))
     summary = await run_samples(samples, solve, run, max_samples=32)
 
 A :class:`~toolmend.ModelError` out of ``solve`` (the backend gave up after its retries) is

@@ -79,7 +79,8 @@ class RunDir:
         """A new directory under ``root`` named ``<UTC timestamp>-<benchmark>-<model>`` (or ``name``),
         with ``manifest.json`` written."""
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        base = name or f"{stamp}-{_slug(manifest.benchmark)}-{_slug(manifest.model)}"
+        strategy = f"-{_slug(manifest.strategy)}" if manifest.strategy else ""
+        base = name or f"{stamp}-{_slug(manifest.benchmark)}-{_slug(manifest.model)}{strategy}"
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
         path, n = root / base, 2

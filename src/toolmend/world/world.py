@@ -15,18 +15,17 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from toolmend.env.cache import ResponseCache
+from toolmend.check import check
+from toolmend.env.cache import ToolCache
 from toolmend.env.environment import Environment, Simulator
 from toolmend.env.faults import FaultPlan
-from toolmend.env.validate import Checker
+from toolmend.env.validate import CheckFn
 from toolmend.schema import Tool, ToolCall
 from toolmend.world.create import create_state
 from toolmend.world.domains import WORLD_TOOLS
 from toolmend.world.state import WorldState
 
 __all__ = ["World"]
-
-_AUTO: Any = object()
 
 
 @lru_cache(maxsize=32)
@@ -78,18 +77,18 @@ class World:
     def environment(
         self,
         *,
-        cache: ResponseCache | None = None,
+        cache: ToolCache | None = None,
         simulator: Simulator | None = None,
         faults: FaultPlan | None = None,
-        checker: Checker | None = _AUTO,
+        checker: CheckFn | None = check,
         extra_tools: list[Tool] | None = None,
     ) -> Environment:
-        """An :class:`~toolmend.env.Environment` that executes calls against this world.
+        """An :class:`~toolmend.env.Environment` that executes calls against this world,
+        with the checklist (:func:`toolmend.check.check`) in front unless ``checker`` says otherwise.
 
         Cache keys include the state's fingerprint, so a cache may be shared between worlds
         and runs without ever serving an answer computed on a different state.
         """
-        kwargs: dict[str, Any] = {} if checker is _AUTO else {"checker": checker}
         return Environment(
             WORLD_TOOLS,
             tools=extra_tools or (),
@@ -98,7 +97,7 @@ class World:
             faults=faults,
             context={"state": self.state},
             cache_scope=self.fingerprint,
-            **kwargs,
+            checker=checker,
         )
 
     def execute(self, calls: list[ToolCall]) -> list[Any]:

@@ -37,7 +37,7 @@ from toolmend._shared import shared_dir
 from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
 from toolmend.benchmarks.bfcl.checker import ast_check
 from toolmend.benchmarks.bfcl.data import load_bfcl
-from toolmend.benchmarks.bfcl.decode import classify_output, decode, is_empty_output
+from toolmend.benchmarks.bfcl.decode import classify_output, decode, is_empty_output, render_python
 from toolmend.schema import Message, Sample, Tool
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "BFCLBenchmark", "bfcl_function_doc"]
@@ -109,24 +109,36 @@ class BFCLBenchmark(Benchmark):
     """BFCL's single-turn AST categories and (ir)relevance.
 
     ``underscore_to_dot`` mirrors BFCL's per-model flag for APIs that forbid dots in function
-    names: expected names are compared with dots replaced by underscores. ``system_prompt``
-    replaces :data:`DEFAULT_SYSTEM_PROMPT` (keep ``{functions}`` in it).
+    names: expected names are compared with dots replaced by underscores. ``prompt_template``
+    replaces the system prompt :data:`DEFAULT_SYSTEM_PROMPT` (keep ``{functions}`` in it).
     """
+
+    load_options = ("categories",)
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
 
     name = "bfcl"
     default_data = "data/bfcl"
+    reply_format = "python"
+    headline = "accuracy"
+    detail_keys = ("category", "error_type", "outcome")
 
-    def __init__(
-        self, *, underscore_to_dot: bool = False, system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    ) -> None:
+    def __init__(self, *, underscore_to_dot: bool = False, prompt_template: str | None = None) -> None:
         self.underscore_to_dot = underscore_to_dot
-        self.system_prompt = system_prompt
+        self.system_prompt = prompt_template if prompt_template is not None else DEFAULT_SYSTEM_PROMPT
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Samples from ``path`` (default: the shared ``data/bfcl``); option ``categories``
         restricts the categories (default: every supported category with a file present)."""
+        self.check_load_options(options)
         root = Path(path) if path is not None else shared_dir() / self.default_data
-        return load_bfcl(root, categories=options.get("categories"))
+        categories = options.get("categories")
+        if isinstance(categories, str):  # -o categories=simple_python,multiple
+            categories = [c.strip() for c in categories.split(",") if c.strip()]
+        return load_bfcl(root, categories=categories)
+
+    def gold(self, sample: Sample) -> Prediction:
+        """The gold calls as a Python call list (the first accepted value of each argument)."""
+        return render_python(sample.target)
 
     def prompt(self, sample: Sample) -> list[Message]:
         """A system message with the instructions and function docs, then the question; a

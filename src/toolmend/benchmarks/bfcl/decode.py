@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolmend.benchmarks.base import Mode
+from toolmend.errors import ParseError
 from toolmend.schema import ToolCall
 
 __all__ = [
@@ -55,6 +57,8 @@ __all__ = [
     "render_python",
 ]
 
+log = logging.getLogger(__name__)
+
 Decoded = list[dict[str, Any]]
 """BFCL's decoded form: ``[{function_name: {param: value}}]``."""
 
@@ -63,7 +67,7 @@ Outcome = Literal["call", "abstained", "text", "malformed"]
 answer, a plain-text answer, or an attempted call that does not parse."""
 
 
-class DecodeError(ValueError):
+class DecodeError(ParseError):
     """A reply that cannot be read as calls (data, not misuse: callers turn it into a score)."""
 
 
@@ -257,7 +261,7 @@ def _fc_entries(data: Any) -> list[Any] | None:
     return None
 
 
-def _fc_entry(entry: Mapping[str, Any]) -> tuple[str, Any] | None:
+def _fc_entry(entry: Mapping[str, Any], mode: Mode) -> tuple[str, Any] | None:
     fn = entry.get("function")
     if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
         return fn["name"], fn.get("arguments", {})
@@ -267,20 +271,33 @@ def _fc_entry(entry: Mapping[str, Any]) -> tuple[str, Any] | None:
         ((name, args),) = entry.items()
         if isinstance(args, str | Mapping):
             return str(name), args
+    elif mode == "compat" and entry:
+        # BFCL's FC decoder names the call after the entry's first key, reads that key's value as
+        # JSON, and ignores the other keys (found by the recorded-corpus comparison)
+        name, args = next(iter(entry.items()))
+        if isinstance(args, str):
+            return str(name), args
     return None
 
 
-def decode_fc(data: Any) -> Decoded | None:
+def decode_fc(data: Any, mode: Mode = "compat") -> Decoded | None:
     """Decode a parsed FC-mode reply; None when ``data`` does not have an FC shape.
 
     Arguments given as a JSON string are parsed with :func:`json.loads` (a bad string raises
     :class:`DecodeError`, as BFCL's FC decoder does); what they parse to is kept even when it is
-    not an object, so that the format check can reject it.
+    not an object, so that the format check can reject it. In ``compat`` mode an entry with
+    several keys is read as BFCL reads it: the first key names the call, the others are ignored;
+    ``improved`` does not take such an entry for a call.
+
+    >>> decode_fc([{"f": '{"a": 1}', "note": "x"}])
+    [{'f': {'a': 1}}]
+    >>> decode_fc([{"f": '{"a": 1}', "note": "x"}], "improved") is None
+    True
     """
     entries = _fc_entries(data)
     if entries is None:
         return None
-    pairs = [_fc_entry(e) for e in entries]
+    pairs = [_fc_entry(e, mode) for e in entries]
     if any(p is None for p in pairs):
         return None
     calls: Decoded = []
@@ -330,7 +347,7 @@ def decode(text: str, mode: Mode = "compat") -> DecodeResult:
             data = None
         if data is not None:
             try:
-                fc = decode_fc(data)
+                fc = decode_fc(data, mode)
             except DecodeError as exc:
                 return DecodeResult(None, str(exc), style="fc")
             if fc is not None:
@@ -339,7 +356,10 @@ def decode(text: str, mode: Mode = "compat") -> DecodeResult:
         calls = decode_python(text, mode)
     except DecodeError as exc:
         return DecodeResult(None, str(exc))
-    except Exception as exc:  # a decoder must never take a run down
+    except (RecursionError, MemoryError) as exc:  # pathological nesting in the reply: data
+        return DecodeResult(None, f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a decoder must never take a run down, nor hide a bug
+        log.warning("BFCL decoder failed unexpectedly: %s: %s", type(exc).__name__, exc, exc_info=True)
         return DecodeResult(None, f"{type(exc).__name__}: {exc}")
     return DecodeResult(calls, well_formed=is_call_list(calls))
 

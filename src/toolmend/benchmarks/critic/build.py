@@ -11,19 +11,29 @@ returned, and then writes:
   the gold answer is the correct step *k*, the label the operator's;
 - every ``error_free_every``-th trajectory, one **error-free** internal sample: gold steps up to
   *k* with their responses; the gold answer is step *k+1*, or ``FinishAction`` after the last;
-- every ``external_every``-th trajectory, one **external** sample: step *k* is right but the
-  environment fails it (timeout, rate limit, permission denied, service unavailable, connection
-  reset, in turn); the gold answer is ``[the failed call, the next step that does not need its
-  output]``, or ``FinishAction`` when every later step needs it.
+- **external** samples, as many as every ``external_every``-th trajectory would give: step *k*
+  is right but the environment fails it (timeout, rate limit, permission denied, service
+  unavailable, connection reset, in turn); the gold answer is ``[the failed call, the next step
+  that does not need its output]``, or ``FinishAction`` when every later step needs it. The
+  faults are *balanced*: they go first to steps that leave an independent next subtask, so that
+  a fixed "retry, then finish" policy cannot score well; :attr:`SuiteInfo.finish_share` reports
+  the FinishAction share that remains.
 
-Files follow the official layout, ``{internal_error,external_error}/base_data_{wo,w}_cot.json``,
+Every planned sample then passes the label checks of :mod:`toolmend.benchmarks.critic.verify`
+(the corrupted call really is an error of its label, the gold really executes) or is dropped and
+counted. ``variant="evolved"`` first evolves each trajectory by CriticTool's SRM strategies
+(:mod:`toolmend.benchmarks.critic.evolve`) and runs the checks in the evolved environment, so a
+sample whose label drifted is dropped too.
+
+Files follow the official layout, ``{internal_error,external_error}/{base,evol}_data_{wo,w}_cot.json``,
 one JSON object id → record with sorted keys, so :func:`toolmend.benchmarks.critictool.load_critictool`
 reads them unchanged. The same ``seed`` always writes the same bytes. Records carry a ``toolmend``
-field (operator, sub-label, step, fault) for analysis; the official code ignores it, and the
+field (operator, sub-label, step, fault, domain, evolution) for analysis; the official code ignores it, and the
 checklist critic never sees it.
 
->>> info = build_suite("world", seed=0, out=tmp_path, limit=12)   # doctest: +SKIP
->>> info.internal, info.external                                  # doctest: +SKIP
+>>> info = build_suite("world", seed=0, out=tmp_path, limit=12)
+>>> sum(info.internal.values()) > 0 and sum(info.external.values()) > 0
+True
 """
 
 from __future__ import annotations
@@ -32,20 +42,27 @@ import json
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from toolmend.benchmarks.critic.evolve import PLANS, Hardener, Toolbox, domain, evolve_trace, rewrite_queries
 from toolmend.benchmarks.critic.record import SYSTEM_TEMPLATE, action_args, action_text, system_prompt
 from toolmend.benchmarks.critic.traces import Source, Trace, load_traces
+from toolmend.benchmarks.critic.verify import CHECKS, Planned, check_sample, query_keeps_gold
 from toolmend.benchmarks.critictool.records import FINISH, data_file
 from toolmend.env import FAULT_KINDS, Environment, FaultPlan, FaultRule, ToolResponse, extract_path
 from toolmend.errors import ConfigError
 from toolmend.schema import Ref, Tool, ToolCall
+from toolmend.synth.inject import InjectContext, inject
 
-__all__ = ["INTERNAL_OPERATORS", "SuiteInfo", "build_suite", "finish_message"]
+__all__ = ["INTERNAL_OPERATORS", "VARIANTS", "SuiteInfo", "build_suite", "finish_message"]
+
+VARIANTS: tuple[str, ...] = ("base", "evolved")
+"""The suite variants: CriticTool's base data, and its SRM-evolved data (files ``evol_data_*``)."""
 
 INTERNAL_OPERATORS: tuple[str, ...] = (
     "tool_selection",
@@ -63,6 +80,7 @@ class SuiteInfo(BaseModel):
 
     source: str
     seed: int
+    variant: str = "base"
     root: Path
     traces: int
     """Trajectories used (after ``limit``)."""
@@ -71,7 +89,20 @@ class SuiteInfo(BaseModel):
     external: dict[str, int] = Field(default_factory=dict)
     """External samples per fault kind."""
     skipped: dict[str, int] = Field(default_factory=dict)
-    """Why some planned samples were not written (e.g. ``gold_failed``, ``no_operator``)."""
+    """Why some samples were never planned (``gold_failed``: the gold does not replay;
+    ``no_operator``: no injection operator applies)."""
+    planned: int = 0
+    """Samples planned, before the label checks."""
+    dropped: dict[str, int] = Field(default_factory=dict)
+    """Planned samples dropped, per failed label check (:data:`.verify.CHECKS`)."""
+    finish_share: float = 0.0
+    """Share of external samples whose gold next step is ``FinishAction`` (no next subtask)."""
+    evolution: dict[str, int] = Field(default_factory=dict)
+    """Evolved variant: trajectories per evolution (a strategy, or ``mixed``)."""
+    query_sources: dict[str, int] = Field(default_factory=dict)
+    """Evolved variant: who wrote the noisy requests (``rule``, ``model``, ``fallback``)."""
+    fallbacks: dict[str, int] = Field(default_factory=dict)
+    """Why a model's rewrite was rejected (and the rule used instead), per reason."""
     files: list[Path] = Field(default_factory=list)
 
     @property
@@ -195,6 +226,7 @@ class _Writer:
         for cot, key in ((False, "wo"), (True, "w")):
             messages: list[dict[str, str]] = [
                 {"role": "system", "content": system},
+                *trace.context,
                 {"role": "user", "content": trace.query},
             ]
             for call, thought, content in history:
@@ -236,16 +268,177 @@ def _run_prefix(trace: Trace, replay: _Replay, k: int, faults: FaultPlan | None 
     return env
 
 
-def _injector() -> Any:
-    try:
-        from toolmend.synth.inject import InjectContext, inject
-    except ImportError as exc:  # another layer; say what is missing rather than fail obscurely
-        raise ConfigError(f"error injection (toolmend.synth.inject) is not available: {exc}") from exc
-    return inject, InjectContext
-
-
 def _rid(*parts: object) -> str:
     return "-".join(str(p) for p in parts).replace(".", "_").replace("/", "_")
+
+
+@dataclass
+class _Entry:
+    """A trajectory whose gold replays, with the samples planned on it."""
+
+    index: int
+    trace: Trace
+    replay: _Replay
+    plans: list[Planned]
+
+
+def _plan_internal(
+    entry: _Entry, seed: int, error_free_every: int, inject: Any, inject_context: Any, skipped: Counter[str]
+) -> None:
+    """Plan the trajectory's error-injected sample and, every ``error_free_every``-th, an error-free one."""
+    trace, replay, index = entry.trace, entry.replay, entry.index
+    rng = random.Random(f"toolmend.critic:{seed}:{trace.id}")
+    sample_seed = rng.randrange(2**31)
+    # Error-injected: operators in turn, the next one when one does not apply.
+    context = inject_context(query=trace.query)
+    injection = None
+    for shift in range(len(INTERNAL_OPERATORS)):
+        operator = INTERNAL_OPERATORS[(index + shift) % len(INTERNAL_OPERATORS)]
+        injection = inject(replay.calls, trace.tools, operator, seed=sample_seed, context=context)
+        if injection is not None and injection.corrupted:
+            break
+    if injection is None or not injection.corrupted:
+        skipped["no_operator"] += 1
+    else:
+        wrong = injection.corrupted[0].model_copy(update={"outputs": [], "output_fields": [], "id": None})
+        extra = {
+            "error_type": injection.label,
+            "operator": injection.operator,
+            "sub_label": injection.sub_label,
+            "detectable": injection.detectable,
+            "expected_codes": list(injection.expected_codes),
+        }
+        entry.plans.append(Planned("error", injection.step, injection.label, wrong=wrong, extra=extra))
+    if error_free_every and index % error_free_every == 0:
+        entry.plans.append(Planned("ok", rng.randrange(len(replay.calls)), "", extra={"error_type": ""}))
+
+
+def _skippable(replay: _Replay) -> list[int]:
+    """Steps after which the trajectory has a subtask that does not need their output."""
+    n = len(replay.calls)
+    return [s for s in range(n) if any(s not in replay.deps[j] for j in range(s + 1, n))]
+
+
+def _plan_external(entries: Sequence[_Entry], source: str, seed: int, every: int) -> None:
+    """Faults at as many steps as every ``every``-th trajectory would get, *balanced*: first one
+    step in each trajectory that has a next subtask independent of it (so the gold is [retry,
+    that call]); then trajectories without one (gold [retry, FinishAction]); further steps of the
+    first kind only if the budget is still not met."""
+    if not every:
+        return
+    budget = sum(1 for e in entries if e.index % every == 0)
+    rng = random.Random(f"toolmend.critic.external:{source}:{seed}")
+    order = list(entries)
+    rng.shuffle(order)
+    steps = {id(e): rng.sample(_skippable(e.replay), len(_skippable(e.replay))) for e in order}
+    picks = [(e, steps[id(e)].pop()) for e in order if steps[id(e)]]
+    picks += [(e, rng.randrange(len(e.replay.calls))) for e in order if not _skippable(e.replay)]
+    while len(picks) < budget and any(steps.values()):
+        picks += [(e, steps[id(e)].pop()) for e in order if steps[id(e)]]
+    for number, (e, k) in enumerate(picks[:budget]):
+        n = len(e.replay.calls)
+        later = [j for j in range(k + 1, n) if k not in e.replay.deps[j]]
+        kind = FAULT_KINDS[number % len(FAULT_KINDS)]
+        e.plans.append(Planned("env", k, kind, next_step=later[0] if later else None, extra={"fault": kind}))
+
+
+def _fault_plan(calls: Sequence[ToolCall], k: int, kind: str, seed: int) -> FaultPlan:
+    number = sum(1 for c in calls[: k + 1] if c.name == calls[k].name)
+    return FaultPlan(seed=seed, rules=[FaultRule(kind=kind, tool=calls[k].name, calls=[number])])
+
+
+def _write_plan(
+    writer: _Writer, trace: Trace, replay: _Replay, plan: Planned, seed: int, common: dict[str, Any]
+) -> str:
+    """Write one checked sample; returns the key it is counted under."""
+    tools = {t.name: t for t in trace.tools}
+    calls, k = replay.calls, plan.k
+    extra = {**plan.extra, "step": k, **common}
+    truth: list[tuple[str, Any, str]]
+    if plan.kind == "error":
+        assert plan.wrong is not None
+        response = _run_prefix(trace, replay, k).execute(plan.wrong)
+        history = _history(replay, k, tools)
+        # The corrupted turn gets the thought of the call it makes: the gold step's thought
+        # would name the right tool (and its purpose) in every CoT prompt.
+        history.append((plan.wrong, _thought(plan.wrong, tools), _short(response.content)))
+        truth = [(calls[k].name, calls[k].arguments, _thought(calls[k], tools))]
+        extra["response_source"] = response.source
+        writer.add(writer.internal, _rid(trace.id, "err", k), trace, history, truth, extra)
+        return plan.label
+    if plan.kind == "ok":
+        history = _history(replay, k + 1, tools)
+        if k + 1 < len(calls):
+            nxt = calls[k + 1]
+            truth = [(nxt.name, nxt.arguments, _thought(nxt, tools))]
+        else:
+            message = _done_message(replay.responses[k])
+            truth = [(FINISH, message, message)]
+        writer.add(writer.internal, _rid(trace.id, "ok", k), trace, history, truth, extra)
+        return "error_free"
+    failed = calls[k]
+    response = _run_prefix(trace, replay, k, _fault_plan(calls, k, plan.label, seed)).execute(failed)
+    history = _history(replay, k, tools)
+    history.append((failed, _thought(failed, tools), _short(response.content)))
+    if plan.next_step is not None:
+        nxt = calls[plan.next_step]
+        second: tuple[str, Any, str] = (nxt.name, nxt.arguments, _thought(nxt, tools))
+    else:
+        message = finish_message(failed, response)
+        second = (FINISH, message, message)
+    truth = [(failed.name, failed.arguments, _thought(failed, tools)), second]
+    extra["next_step"] = plan.next_step
+    writer.add(writer.external, _rid(trace.id, "env", k), trace, history, truth, extra)
+    return plan.label
+
+
+def _evolve(
+    entries: Sequence[_Entry],
+    seed: int,
+    evolutions: Sequence[str],
+    model: Any,
+    dropped: Counter[str],
+    counts: dict[str, Counter[str]],
+) -> list[tuple[Trace, _Replay, list[Planned]]]:
+    """Every entry's trajectory evolved, its gold re-run and its plans rewritten for the new tools."""
+    hardener = Hardener(seed)
+    toolbox = Toolbox([e.trace for e in entries]) if {"extra_tools", "mixed"} & set(evolutions) else None
+    others = [(e.trace, e.replay.calls, e.replay.responses) for e in entries]
+    rewrites = rewrite_queries([(e.trace, e.replay.calls) for e in entries], model) if model else {}
+    out: list[tuple[Trace, _Replay, list[Planned]]] = []
+    for position, entry in enumerate(entries):
+        plan = evolutions[position % len(evolutions)]
+        rng = random.Random(f"toolmend.critic.evolve:{seed}:{entry.trace.id}")
+        evolved = evolve_trace(
+            entry.trace, entry.replay.calls, plan, rng, hardener=hardener, toolbox=toolbox,
+            others=others, rewrite=rewrites.get(entry.trace.id),
+        )  # fmt: skip
+        counts["evolution"][plan] += 1
+        if "noisy_query" in evolved.strategies:
+            counts["query"][evolved.query_source] += 1
+            if evolved.fallback:
+                counts["fallback"][evolved.fallback] += 1
+        trace = evolved.trace
+        # Label drift, task level: the request must still state what the gold calls need.
+        if not query_keeps_gold(entry.trace.query, trace.query, entry.replay.calls):
+            dropped["query_drops_gold"] += len(entry.plans)
+            continue
+        calls = [evolved.call(c) for c in entry.replay.calls]
+        env = trace.make_env()
+        responses = [env.execute(c) for c in calls]
+        if not all(r.ok for r in responses):
+            dropped["gold_fails"] += len(entry.plans)
+            continue
+        plans = [
+            replace(
+                p,
+                wrong=evolved.call(p.wrong) if p.wrong else None,
+                extra={**p.extra, "evolution": trace.evolution},
+            )
+            for p in entry.plans
+        ]
+        out.append((trace, _Replay(calls, responses, entry.replay.deps), plans))
+    return out
 
 
 def build_suite(
@@ -258,131 +451,114 @@ def build_suite(
     error_free_every: int = 3,
     external_every: int = 2,
     system_template: str = SYSTEM_TEMPLATE,
+    variant: str = "base",
+    model: Any = None,
+    evolutions: Sequence[str] | None = None,
 ) -> SuiteInfo:
     """Write a critique suite under ``out`` and return what it holds.
 
     ``source``: ``world`` (the built-in world's tasks for ``seed``), ``nestools`` or ``bfcl`` (read
     from ``data``, default the shared data folder). ``limit`` caps the number of trajectories (taken
-    after a seeded shuffle). ``error_free_every`` / ``external_every``: one error-free / external
-    sample every that many trajectories (0 turns them off). ``system_template`` replaces the system
-    prompt's wording (it must contain ``{tools}``).
+    after a seeded shuffle). ``error_free_every`` / ``external_every``: one error-free sample every
+    that many trajectories, and as many external samples as every that many trajectories would
+    give (0 turns them off). ``system_template`` replaces the system prompt's wording (it must
+    contain ``{tools}``).
+
+    ``variant="evolved"`` applies CriticTool's SRM evolution (:mod:`.evolve`) to every trajectory,
+    the strategies of ``evolutions`` in turn (default: the four and ``mixed``), and writes the
+    official ``evol_data_*`` files; ``model`` (a model name or :class:`~toolmend.models.Model`)
+    then rewrites the requests of ``noisy_query``, falling back to the rule when a rewrite fails
+    its checks. Every sample of either variant passes the label checks of :mod:`.verify` or is
+    dropped and counted in :attr:`SuiteInfo.dropped`.
     """
-    inject, inject_context = _injector()
+    if variant not in VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}; expected {' or '.join(VARIANTS)}")
+    if model is not None and variant != "evolved":
+        raise ConfigError("a model rewrites requests of the evolved variant only; pass variant='evolved'")
+    plans_in_turn = tuple(evolutions) if evolutions else PLANS
+    unknown = [p for p in plans_in_turn if p not in PLANS]
+    if unknown:
+        raise ConfigError(f"unknown evolution {unknown[0]!r}; expected one of {', '.join(PLANS)}")
+    inject_context = InjectContext
     root = Path(out)
     traces = load_traces(source, seed=seed, data=data)
     random.Random(f"toolmend.critic:{source}:{seed}").shuffle(traces)
     if limit is not None:
         traces = traces[:limit]
+    skipped: Counter[str] = Counter()
+    entries: list[_Entry] = []
+    for index, trace in enumerate(traces):
+        replay = _replay(trace, {t.name: t for t in trace.tools})
+        if not replay.calls:
+            skipped["gold_failed"] += 1
+            continue
+        entries.append(_Entry(index, trace, replay, []))
+        _plan_internal(entries[-1], seed, error_free_every, inject, inject_context, skipped)
+    _plan_external(entries, str(source), seed, external_every)
+
+    dropped: Counter[str] = Counter()
+    counts: dict[str, Counter[str]] = {"evolution": Counter(), "query": Counter(), "fallback": Counter()}
+    if variant == "evolved":
+        work = _evolve(entries, seed, plans_in_turn, model, dropped, counts)
+    else:
+        work = [(e.trace, e.replay, e.plans) for e in entries]
+
     writer = _Writer(system_template)
     internal: Counter[str] = Counter()
     external: Counter[str] = Counter()
-    skipped: Counter[str] = Counter()
-    n_external = 0
-    for index, trace in enumerate(traces):
-        tools = {t.name: t for t in trace.tools}
-        replay = _replay(trace, tools)
-        n = len(replay.calls)
-        if n == 0:
-            skipped["gold_failed"] += 1
-            continue
-        rng = random.Random(f"toolmend.critic:{seed}:{trace.id}")
-        sample_seed = rng.randrange(2**31)
-
-        # Error-injected internal sample: operators in turn, the next one when one does not apply.
-        context = inject_context(query=trace.query)
-        injection = None
-        for shift in range(len(INTERNAL_OPERATORS)):
-            operator = INTERNAL_OPERATORS[(index + shift) % len(INTERNAL_OPERATORS)]
-            injection = inject(replay.calls, trace.tools, operator, seed=sample_seed, context=context)
-            if injection is not None and injection.corrupted:
-                break
-        if injection is None or not injection.corrupted:
-            skipped["no_operator"] += 1
-        else:
-            k = injection.step
-            wrong = injection.corrupted[0].model_copy(update={"outputs": [], "output_fields": [], "id": None})
-            response = _run_prefix(trace, replay, k).execute(wrong)
-            gold = replay.calls[k]
-            history = _history(replay, k, tools)
-            history.append((wrong, _thought(gold, tools), _short(response.content)))
-            extra = {
-                "error_type": injection.label,
-                "operator": injection.operator,
-                "sub_label": injection.sub_label,
-                "detectable": injection.detectable,
-                "expected_codes": list(injection.expected_codes),
-                "step": k,
-                "source": trace.source,
-                "trace": trace.id,
-                "response_source": response.source,
-            }
-            truth = [(gold.name, gold.arguments, _thought(gold, tools))]
-            writer.add(writer.internal, _rid(trace.id, "err", k), trace, history, truth, extra)
-            internal[injection.label] += 1
-
-        # Error-free internal sample.
-        if error_free_every and index % error_free_every == 0:
-            k = rng.randrange(n)
-            history = _history(replay, k + 1, tools)
-            if k + 1 < n:
-                nxt = replay.calls[k + 1]
-                truth = [(nxt.name, nxt.arguments, _thought(nxt, tools))]
-            else:
-                message = _done_message(replay.responses[k])
-                truth = [(FINISH, message, message)]
-            extra = {"error_type": "", "step": k, "source": trace.source, "trace": trace.id}
-            writer.add(writer.internal, _rid(trace.id, "ok", k), trace, history, truth, extra)
-            internal["error_free"] += 1
-
-        # External sample: a fault at step k.
-        if external_every and index % external_every == 0:
-            # Prefer a step that leaves an independent subtask to skip to, when the trajectory has one.
-            skippable = [s for s in range(n) if any(s not in replay.deps[j] for j in range(s + 1, n))]
-            k = rng.choice(skippable) if skippable else rng.randrange(n)
-            kind = FAULT_KINDS[n_external % len(FAULT_KINDS)]
-            n_external += 1
-            failed = replay.calls[k]
-            number = sum(1 for c in replay.calls[: k + 1] if c.name == failed.name)
-            plan = FaultPlan(seed=seed, rules=[FaultRule(kind=kind, tool=failed.name, calls=[number])])
-            response = _run_prefix(trace, replay, k, plan).execute(failed)
-            if response.source != "fault":
-                skipped["fault_not_raised"] += 1
+    finish_golds = 0
+    for trace, replay, plans in work:
+        common = {"source": trace.source, "trace": trace.id, "domain": domain(replay.calls[0].name)}
+        if variant == "evolved":
+            common["variant"] = "evolved"
+        make = trace.make_env
+        for plan in plans:
+            faulty = None
+            if plan.kind == "env":
+                fault = _fault_plan(replay.calls, plan.k, plan.label, seed)
+                faulty = partial(trace.make_env, fault)
+            failed = check_sample(plan, replay.calls, trace.tools, make, faulty=faulty)
+            if failed is not None:
+                dropped[failed] += 1
                 continue
-            history = _history(replay, k, tools)
-            history.append((failed, _thought(failed, tools), _short(response.content)))
-            later = [j for j in range(k + 1, n) if k not in replay.deps[j]]
-            if later:
-                nxt = replay.calls[later[0]]
-                second: tuple[str, Any, str] = (nxt.name, nxt.arguments, _thought(nxt, tools))
+            if plan.kind == "error":
+                common_extra = {**common, "domain": domain(replay.calls[plan.k].name)}
             else:
-                message = finish_message(failed, response)
-                second = (FINISH, message, message)
-            truth = [(failed.name, failed.arguments, _thought(failed, tools)), second]
-            extra = {
-                "fault": kind,
-                "step": k,
-                "next_step": later[0] if later else None,
-                "source": trace.source,
-                "trace": trace.id,
-            }
-            writer.add(writer.external, _rid(trace.id, "env", k), trace, history, truth, extra)
-            external[kind] += 1
+                common_extra = common
+            key = _write_plan(writer, trace, replay, plan, seed, common_extra)
+            if plan.kind == "env":
+                external[key] += 1
+                finish_golds += plan.next_step is None
+            else:
+                internal[key] += 1
 
     files: list[Path] = []
+    prefix = "evol" if variant == "evolved" else "base"
     for part, records in (("internal", writer.internal), ("external", writer.external)):
         for key, cot in (("wo", False), ("w", True)):
-            path = data_file(root, part, "base", cot)  # type: ignore[arg-type]
+            path = data_file(root, part, prefix, cot)  # type: ignore[arg-type]
             path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps(records[key], ensure_ascii=False, sort_keys=True, indent=1)
             path.write_text(text + "\n", encoding="utf-8")
             files.append(path)
-    return SuiteInfo(
+    n_external = sum(external.values())
+    info = SuiteInfo(
         source=str(source),
         seed=seed,
+        variant=variant,
         root=root,
         traces=len(traces),
         internal=dict(sorted(internal.items())),
         external=dict(sorted(external.items())),
         skipped=dict(sorted(skipped.items())),
+        planned=sum(len(e.plans) for e in entries),
+        dropped={c: dropped[c] for c in CHECKS if dropped[c]},
+        finish_share=round(finish_golds / n_external, 4) if n_external else 0.0,
+        evolution=dict(sorted(counts["evolution"].items())),
+        query_sources=dict(sorted(counts["query"].items())),
+        fallbacks=dict(sorted(counts["fallback"].items())),
         files=files,
     )
+    # What was built and dropped, for the quality report (not one of the suite's data files).
+    (root / f"suite_{variant}.json").write_text(info.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return info

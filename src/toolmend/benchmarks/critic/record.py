@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolmend.benchmarks.critictool.prompts import ANCHOR
+from toolmend.errors import ConfigError
 from toolmend.schema import Tool
 
 __all__ = ["SYSTEM_TEMPLATE", "action_args", "action_text", "system_prompt", "tool_entry"]
@@ -84,7 +85,7 @@ def system_prompt(tools: Sequence[Tool], template: str = SYSTEM_TEMPLATE) -> str
     listing = json.dumps([tool_entry(t) for t in tools], ensure_ascii=False, sort_keys=True)
     head, sep, tail = template.partition("{tools}")
     if not sep:
-        raise ValueError("the system template needs a {tools} placeholder")
+        raise ConfigError("the system template needs a {tools} placeholder")
     unescape = lambda text: text.replace("{{", "{").replace("}}", "}")  # noqa: E731
     return unescape(head) + listing + unescape(tail)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolmend._shared import shared_dir
+from toolmend.check import check
 from toolmend.env import Environment, FaultPlan
 from toolmend.errors import ConfigError
 from toolmend.schema import Tool, ToolCall
@@ -43,6 +44,10 @@ class Trace:
     calls: list[ToolCall]
     source: str
     factory: EnvFactory = field(repr=False)
+    context: list[dict[str, str]] = field(default_factory=list)
+    """Earlier conversation turns (CriticTool roles) shown before the query; set by evolution."""
+    evolution: list[str] = field(default_factory=list)
+    """The SRM strategies applied to this trajectory (empty for the base variant)."""
 
     def make_env(self, faults: FaultPlan | None = None) -> Environment:
         """A fresh environment for this trace (world state reset), with optional faults."""
@@ -67,7 +72,7 @@ def _world(seed: int) -> list[Trace]:
 
 def _simulated(tools: list[Tool]) -> EnvFactory:
     def make(faults: FaultPlan | None = None) -> Environment:
-        return Environment(tools=tools, faults=faults)
+        return Environment(tools=tools, faults=faults, checker=check)
 
     return make
 

@@ -1,9 +1,14 @@
 """The CriticTool benchmark behind the common :class:`~toolmend.benchmarks.Benchmark` interface.
 
->>> bench = BENCHMARKS.get("critictool")()                            # doctest: +SKIP
->>> samples = bench.load("CriticTool-Dataset", variant="base")       # doctest: +SKIP
->>> outputs = [await bench.run(s, generate) for s in samples]        # doctest: +SKIP
->>> bench.aggregate([bench.score(s, o) for s, o in zip(samples, outputs)])["overall"]  # doctest: +SKIP
+>>> import asyncio
+>>> from toolmend.benchmarks.critic import build_suite
+>>> bench = CriticToolBenchmark(similarity=lambda a, b: float(a == b))
+>>> samples = bench.load(build_suite("world", seed=0, out=tmp_path, limit=8).root)
+>>> async def generate(messages, *, epoch=None):  # any model; here: always give up
+...     return '{"name": "FinishAction", "args": "I cannot help."}'
+>>> outputs = [asyncio.run(bench.solve(s, generate)) for s in samples]
+>>> 0 <= bench.aggregate([bench.score(s, o) for s, o in zip(samples, outputs)])["overall"] < 100
+True
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from toolmend._shared import shared_dir
-from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Generate, Mode, Prediction, SampleScore
 from toolmend.benchmarks.critictool.overall import aggregate_scores
 from toolmend.benchmarks.critictool.prompts import Instructions, build_prompt
 from toolmend.benchmarks.critictool.records import (
@@ -22,7 +29,7 @@ from toolmend.benchmarks.critictool.records import (
     load_critictool,
     load_critictool_file,
 )
-from toolmend.benchmarks.critictool.runner import Generate, run_sample
+from toolmend.benchmarks.critictool.runner import run_sample
 from toolmend.benchmarks.critictool.scoring import (
     CachedSimilarity,
     SimilarityFn,
@@ -34,6 +41,21 @@ from toolmend.errors import ConfigError
 from toolmend.schema import Message, Sample
 
 __all__ = ["CriticToolBenchmark"]
+
+
+def _instructions(template: Instructions | str | None) -> Instructions:
+    if template is None:
+        return Instructions()
+    if isinstance(template, Instructions):
+        return template
+    try:
+        return Instructions.model_validate_json(template)
+    except ValidationError as exc:
+        raise ConfigError(
+            "a CriticTool prompt template is a JSON object of mode instructions (internal, "
+            f"internal_cot, skip, skip_cot, finish, finish_cot): {exc.errors()[0]['msg']}"
+        ) from exc
+
 
 _SPLITS: dict[str, tuple[Part, ...]] = {
     "all": ("internal", "external"),
@@ -47,7 +69,9 @@ class CriticToolBenchmark(Benchmark):
     """CriticTool (Huang et al., EMNLP 2025): self-critique after internal and external tool errors.
 
     ``similarity`` scores argument values and thoughts (default: toolmend's sentence embedder; the
-    official model is ``all-mpnet-base-v2``). ``instructions`` replaces the mode instructions;
+    official model is ``all-mpnet-base-v2``). ``prompt_template`` replaces the mode instructions
+    (an :class:`Instructions`, or its JSON text: an object with any of ``internal``,
+    ``internal_cot``, ``skip``, ``skip_cot``, ``finish``, ``finish_cot``);
     ``tool_role`` says how tool results are sent (``"user"``, as the official runner means to);
     ``retry_limit`` bounds the external retry loop (``retry_limit + 1`` generations).
 
@@ -55,19 +79,26 @@ class CriticToolBenchmark(Benchmark):
     gives 0 argument credit to calls with keys the gold call lacks.
     """
 
+    load_options = ("variant", "cot", "split", "external_modes")
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "critictool"
     default_data = "data/critictool"
+    reply_format = "json"
+    headline = "tool"
+    detail_keys = ("part", "error_type", "external_mode", "variant")
+    percent_scale = True
 
     def __init__(
         self,
         *,
         similarity: SimilarityFn | None = None,
-        instructions: Instructions | None = None,
+        prompt_template: Instructions | str | None = None,
         tool_role: Literal["tool", "user"] = "user",
         retry_limit: int = 3,
     ) -> None:
         self._sim = CachedSimilarity(similarity)
-        self.instructions = instructions or Instructions()
+        self.instructions = _instructions(prompt_template)
         self.tool_role: Literal["tool", "user"] = tool_role
         self.retry_limit = retry_limit
 
@@ -101,11 +132,19 @@ class CriticToolBenchmark(Benchmark):
             root, variants=variants, cot=cot, parts=_SPLITS[split], external_modes=external_modes
         )
 
+    def turn_feedback(self, sample: Sample) -> Message | None:
+        # The retry loop answers each repeat of the failed call with the tool's error response
+        # again: the prompt's last message.
+        if sample.metadata.get("part") != "external":
+            return None
+        prompt = self.prompt(sample)
+        return prompt[-1] if prompt else None
+
     def prompt(self, sample: Sample) -> list[Message]:
         """The sample's conversation with the mode instruction inserted into the system prompt."""
         return build_prompt(sample, self.instructions, tool_role=self.tool_role)
 
-    async def run(self, sample: Sample, generate: Generate) -> Prediction:
+    async def solve(self, sample: Sample, generate: Generate) -> Prediction:
         """One reply (internal) or the retry loop's replies (external) from ``generate``."""
         return await run_sample(
             sample,

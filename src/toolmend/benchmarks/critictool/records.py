@@ -14,9 +14,11 @@ does (the span from the first ``[`` up to ``"\\nTo use a tool"``, ``json.loads``
 External records are scored twice in the paper (skip and finish instructions), so each becomes one
 Sample per external mode; the mode is in ``metadata["external_mode"]``.
 
->>> samples = load_critictool("tests/benchmarks/fixtures/critictool")  # doctest: +SKIP
->>> samples[0].metadata["part"], samples[0].metadata["error_type"]  # doctest: +SKIP
-('internal', 'tool_select_error')
+>>> from toolmend.benchmarks.critic import build_suite
+>>> root = build_suite("world", seed=0, out=tmp_path, limit=8).root
+>>> samples = load_critictool(root)
+>>> samples[0].metadata["part"], sorted({s.metadata["part"] for s in samples})
+('internal', ['external', 'internal'])
 """
 
 from __future__ import annotations
@@ -24,13 +26,11 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from toolmend.benchmarks.critictool.parse import parse_action
 from toolmend.errors import DatasetError
-from toolmend.formats.tools import load_tools
+from toolmend.formats.critictool import CATEGORIES, FINISH, parse_action, parse_tool_list, prompt_tools
 from toolmend.schema import Message, Role, Sample, Tool, ToolCall
 
 __all__ = [
@@ -50,18 +50,6 @@ Part = Literal["internal", "external"]
 Variant = Literal["base", "evol"]
 ExternalMode = Literal["skip", "finish"]
 
-CATEGORIES: tuple[str, ...] = (
-    "tool_select_error",
-    "tool_hallucination_error",
-    "parameters_value_error",
-    "parameters_key_error",
-)
-"""The four internal-error labels, exactly as the evaluator compares them."""
-
-FINISH = "FinishAction"
-"""The pseudo-tool that ends an episode; its ``args`` is a string (answer or message to the user)."""
-
-_TOOLS_END = "\nTo use a tool"
 _ROLES: dict[str, Role] = {
     "system": "system",
     "user": "user",
@@ -74,58 +62,6 @@ _ROLES: dict[str, Role] = {
 def data_file(root: str | Path, part: Part, variant: Variant | str, cot: bool) -> Path:
     """Path of one official file: ``<root>/<part>_error/<variant>_data_<w|wo>_cot.json``."""
     return Path(root) / f"{part}_error" / f"{variant}_data_{'w' if cot else 'wo'}_cot.json"
-
-
-def _tool_span(system_prompt: str) -> str:
-    start, end = system_prompt.find("["), system_prompt.find(_TOOLS_END)
-    if start == -1 or end == -1 or end < start:
-        raise ValueError("no tool list between the first '[' and '\\nTo use a tool'")
-    return system_prompt[start:end]
-
-
-def _read_span(span: str) -> list[Any]:
-    try:
-        tools = json.loads(span)
-    except json.JSONDecodeError:
-        try:
-            tools = ast.literal_eval(span)
-        except Exception as exc:
-            raise ValueError(f"the tool list is neither JSON nor a Python literal ({exc})") from None
-    if not isinstance(tools, list):
-        raise ValueError(f"the tool list must be a list, got {type(tools).__name__}")
-    return tools
-
-
-def parse_tool_list(system_prompt: str) -> list[Any]:
-    """The raw tool specs embedded in a CriticTool system prompt.
-
-    Raises ``ValueError`` when the span is missing or is neither JSON nor a Python literal list.
-
-    >>> parse_tool_list('You can call:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')
-    [{'name': 'A.b'}]
-    """
-    return _read_span(_tool_span(system_prompt))
-
-
-@lru_cache(maxsize=256)
-def _span_tools(span: str) -> tuple[Tool, ...]:
-    # Every record (and every prompt the critic sees) of a suite repeats one of a few tool lists;
-    # converting each distinct list once is what keeps loading and critiquing linear in text size.
-    return tuple(load_tools(_read_span(span), dialect="critictool"))
-
-
-def prompt_tools(system_prompt: str) -> list[Tool]:
-    """The tools of a CriticTool system prompt as :class:`~toolmend.Tool` objects.
-
-    Each distinct tool list is converted once per process (memoised on its exact text); the list
-    is new on every call, the :class:`~toolmend.Tool` objects in it are shared — treat them as
-    read-only. Raises ``ValueError`` for an unreadable span and
-    :class:`~toolmend.DatasetError` for an invalid tool spec.
-
-    >>> [t.name for t in prompt_tools('Tools:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')]
-    ['A.b']
-    """
-    return list(_span_tools(_tool_span(system_prompt)))
 
 
 class _FileContext:

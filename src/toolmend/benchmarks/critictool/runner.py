@@ -1,10 +1,10 @@
 """Running a model on CriticTool samples: one reply for internal errors, the interactive retry loop
 for external ones.
 
-The model is any async callable ``generate(messages) -> str``, so this module does not depend on a
-backend::
+The model is any :class:`~toolmend.benchmarks.Generate` (an async ``generate(messages) -> str``),
+so this module does not depend on a backend::
 
-    async def generate(messages: list[Message]) -> str:
+    async def generate(messages: list[Message], *, epoch: int | None = None) -> str:
         return await my_model.complete(messages)
 
     outputs = await run_sample(sample, generate)            # str, or list[str] for external errors
@@ -13,19 +13,16 @@ backend::
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from toolmend.benchmarks.base import Prediction
-from toolmend.benchmarks.critictool.parse import parse_action
+from toolmend.benchmarks.base import Generate, Prediction
 from toolmend.benchmarks.critictool.prompts import Instructions, build_prompt
 from toolmend.benchmarks.critictool.scoring import gold_actions
+from toolmend.formats.critictool import parse_action
 from toolmend.schema import Message, Sample
 
-__all__ = ["Generate", "run_external", "run_sample"]
-
-Generate = Callable[[list[Message]], Awaitable[str]]
-"""An async model call: the conversation in, the raw reply out."""
+__all__ = ["run_external", "run_sample"]
 
 
 async def run_external(
@@ -43,7 +40,7 @@ async def run_external(
     ends it. Returns every raw reply, in order.
 
     >>> import asyncio
-    >>> async def stubborn(msgs): return '{"name": "Weather.now", "args": {"city": "Oslo"}}'
+    >>> async def stubborn(msgs, *, epoch=None): return '{"name": "Weather.now", "args": {"city": "Oslo"}}'
     >>> failed = {"name": "Weather.now", "args": {"city": "Oslo"}}
     >>> len(asyncio.run(run_external([Message(role="user", content="error")], failed, stubborn)))
     4

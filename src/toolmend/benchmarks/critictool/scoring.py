@@ -28,8 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from toolmend.benchmarks.base import Mode, Prediction, SampleScore
-from toolmend.benchmarks.critictool.parse import ParsedAction, parse_action
-from toolmend.benchmarks.critictool.records import CATEGORIES, FINISH
+from toolmend.formats.critictool import CATEGORIES, FINISH, ParsedAction, parse_action
 from toolmend.schema import Sample, Tool
 
 __all__ = [

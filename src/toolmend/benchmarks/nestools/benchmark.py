@@ -1,10 +1,12 @@
 """NesTools as a :class:`~toolmend.benchmarks.Benchmark`, registered as ``"nestools"``.
 
 >>> bench = NesTools(distractors=0)
->>> samples = bench.load()  # doctest: +SKIP
->>> bench.prompt(samples[0])  # doctest: +SKIP
->>> scores = [bench.score(s, model_output[s.id]) for s in samples]  # doctest: +SKIP
->>> bench.aggregate(scores)["avg_f1"]  # doctest: +SKIP
+>>> samples = bench.load(limit=20)
+>>> bench.prompt(samples[0])[0].role
+'user'
+>>> scores = [bench.score(s, bench.gold(s)) for s in samples]
+>>> bench.aggregate(scores)["avg_f1"]
+1.0
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from toolmend._shared import shared_dir
 from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
-from toolmend.benchmarks.nestools.data import gold_chain, load_nestools
+from toolmend.benchmarks.nestools.data import gold_chain, load_nestools, to_official_output
 from toolmend.benchmarks.nestools.metric import (
     COUNT_KEYS,
     GoldPrep,
@@ -24,7 +26,9 @@ from toolmend.benchmarks.nestools.metric import (
     prepare_gold,
 )
 from toolmend.benchmarks.nestools.prompt import TextEncoder, candidate_tools, load_template, render_prompt
+from toolmend.benchmarks.replies import reply_text as write_reply
 from toolmend.errors import ConfigError
+from toolmend.models.base import Completion
 from toolmend.schema import Message, Sample, Tool
 
 __all__ = ["NesTools", "micro_metrics"]
@@ -147,8 +151,14 @@ class NesTools(Benchmark):
     for an API failure (the official ``-1``): it is left out of every denominator.
     """
 
+    load_options = ("limit", "distractors", "seed")
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "nestools"
     default_data = "data/nestools"
+    reply_format = "nestools"
+    headline = "tree_pass"
+    detail_keys = ("depth",)
 
     def __init__(
         self,
@@ -195,6 +205,30 @@ class NesTools(Benchmark):
             else:
                 self._sets[s.id] = group
         return samples
+
+    def load_run(
+        self, path: Path, options: dict[str, Any], *, limit: int | None = None, seed: int = 0
+    ) -> list[Sample]:
+        """:meth:`load` with the run's ``seed`` (the distractor shuffle) and ``limit`` (the distractor
+        pool is the loaded samples' tools), unless ``options`` set them."""
+        options = dict(options)
+        options.setdefault("seed", seed)
+        if limit is not None:
+            options.setdefault("limit", limit)
+        return super().load_run(path, options, limit=limit, seed=seed)
+
+    def for_native_tools(self, samples: list[Sample]) -> list[Sample]:
+        """Native function calling sends ``sample.tools``: the gold tools plus distractors."""
+        return self.with_candidates(samples)
+
+    def gold(self, sample: Sample) -> Prediction:
+        """The gold chain in the official output format."""
+        return to_official_output(sample)
+
+    def reply_text(self, sample: Sample, completion: Completion) -> str:
+        """Native calls in the official output format (api ids and named responses come from
+        ``sample``)."""
+        return write_reply(completion, "nestools", write=lambda calls: to_official_output(sample, calls))
 
     def candidates(self, sample: Sample) -> list[Tool]:
         """The tools offered to the model for ``sample``: for a loaded sample, its gold tools and

@@ -1,8 +1,9 @@
 """Reading NesTools' ``test_data.jsonl`` + ``test_api_ids.jsonl`` into :class:`~toolmend.Sample`.
 
->>> samples = load_nestools("../shared/data/nestools")  # doctest: +SKIP
->>> s = samples[0]  # doctest: +SKIP
->>> s.metadata["depth"], [c.name for c in s.target]  # doctest: +SKIP
+>>> from toolmend._shared import shared_dir
+>>> samples = load_nestools(shared_dir() / "data/nestools")
+>>> s = samples[0]
+>>> s.metadata["depth"], [c.name for c in s.target]
 (3, ['scan_isbn', 'locate_book', 'engage_ar_experience'])
 
 Each sample holds the gold tools (``tools``; each tool's ``metadata["api_id"]`` is its integer id),
@@ -24,9 +25,9 @@ from toolmend.errors import DatasetError, SpecError
 from toolmend.formats.tools import load_tool
 from toolmend.schema import Message, Ref, Sample, Tool, ToolCall
 
-__all__ = ["PLACEHOLDER", "gold_chain", "load_nestools", "official_depth", "to_official_output"]
+__all__ = ["PLACEHOLDER_PREFIX", "gold_chain", "load_nestools", "official_depth", "to_official_output"]
 
-PLACEHOLDER = "API_call"
+PLACEHOLDER_PREFIX = "API_call"
 """The substring the official scorer looks for (``re.search``) to call a value nested."""
 
 DATA_FILE = "test_data.jsonl"

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from toolmend.benchmarks.nestools.data import PLACEHOLDER
+from toolmend.benchmarks.nestools.data import PLACEHOLDER_PREFIX
 from toolmend.benchmarks.nestools.values import safe_check_score
 from toolmend.compare.align import align
 
@@ -127,7 +127,7 @@ def official_format_ok(data: Any) -> bool:
 
 
 def _nested(value: Any) -> bool:
-    return PLACEHOLDER in (value if type(value) is str else str(value))
+    return PLACEHOLDER_PREFIX in (value if type(value) is str else str(value))
 
 
 def _gold_counts(gold: list[dict[str, Any]]) -> tuple[Counts, dict[str, Any]]:
@@ -167,7 +167,7 @@ class _Param:
         self.value = value
         self.text = str(value)
         self.low = self.text.lower()
-        self.nested = PLACEHOLDER in self.text
+        self.nested = PLACEHOLDER_PREFIX in self.text
         # the final nest-map entry (a later gold value with the same text overwrites an earlier one)
         self.entry = nest_map.get(self.text) if self.nested else None
         # every gold (call, position) producing exactly this value, in scan order

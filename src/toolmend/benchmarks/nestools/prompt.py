@@ -16,6 +16,7 @@ template need no escaping.
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -160,6 +161,9 @@ def candidate_tools(
             pool.setdefault(t.metadata.get("api_id", t.name), t)
     pool_keys = list(pool)
     pool_tools = [pool[k] for k in pool_keys]
+    if per_tool and pool_tools:
+        # The first run on a cold cache spends minutes here; say so rather than sit silent.
+        logging.getLogger("toolmend.status").info("preparing: embedding %d tools", len(pool_tools))
     vectors = encoder.encode([_tool_text(t) for t in pool_tools]) if per_tool and pool_tools else None
     row = {k: i for i, k in enumerate(pool_keys)}
     out: list[list[Tool]] = []

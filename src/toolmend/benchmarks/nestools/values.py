@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from toolmend.compare.rouge import rouge_l_defined, rouge_l_f
+from toolmend.errors import ScoringError
 
 __all__ = ["check_score", "normalize_date", "safe_check_score"]
 
@@ -216,7 +217,7 @@ def check_score(gold: Any, pred: Any) -> float:
     try:
         return _score(gold, pred, isolate=False)
     except _Undefined as exc:
-        raise ValueError(
+        raise ScoringError(
             "the official scorer fails on this pair (empty text, a recursion-deep ROUGE-L, or a non-string key)"
         ) from exc
 

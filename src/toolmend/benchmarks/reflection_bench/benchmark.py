@@ -4,24 +4,25 @@ A prediction is one raw reply, or a list of N replies sampled for the same recor
 the record counts as repaired when any of them is correct).
 
 >>> bench = ReflectionBench()
->>> samples = bench.load()  # doctest: +SKIP
->>> s = bench.score(samples[0], samples[0].metadata["ground_truth"])  # doctest: +SKIP
->>> bench.aggregate([s])  # doctest: +SKIP
+>>> samples = bench.load()
+>>> s = bench.score(samples[0], bench.gold(samples[0]), mode="improved")
+>>> bench.aggregate([s])
 {'accuracy': 1.0, 'repair@1': 1.0, 'partial': 1.0, 'reward': 1.0, 'n_samples': 1.0}
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolmend._shared import shared_dir
-from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend.benchmarks.base import BENCHMARKS, Benchmark, Generate, Mode, Prediction, SampleScore
 from toolmend.benchmarks.reflection_bench.loader import load_reflection_bench
 from toolmend.benchmarks.reflection_bench.reward import RewardConfig, Similarity, reflection_reward
 from toolmend.benchmarks.reflection_bench.scoring import score_attempt
-from toolmend.errors import DatasetError
+from toolmend.errors import ConfigError, DatasetError
 from toolmend.schema import Message, Sample
 
 __all__ = ["ReflectionBench"]
@@ -36,17 +37,35 @@ class ReflectionBench(Benchmark):
     Each attempt also gets the paper's reward, with ``reward_config`` / ``similarity``.
     """
 
+    gold_ceiling = (
+        "the official harness rejects list and object arguments, and its bare-call pattern also "
+        "fires on calls quoted inside <reflect>"
+    )
+    load_options = ()
+    """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
+
     name = "reflection-bench"
     default_data = "data/tool-reflection-bench"
+    reply_format = "tags"
+    headline = "correct"
 
     def __init__(
-        self, reward_config: RewardConfig | None = None, similarity: Similarity | None = None
+        self,
+        reward_config: RewardConfig | None = None,
+        similarity: Similarity | None = None,
+        *,
+        samples: int = 1,
     ) -> None:
+        if samples < 1:
+            raise ConfigError(f"samples must be at least 1, got {samples}")
         self.reward_config = reward_config
         self.similarity = similarity
+        self.samples = samples
+        """Replies sampled per record (Repair@N: the record is repaired when any one is correct)."""
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Read one JSONL file, or every ``*.jsonl`` in a folder (default: the shared sample)."""
+        self.check_load_options(options)
         target = Path(path) if path is not None else shared_dir() / self.default_data
         if target.is_dir():
             files = sorted(target.glob("*.jsonl"))
@@ -58,6 +77,20 @@ class ReflectionBench(Benchmark):
     def prompt(self, sample: Sample) -> list[Message]:
         """The record's messages, verbatim: the system prompt already states the protocol."""
         return list(sample.messages)
+
+    async def solve(self, sample: Sample, generate: Generate) -> Prediction:
+        """One reply, or :attr:`samples` replies to the same prompt (epochs 0 … N-1) for Repair@N."""
+        messages = self.prompt(sample)
+        if self.samples == 1:
+            return await generate(messages, epoch=0)
+        return list(await asyncio.gather(*(generate(messages, epoch=i) for i in range(self.samples))))
+
+    def gold(self, sample: Sample) -> Prediction:
+        """The record's ``ground_truth`` reply."""
+        truth = sample.metadata.get("ground_truth")
+        if not isinstance(truth, str):
+            raise ConfigError(f"sample {sample.id} has no ground_truth reply")
+        return truth
 
     def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
         attempts = [prediction] if isinstance(prediction, str) else list(prediction)

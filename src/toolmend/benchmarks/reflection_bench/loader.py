@@ -7,9 +7,10 @@ are the ``<tool_call>`` blocks *after* the ``<reflect>`` part (some gold reflect
 which is not part of the answer); the raw ground truth stays in ``metadata["ground_truth"]``
 for the official scorer.
 
->>> samples = load_reflection_bench("test_qwen_sample.jsonl")  # doctest: +SKIP
->>> samples[0].target[0].name  # doctest: +SKIP
-'download_file'
+>>> from toolmend._shared import shared_dir
+>>> samples = load_reflection_bench(shared_dir() / "data/tool-reflection-bench/test_qwen_sample.jsonl")
+>>> samples[0].target[0].name
+'calculate_file_checksum'
 """
 
 from __future__ import annotations

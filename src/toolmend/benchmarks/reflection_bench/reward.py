@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections import Counter
@@ -52,6 +53,8 @@ __all__ = [
     "reward_breakdown",
     "reward_fn",
 ]
+
+log = logging.getLogger(__name__)
 
 Similarity = Callable[[str, str], float]
 """``sim(a, b) -> [0, 1]``; the reward clamps whatever it returns and treats errors as 0."""
@@ -197,7 +200,8 @@ def _clip(x: float) -> float:
 def _safe_sim(sim: Similarity, a: str, b: str) -> float:
     try:
         return _clip(float(sim(a, b)))
-    except Exception:  # a user's similarity must not take the training loop down
+    except Exception:  # a user's similarity must not take the training loop down, nor fail unseen
+        log.exception("the reward's similarity function failed; this term scores 0")
         return 0.0
 
 
@@ -393,10 +397,12 @@ def reflection_reward(
     config: RewardConfig | None = None,
     sim: Similarity | None = None,
 ) -> float:
-    """R_total of eq. 25 for one completion: a float in [0, 1]; never raises."""
+    """R_total of eq. 25 for one completion: a float in [0, 1]; never raises (a bug inside is
+    logged with its traceback and scores 0, so a training run goes on but does not hide it)."""
     try:
         return float(_compute(completion, ground_truth, config, sim)["reward"])
     except Exception:  # totality: a reward function that raises kills a training run
+        log.exception("reflection_reward failed on a completion; it scores 0")
         return 0.0
 
 

@@ -25,17 +25,17 @@ is kept only when it really is the labelled kind of error.
 
 from toolmend.synth.inject import critictool_ops, hitec_ops, reflection_ops  # noqa: F401  (registers)
 from toolmend.synth.inject.api import ToolsLike, applicable, checker_for, inject, operator_names
-from toolmend.synth.inject.llm import Generate, build_messages, inject_with_model, validate_corruption
-from toolmend.synth.inject.model import OPERATORS, Family, InjectContext, Injection, Operator, Source
+from toolmend.synth.inject.llm import ChatFn, build_messages, inject_with_model, validate_corruption
+from toolmend.synth.inject.model import OPERATORS, Family, InjectContext, Injection, InjectionSource, Operator
 
 __all__ = [
     "OPERATORS",
     "Family",
-    "Generate",
+    "ChatFn",
     "InjectContext",
     "Injection",
     "Operator",
-    "Source",
+    "InjectionSource",
     "ToolsLike",
     "applicable",
     "build_messages",

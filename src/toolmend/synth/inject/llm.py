@@ -33,10 +33,10 @@ from toolmend.synth.inject.api import ToolsLike, applicable, checker_for, inject
 from toolmend.synth.inject.model import OPERATORS, InjectContext, Injection
 from toolmend.synth.inject.site import calls_digest, site_rng
 
-__all__ = ["DEFINITIONS", "Generate", "SYSTEM_PROMPT", "USER_TEMPLATE", "build_messages",
+__all__ = ["DEFINITIONS", "ChatFn", "SYSTEM_PROMPT", "USER_TEMPLATE", "build_messages",
            "inject_with_model", "validate_corruption"]  # fmt: skip
 
-Generate = Callable[[list[Message]], Awaitable[str]]
+ChatFn = Callable[[list[Message]], Awaitable[str]]
 """Any async chat function: messages in, the reply's text out."""
 
 DEFINITIONS: dict[str, str] = {
@@ -152,7 +152,7 @@ async def inject_with_model(
     tools: ToolsLike,
     operator: str,
     *,
-    generate: Generate,
+    generate: ChatFn,
     seed: int,
     step: int | None = None,
     context: InjectContext | None = None,

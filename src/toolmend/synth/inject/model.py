@@ -24,12 +24,12 @@ from toolmend.schema import ErrorCode, ToolCall
 if TYPE_CHECKING:
     from toolmend.synth.inject.site import Site
 
-__all__ = ["OPERATORS", "Family", "InjectContext", "Injection", "Operator", "Source"]
+__all__ = ["OPERATORS", "Family", "InjectContext", "Injection", "Operator", "InjectionSource"]
 
 Family = Literal["critictool", "external", "reflection", "hitec"]
 """Which paper's taxonomy an operator reproduces."""
 
-Source = Literal["rule", "model", "fallback"]
+InjectionSource = Literal["rule", "model", "fallback"]
 """Who made the corruption: the rule-based operator, a model (validated), or the rule-based
 operator after a model's attempt was rejected."""
 
@@ -89,7 +89,7 @@ class Injection(BaseModel):
     """How many calls the task needs, for checking list-level errors (``wrong_tool_count``)."""
     text: str | None = None
     response: dict[str, Any] | None = None
-    source: Source = "rule"
+    source: InjectionSource = "rule"
     note: str | None = None
     """Why a model's corruption was rejected, when ``source`` is ``"fallback"``."""
 

@@ -1,4 +1,5 @@
-"""Reading a model's reply the way CriticTool's evaluator does (its ``format_load`` procedure).
+"""CriticTool's text formats: a model's reply read the way CriticTool's evaluator does (its
+``format_load`` procedure), and the tool list embedded in a CriticTool system prompt.
 
 The reply is expected to hold one JSON action, ``{"error"?, "thought"?, "name", "args"}``. The
 official procedure is lenient about wrapping (a Markdown fence, prose around the object, Python
@@ -16,11 +17,29 @@ from __future__ import annotations
 
 import ast
 import json
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["ParsedAction", "parse_action"]
+from toolmend.errors import ParseError
+from toolmend.formats.tools import load_tools
+from toolmend.schema import Tool
+
+__all__ = ["CATEGORIES", "FINISH", "ParsedAction", "parse_action", "parse_tool_list", "prompt_tools"]
+
+CATEGORIES: tuple[str, ...] = (
+    "tool_select_error",
+    "tool_hallucination_error",
+    "parameters_value_error",
+    "parameters_key_error",
+)
+"""The four internal-error labels, exactly as the evaluator compares them."""
+
+FINISH = "FinishAction"
+"""The pseudo-tool that ends an episode; its ``args`` is a string (answer or message to the user)."""
+
+_TOOLS_END = "\nTo use a tool"
 
 _FENCE = "```json"
 
@@ -114,3 +133,55 @@ def _as_str(value: Any) -> str:
         return str(value)
     except Exception:  # str() of a huge int over the digit limit raises ValueError
         return ""
+
+
+def _tool_span(system_prompt: str) -> str:
+    start, end = system_prompt.find("["), system_prompt.find(_TOOLS_END)
+    if start == -1 or end == -1 or end < start:
+        raise ParseError("no tool list between the first '[' and '\\nTo use a tool'")
+    return system_prompt[start:end]
+
+
+def _read_span(span: str) -> list[Any]:
+    try:
+        tools = json.loads(span)
+    except json.JSONDecodeError:
+        try:
+            tools = ast.literal_eval(span)
+        except Exception as exc:
+            raise ParseError(f"the tool list is neither JSON nor a Python literal ({exc})") from None
+    if not isinstance(tools, list):
+        raise ParseError(f"the tool list must be a list, got {type(tools).__name__}")
+    return tools
+
+
+def parse_tool_list(system_prompt: str) -> list[Any]:
+    """The raw tool specs embedded in a CriticTool system prompt.
+
+    Raises :class:`~toolmend.errors.ParseError` (a ``ValueError``) when the span is missing or is neither JSON nor a Python literal list.
+
+    >>> parse_tool_list('You can call:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')
+    [{'name': 'A.b'}]
+    """
+    return _read_span(_tool_span(system_prompt))
+
+
+@lru_cache(maxsize=256)
+def _span_tools(span: str) -> tuple[Tool, ...]:
+    # Every record (and every prompt the critic sees) of a suite repeats one of a few tool lists;
+    # converting each distinct list once is what keeps loading and critiquing linear in text size.
+    return tuple(load_tools(_read_span(span), dialect="critictool"))
+
+
+def prompt_tools(system_prompt: str) -> list[Tool]:
+    """The tools of a CriticTool system prompt as :class:`~toolmend.Tool` objects.
+
+    Each distinct tool list is converted once per process (memoised on its exact text); the list
+    is new on every call, the :class:`~toolmend.Tool` objects in it are shared — treat them as
+    read-only. Raises :class:`~toolmend.errors.ParseError` for an unreadable span and
+    :class:`~toolmend.DatasetError` for an invalid tool spec.
+
+    >>> [t.name for t in prompt_tools('Tools:\\n[{"name": "A.b"}]\\nTo use a tool, reply in JSON.')]
+    ['A.b']
+    """
+    return list(_span_tools(_tool_span(system_prompt)))

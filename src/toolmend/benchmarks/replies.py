@@ -69,12 +69,16 @@ def _placeholder(name: str, i: int) -> ToolCall:
 
 
 def reply_text(
-    completion: Completion, reply_format: str, *, write: Callable[[list[ToolCall]], str] | None = None
+    completion: Completion,
+    reply_format: str | None,
+    *,
+    write: Callable[[list[ToolCall]], str] | None = None,
 ) -> str:
     """The text to score for ``completion`` in ``reply_format``: its text when the server returned
-    no parsed calls, else the calls written in that format (``write`` overrides the writer, e.g.
-    NesTools, whose answers need the sample's api ids); ``tags`` keeps the text before the calls."""
-    if not completion.tool_calls and not completion.raw_tool_calls:
+    no parsed calls (or ``reply_format`` is ``None``), else the calls written in that format
+    (``write`` overrides the writer, e.g. NesTools, whose answers need the sample's api ids);
+    ``tags`` keeps the text before the calls."""
+    if reply_format is None or (not completion.tool_calls and not completion.raw_tool_calls):
         return completion.text
     calls = scored_calls(completion)
     text = write(calls) if write is not None else write_calls(calls, reply_format)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
-"""The checklist critic: a rule-based backend that answers CriticTool prompts without an LLM.
+"""The checklist critic: a rule-based CriticTool solver that answers its prompts without an LLM.
 
-Model string ``"checklist"``. It is an honest, deterministic baseline: it reads only the messages it
+It runs as a model backend, model string ``"checklist"`` (registered lazily in
+:data:`toolmend.models.MODELS`), so that the CriticTool runner drives it like any model. It is an honest, deterministic baseline: it reads only the messages it
 is sent (the tool list in the system prompt, the user query, the history), never the gold answer.
 
 What it does, by the instruction it finds in the system prompt:
@@ -44,16 +45,15 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
-from toolmend.benchmarks.critictool.parse import ParsedAction, parse_action
-from toolmend.benchmarks.critictool.records import CATEGORIES, FINISH, prompt_tools
 from toolmend.check import Checker, critictool_category, repair
 from toolmend.check.names import closest
+from toolmend.errors import ConfigError, ToolmendError
+from toolmend.formats.critictool import CATEGORIES, FINISH, ParsedAction, parse_action, prompt_tools
 from toolmend.models.base import Completion, GenerateRequest, Model, Usage
 from toolmend.models.cache import ResponseCache
-from toolmend.models.providers import MODELS
 from toolmend.schema import Finding, Message, Tool, ToolCall
 
-__all__ = ["ChecklistCritic", "Signal", "critique", "read_signal"]
+__all__ = ["ChecklistCritic", "Signal", "checklist_backend", "critique", "read_signal"]
 
 Signal = Literal["ok", "environment", "unknown_tool", "key", "value", "error"]
 """What a tool response says: success, a transient environment failure, or a rejected call."""
@@ -138,7 +138,7 @@ _SIGNAL_CATEGORY: dict[str, str] = {
 def _tools(system: str) -> list[Tool]:
     try:
         return prompt_tools(system)
-    except Exception:  # an unreadable tool list is the prompt's problem: answer without tools
+    except (ValueError, ToolmendError):  # an unreadable tool list is the prompt's problem: no tools
         return []
 
 
@@ -178,7 +178,7 @@ def _error_reason(content: str) -> str:
         data = json.loads(content)
         message = data["error"]["message"] if isinstance(data["error"], dict) else data["error"]
         return str(message)
-    except Exception:
+    except (ValueError, KeyError, TypeError):
         return content[:200]
 
 
@@ -283,10 +283,8 @@ class ChecklistCritic(Model):
         return Completion(text=text, usage=Usage(output_tokens=len(text.split())), finish_reason="stop")
 
 
-@MODELS.register("checklist")
-def _checklist(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
+def checklist_backend(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
+    """The ``checklist`` model factory (see :data:`toolmend.models.MODELS`)."""
     if options:
-        from toolmend.errors import ConfigError
-
         raise ConfigError(f"unexpected options for the checklist backend: {', '.join(sorted(options))}")
     return ChecklistCritic(f"checklist/{rest}" if rest else "checklist")

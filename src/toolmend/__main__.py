@@ -1,0 +1,5 @@
+"""``python -m toolmend``: the command line."""
+
+from toolmend.cli import main
+
+main()

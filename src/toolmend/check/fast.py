@@ -1,0 +1,314 @@
+"""The checker's fast path: a Python function generated per tool that proves a call clean.
+
+Most calls an agent makes are clean, and a clean call needs no findings, only a yes. For each
+tool's prepared schema (:mod:`toolmend.check.spec`) this module writes the yes/no test as plain
+Python (``type(v) is str and v``, a frozenset lookup for an ``enum``) and compiles it once. It
+answers ``True`` only when the full validator would report nothing; on ``False`` the checker
+runs the full validator for the findings, so a ``False`` costs time, never correctness.
+
+Keywords the generator does not write itself (``multipleOf``, ``if``, ``patternProperties`` ...)
+are delegated, for that subschema, to the same jsonschema validator the full checker uses, so
+the meaning never forks. A reference to an earlier call's output (:class:`toolmend.Ref`) is never
+proved clean here: it needs the call list, which only the full checker has.
+``tests/check/test_fast_path.py`` asserts with generated schemas and values that the two agree.
+
+>>> from toolmend.check.spec import compile_parameters
+>>> fast = compile_parameters("f", {"type": "object", "properties": {"n": {"type": "integer",
+...     "minimum": 1}}, "required": ["n"]}).fast
+>>> fast({"n": 2}), fast({"n": 0}), fast({"n": 2.0}), fast({})
+(True, False, False, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from jsonschema._utils import equal
+
+from toolmend.check.spec import NONEMPTY, ToolValidator
+
+__all__ = ["build_fast_path"]
+
+_PY = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+    "null": (type(None),),
+}
+# Types whose exact-type test the generator writes as ``type(v) is <name>``.
+_NAMES = {str: "str", int: "int", float: "float", bool: "bool", list: "list", dict: "dict"}
+_WRITTEN = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum",
+        "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
+        "maxLength", "pattern", "minItems", "maxItems", "$ref", "allOf", "anyOf", "oneOf", "not",
+        NONEMPTY, "$defs", "definitions", "$id", "$schema", "$comment", "$anchor",
+    }
+)  # fmt: skip
+_ASSERTING = frozenset(ToolValidator.VALIDATORS) - {"format"}  # formats are annotations here
+_SCALARS = (str, int, float, bool, type(None))
+_BOUNDS = (("minimum", "<"), ("maximum", ">"), ("exclusiveMinimum", "<="), ("exclusiveMaximum", ">="))
+_SIZES: tuple[tuple[str, str, tuple[type, ...]], ...] = (
+    ("minLength", "<", (str,)), ("maxLength", ">", (str,)),
+    ("minItems", "<", (list, tuple)), ("maxItems", ">", (list, tuple)),
+)  # fmt: skip
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is plain JSON data (no :class:`~toolmend.Ref` anywhere inside)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is dict:
+        return all(_plain(v) for v in value.values())
+    if kind is list or kind is tuple:
+        return all(_plain(v) for v in value)
+    return False
+
+
+def _enum(value: Any, allowed: list[Any]) -> bool:
+    return any(equal(e, value) for e in allowed)
+
+
+class _Writer:
+    def __init__(self, root: dict[str, Any], validator: Any) -> None:
+        self.root = root
+        self.validator = validator
+        self.env: dict[str, Any] = {"_plain": _plain, "_enum": _enum, "_equal": equal, "_M": object()}
+        self.defs: list[str] = []
+        self.funcs: dict[tuple[int, bool], str] = {}
+        self.safe = False
+        self.count = 0
+
+    def name(self, prefix: str, value: Any = None) -> str:
+        self.count += 1
+        name = f"{prefix}{self.count}"
+        if value is not None:
+            self.env[name] = value
+        return name
+
+    def function(self, schema: Any, *, branch: bool = False) -> str:
+        """The name of a generated ``def`` testing ``schema`` (memoised, so recursion works).
+
+        A ``branch`` (of ``anyOf``, ``oneOf``, ``not``) must answer False rather than raise, so
+        it tests required keys instead of reading them with ``[]``; so does all it calls.
+        """
+        safe = branch or self.safe
+        key = (id(schema), safe)
+        if key not in self.funcs:
+            name = self.funcs[key] = self.name("s")
+            body: list[str] = []
+            outer, self.safe = self.safe, safe
+            self.emit(schema, "x", body, 1)
+            self.safe = outer
+            self.defs.append("\n".join([f"def {name}(x):", *body, "    return True"]))
+        return self.funcs[key]
+
+    def emit(self, schema: Any, var: str, out: list[str], depth: int) -> None:
+        pad = "    " * depth
+        if schema is True:
+            out.append(f"{pad}if not _plain({var}): return False")
+            return
+        if schema is False or not isinstance(schema, dict):
+            out.append(f"{pad}return False")
+            return
+        if any(k in _ASSERTING and k not in _WRITTEN for k in schema) or (
+            isinstance(schema.get("$ref"), str) and not schema["$ref"].startswith("#/")
+        ):
+            sub = self.name("v", self.validator.evolve(schema=schema).is_valid)
+            out.append(f"{pad}if not (_plain({var}) and {sub}({var})): return False")
+            return
+        types = schema.get("type")
+        names = [types] if isinstance(types, str) else types if isinstance(types, list) else None
+        py = tuple(dict.fromkeys(t for n in names or () for t in _PY[n]))
+        # After a one-type test the generated code knows the value's exact type and drops guards.
+        exact = py[0] if len(py) == 1 else None
+        nonempty = bool(schema.get(NONEMPTY))
+        enum = schema.get("enum")
+        str_enum = isinstance(enum, list) and all(type(e) is str for e in enum)
+        if exact is str and str_enum:
+            # A string enum without "" already refuses the empty string and every other type.
+            members = self.name("e", frozenset(enum))  # type: ignore[arg-type]
+            out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
+            enum = None
+        elif exact is str and nonempty:
+            out.append(f"{pad}if type({var}) is not str or not {var}: return False")
+            nonempty = False
+        elif exact is not None:
+            out.append(f"{pad}if type({var}) is not {self._type(exact)}: return False")
+        elif py:
+            out.append(f"{pad}if type({var}) not in {self.name('t', frozenset(py))}: return False")
+        elif "enum" not in schema and "const" not in schema:
+            out.append(f"{pad}if not _plain({var}): return False")
+        if nonempty and exact is None:
+            out.append(f'{pad}if {var} == "" and type({var}) is str: return False')
+        if enum is not None:
+            if str_enum:
+                members = self.name("e", frozenset(enum))
+                out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
+            else:
+                out.append(f"{pad}if not _enum({var}, {self.name('e', list(enum))}): return False")
+        self.values(schema, var, out, pad, exact)
+        objects = dict in py or any(k in schema for k in ("properties", "required", "additionalProperties"))
+        if objects and exact in (None, dict):
+            self.object(schema, var, out, depth, exact)
+        if (list in py or any(k in schema for k in ("items", "prefixItems"))) and exact in (None, list):
+            self.array(schema, var, out, depth, exact)
+        self.applicators(schema, var, out, depth)
+
+    def _guard(self, var: str, kinds: tuple[type, ...], exact: type | None) -> str | None:
+        """The test that ``var`` is of ``kinds``: ``""`` when known true, ``None`` when known false."""
+        if exact is not None:
+            return "" if exact in kinds else None
+        if len(kinds) == 1:
+            return f"type({var}) is {self._type(kinds[0])}"
+        return f"type({var}) in {self.name('t', frozenset(kinds))}"
+
+    def values(self, schema: dict[str, Any], var: str, out: list[str], pad: str, exact: type | None) -> None:
+        if "const" in schema:
+            out.append(f"{pad}if not _equal({var}, {self.name('c', [schema['const']])}[0]): return False")
+        checks = []
+        for key, op in _BOUNDS:
+            if key in schema:
+                checks.append(f"{var} {op} {self.name('n', schema[key])}")
+        tests: list[tuple[tuple[type, ...], str]] = []
+        if checks:
+            tests.append(((int, float), " or ".join(checks)))
+        for key, op, kinds in _SIZES:
+            if key in schema:
+                tests.append((kinds, f"len({var}) {op} {self.name('n', schema[key])}"))
+        if "pattern" in schema:
+            regex = self.name("p", re.compile(schema["pattern"]))
+            tests.append(((str,), f"{regex}.search({var}) is None"))
+        for kinds, test in tests:
+            guard = self._guard(var, kinds, exact)
+            if guard is not None:
+                out.append(f"{pad}if {guard + ' and ' if guard else ''}({test}): return False")
+
+    def object(
+        self, schema: dict[str, Any], var: str, out: list[str], depth: int, exact: type | None
+    ) -> None:
+        if exact is None:
+            out.append(f"{'    ' * depth}if type({var}) is dict:")
+            depth += 1
+        inner = "    " * depth
+        props = schema.get("properties") or {}
+        required = [r for r in schema.get("required", ()) if isinstance(r, str)]
+        extra = schema.get("additionalProperties", True)
+        known = self.name("k", frozenset(props))
+        out.append(f"{inner}pass")
+        # A required property is read with ``[]``: a KeyError sends the call to the full check.
+        for key in required:
+            if key not in props:
+                out.append(f"{inner}if {key!r} not in {var}: return False")
+        if extra is False:
+            # Every required property is read below, so a count equal to theirs plus the optional
+            # ones given proves that no other key is there.
+            count = sum(1 for key in set(required) if key in props)
+            optional = [key for key in props if key not in required]
+            if len(optional) <= 4:
+                given = "".join(f" + ({key!r} in {var})" for key in optional)
+                out.append(f"{inner}if len({var}) != {count}{given}: return False")
+            else:
+                within = self.name("w", frozenset(props).issuperset)
+                out.append(f"{inner}if len({var}) != {count} and not {within}({var}): return False")
+        else:
+            key, item = self.name("q"), self.name("y")
+            out.append(f"{inner}for {key}, {item} in {var}.items():")
+            if isinstance(extra, dict):
+                out.append(f"{inner}    if {key} not in {known}:")
+                out.append(f"{inner}        pass")
+                self.emit(extra, item, out, depth + 2)
+            else:
+                out.append(f"{inner}    if {key} not in {known} and not _plain({item}): return False")
+        for prop, sub in props.items():
+            item = self.name("y")
+            if prop in required:
+                out.append(
+                    f"{inner}{item} = {var}[{prop!r}]"
+                    if not self.safe
+                    else f"{inner}{item} = {var}.get({prop!r}, _M)"
+                )
+                if self.safe:
+                    out.append(f"{inner}if {item} is _M: return False")
+                self.emit(sub, item, out, depth)
+                continue
+            out.append(f"{inner}{item} = {var}.get({prop!r})")
+            out.append(f"{inner}if {item} is not None:")
+            out.append(f"{inner}    pass")
+            self.emit(sub, item, out, depth + 1)
+
+    def array(self, schema: dict[str, Any], var: str, out: list[str], depth: int, exact: type | None) -> None:
+        if exact is None:
+            out.append(f"{'    ' * depth}if type({var}) in {self._arrays()}:")
+            depth += 1
+        inner = "    " * depth
+        prefix = schema.get("prefixItems") or []
+        items = schema.get("items", True)
+        out.append(f"{inner}pass")
+        for i, sub in enumerate(prefix):
+            item = self.name("y")
+            out.append(f"{inner}if len({var}) > {i}:")
+            out.append(f"{inner}    {item} = {var}[{i}]")
+            self.emit(sub, item, out, depth + 1)
+        if items is False:
+            out.append(f"{inner}if len({var}) > {len(prefix)}: return False")
+        else:
+            item = self.name("y")
+            rest = f"{var}[{len(prefix)}:]" if prefix else var
+            out.append(f"{inner}for {item} in {rest}:")
+            out.append(f"{inner}    pass")
+            self.emit(items, item, out, depth + 1)
+
+    def _type(self, kind: type) -> str:
+        return _NAMES.get(kind) or self.name("t", kind)
+
+    def _arrays(self) -> str:
+        if "_ARR" not in self.env:
+            self.env["_ARR"] = frozenset((list, tuple))
+        return "_ARR"
+
+    def applicators(self, schema: dict[str, Any], var: str, out: list[str], depth: int) -> None:
+        pad = "    " * depth
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target = self.validator._resolver.lookup(ref).contents
+            out.append(f"{pad}if not {self.function(target)}({var}): return False")
+        for part in schema.get("allOf", ()):
+            self.emit(part, var, out, depth)
+        if "anyOf" in schema:
+            tests = " or ".join(f"{self.function(p, branch=True)}({var})" for p in schema["anyOf"])
+            out.append(f"{pad}if not ({tests}): return False")
+        if "oneOf" in schema:
+            tests = " + ".join(f"{self.function(p, branch=True)}({var})" for p in schema["oneOf"])
+            out.append(f"{pad}if ({tests}) != 1: return False")
+        if "not" in schema:
+            out.append(
+                f"{pad}if not _plain({var}) or {self.function(schema['not'], branch=True)}({var}): return False"
+            )
+
+
+def build_fast_path(schema: dict[str, Any], validator: Any) -> Callable[[Any], bool] | None:
+    """A compiled test that is ``True`` only for arguments the full checker finds clean.
+
+    ``None`` when the schema holds something the generator cannot write (an anchor reference).
+    """
+    writer = _Writer(schema, validator)
+    try:
+        entry = writer.function(schema)
+    except Exception:  # an exotic reference: the full validator handles it alone
+        return None
+    source = "\n\n".join(writer.defs)
+    namespace = dict(writer.env)
+    try:
+        code = compile(source, "<toolmend fast path>", "exec")
+    except (SyntaxError, RecursionError, MemoryError):  # nesting beyond what Python compiles
+        return None
+    exec(code, namespace)  # noqa: S102 - generated by us; spec strings enter only as repr() literals
+    test: Callable[[Any], bool] = namespace[entry]
+    return test

@@ -1,0 +1,132 @@
+"""The generated fast path and the full checker agree on every schema and value (property test)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from toolmend.check import Checker
+from toolmend.check.checker import _Call, _full_check
+from toolmend.check.spec import compile_parameters
+from toolmend.errors import SpecError
+from toolmend.schema import Ref, ToolCall
+
+KEYS = ["a", "b", "c"]
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 12),
+    st.sampled_from([0.0, 2.0, 2.5, -1.5, 10.0]),
+    st.sampled_from(["", "a", "ab", "abc", "12345", "x y", "A"]),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from([*KEYS, "d"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+TYPES = ["string", "integer", "number", "boolean", "null", "array", "object"]
+
+
+def _leaf() -> st.SearchStrategy[dict[str, Any]]:
+    type_ = st.one_of(
+        st.sampled_from(TYPES), st.lists(st.sampled_from(TYPES), min_size=1, max_size=2, unique=True)
+    )
+    extras = st.fixed_dictionaries(
+        {},
+        optional={
+            "enum": st.lists(SCALARS, min_size=1, max_size=3),
+            "const": SCALARS,
+            "minimum": st.integers(0, 5),
+            "maximum": st.integers(0, 5),
+            "exclusiveMinimum": st.integers(0, 5),
+            "exclusiveMaximum": st.integers(0, 5),
+            "minLength": st.integers(0, 3),
+            "maxLength": st.integers(0, 3),
+            "pattern": st.sampled_from(["^a", "b", "^[0-9]+$"]),
+            "minItems": st.integers(0, 2),
+            "maxItems": st.integers(0, 2),
+            "multipleOf": st.sampled_from([2, 5]),
+            "nullable": st.booleans(),
+        },
+    )
+    return st.builds(lambda t, e: {**({"type": t} if t else {}), **e}, st.one_of(st.none(), type_), extras)
+
+
+def _schemas() -> st.SearchStrategy[Any]:
+    def extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        obj = st.builds(
+            lambda props, req, extra: {
+                "type": "object",
+                "properties": props,
+                **({"required": sorted(set(req))} if req else {}),
+                **({} if extra is None else {"additionalProperties": extra}),
+            },
+            st.dictionaries(st.sampled_from(KEYS), inner, max_size=3),
+            st.lists(st.sampled_from(KEYS), max_size=2),
+            st.one_of(st.none(), st.booleans(), inner),
+        )
+        arr = st.builds(
+            lambda items, prefix: {
+                "type": "array",
+                **({"items": items} if items is not None else {}),
+                **({"prefixItems": prefix} if prefix else {}),
+            },  # fmt: skip
+            st.one_of(st.none(), st.booleans(), inner),
+            st.lists(inner, max_size=2),
+        )
+        combos = st.builds(lambda k, parts: {k: parts}, st.sampled_from(["anyOf", "oneOf", "allOf"]),
+                           st.lists(inner, min_size=1, max_size=3))  # fmt: skip
+        return st.one_of(obj, arr, combos, st.builds(lambda s: {"not": s}, inner),
+                         st.just({"$ref": "#/$defs/D"}), st.booleans())  # fmt: skip
+
+    return st.recursive(_leaf(), extend, max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_schemas(), _schemas(), VALUES, st.booleans())
+def test_fast_path_agrees_with_full_checker(schema: Any, definition: Any, value: Any, required: bool) -> None:
+    parameters = {
+        "type": "object",
+        "properties": {"v": schema},
+        "required": ["v"] if required else [],
+        "$defs": {"D": definition},
+    }
+    try:
+        spec = compile_parameters("f", parameters)
+    except SpecError:
+        assume(False)
+        return
+    assume(spec.fast is not None)
+    assert spec.fast is not None
+    args = {"v": value}
+    full = _full_check(spec, _Call(0, "f", args, []), None)
+    assert _fast_verdict(spec.fast, args) is (full == []), (parameters, value, full)
+
+
+def _fast_verdict(fast: Any, args: Any) -> bool:
+    """As the checker reads the fast path: an exception (a required key read with ``[]``) is a no."""
+    try:
+        return bool(fast(args))
+    except Exception:
+        return False
+
+
+def test_refs_never_pass_the_fast_path() -> None:
+    """A reference's cleanness depends on the call list, so only the full checker may judge it."""
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"x": {}, "o": {"type": "object"}}}}
+    spec = compile_parameters("f", tool["parameters"])
+    assert spec.fast is not None
+    assert spec.fast({"x": 1, "o": {"k": [1]}})
+    assert not spec.fast({"x": Ref(target="API_call_0")})
+    assert not spec.fast({"o": {"k": [Ref(target="API_call_0")]}})
+    (f,) = Checker([tool]).check(
+        [
+            ToolCall(name="f", arguments={"o": {"k": Ref(target="API_call_3")}}),
+            ToolCall(name="f", outputs=["API_call_3"]),
+        ]
+    )
+    assert (f.code, f.path) == ("invalid_value", "o.k")

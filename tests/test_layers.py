@@ -1,0 +1,203 @@
+"""toolmend's layers, enforced: a package imports only packages of lower layers.
+
+Every import in ``src/toolmend`` counts — module level or inside a function, absolute or
+relative — except those under ``if TYPE_CHECKING:`` (annotations only). A package never imports
+a package of its own layer or a higher one, so no two packages import each other. The order is
+written here and in README.md's architecture section (a test keeps the two equal).
+
+``python tests/test_layers.py`` prints each package with the imports it may make and makes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "toolmend"
+
+LAYERS: list[list[str]] = [
+    ["_version", "errors", "_jsontext"],
+    ["_shared", "registry"],
+    ["schema"],
+    ["formats"],
+    ["check", "compare", "env"],
+    ["models", "world", "synth"],
+    ["benchmarks"],
+    ["strategies"],
+    ["runs"],
+    ["bench"],
+    ["reports"],
+    ["cli"],
+    ["__init__", "__main__"],
+]
+"""Lowest first. A new package goes into this list, and into README.md's architecture section."""
+
+Edge = tuple[str, str, str, int]
+"""(importing package, imported package, importing module's file, line)."""
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, at any depth, outside ``if TYPE_CHECKING:`` blocks."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]))
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        yield from _imports(node)
+
+
+def _module_name(path: Path, src: Path, package: str) -> tuple[str, bool]:
+    rel = path.relative_to(src).with_suffix("")
+    parts = [package, *rel.parts]
+    is_init = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_init else parts), is_init
+
+
+def _top(module: str, package: str) -> str | None:
+    """The top-level unit of ``module`` inside ``package`` (``__init__`` for the root itself)."""
+    parts = module.split(".")
+    if parts[0] != package:
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def import_edges(src: Path, package: str = "toolmend") -> list[Edge]:
+    """Imports between the top-level packages and modules of ``package`` (its folder ``src``)."""
+    edges: list[Edge] = []
+    for path in sorted(src.rglob("*.py")):
+        module, is_init = _module_name(path, src, package)
+        here = _top(module, package)
+        if here is None:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in _imports(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif node.level:
+                base = module.split(".") if is_init else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                targets = [".".join([*base, node.module] if node.module else base)]
+            else:
+                targets = [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and targets[0] == package:
+                # ``from toolmend import x``: x is a top-level unit itself, or a name of the root.
+                targets = [f"{package}.{a.name}" for a in node.names]
+            for target in targets:
+                there = _top(target, package)
+                if there is not None and there != here:
+                    if there not in _units(src) and there != "__init__":
+                        there = "__init__"  # a name defined by the root package
+                    edges.append((here, there, str(path.relative_to(src.parent)), node.lineno))
+    return edges
+
+
+def _units(src: Path) -> set[str]:
+    return {p.stem for p in src.glob("*.py")} | {
+        p.name for p in src.iterdir() if (p / "__init__.py").exists()
+    }
+
+
+def violations(edges: list[Edge], layers: list[list[str]]) -> list[str]:
+    """One line per import that goes up or sideways, and per package missing from ``layers``."""
+    rank = {name: i for i, layer in enumerate(layers) for name in layer}
+    out: list[str] = []
+    for here, there, where, line in edges:
+        for name in (here, there):
+            if name not in rank:
+                out.append(f"{where}:{line}: {name!r} is in no layer (add it to LAYERS and README.md)")
+        if here in rank and there in rank and rank[there] >= rank[here]:
+            how = "its own layer" if rank[there] == rank[here] else "a higher layer"
+            out.append(f"{where}:{line}: {here} imports {there}, {how}")
+    pairs = {(a, b) for a, b, _, _ in edges}
+    for a, b in sorted(pairs):
+        if a < b and (b, a) in pairs:
+            out.append(f"{a} and {b} import each other")
+    return out
+
+
+def allowed_table(layers: list[list[str]], edges: list[Edge]) -> str:
+    """The layers, then each package with the layers it may import from and what it imports."""
+    used: dict[str, set[str]] = defaultdict(set)
+    for a, b, _, _ in edges:
+        used[a].add(b)
+    lines = [f"layer {i:>2}: {', '.join(layer)}" for i, layer in enumerate(layers)]
+    lines.append("package (layer): may import layers | imports")
+    for i, layer in enumerate(layers):
+        for name in layer:
+            may = f"0-{i - 1}" if i > 1 else ("0" if i == 1 else "none")
+            lines.append(f"  {name} ({i}): {may} | {', '.join(sorted(used[name])) or '-'}")
+    return "\n".join(lines)
+
+
+def test_no_package_imports_upwards_or_sideways() -> None:
+    edges = import_edges(SRC)
+    print("\n" + allowed_table(LAYERS, edges))
+    assert violations(edges, LAYERS) == []
+
+
+def test_readme_states_the_same_layer_order() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"Layers, lowest first: (.+?)\.\n", text)
+    assert match, "README.md's architecture section must state 'Layers, lowest first: ...'"
+    written = [[n.strip(" `") for n in group.split(",")] for group in match.group(1).split(" < ")]
+    assert written == LAYERS
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "pkg"
+
+
+def test_a_violating_import_fails(tmp_path: Path) -> None:
+    layers = [["base"], ["mid", "side"], ["top"], ["__init__"]]
+    src = _write(
+        tmp_path,
+        {
+            "__init__.py": "from pkg.top import run\n",
+            "base.py": "import json\n",
+            "mid/__init__.py": "from pkg import base\nfrom . import inner\n",
+            "mid/inner.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from pkg.top import Thing  # annotations only: allowed\n"
+                "def late():\n"
+                "    from ..top import run  # a function-level, relative import upwards\n"
+                "    return run\n"
+            ),
+            "side.py": "import pkg.mid\n",  # sideways, within one layer
+            "top.py": "from pkg.mid.inner import late\nimport pkg.base as b\ndef run(): pass\n",
+        },
+    )
+    edges = import_edges(src, package="pkg")
+    found = violations(edges, layers)
+    assert found == [
+        "pkg/mid/inner.py:5: mid imports top, a higher layer",
+        "pkg/side.py:1: side imports mid, its own layer",
+        "mid and top import each other",
+    ]
+    # An unknown package is reported, so the list cannot silently fall behind the code.
+    assert any(
+        "'side' is in no layer" in v for v in violations(edges, [["base"], ["mid"], ["top"], ["__init__"]])
+    )
+    clean = [e for e in edges if e[2] not in ("pkg/mid/inner.py", "pkg/side.py")]
+    assert violations(clean, layers) == []
+
+
+if __name__ == "__main__":
+    sys.stdout.write(allowed_table(LAYERS, import_edges(SRC)) + "\n")
