@@ -93,3 +93,20 @@ def test_in_process_models_keep_more_samples_in_flight() -> None:
     assert _samples_in_flight(EchoModel(), 0) == 1
     assert _samples_in_flight(ChecklistCritic(), 16) == 256
     assert _samples_in_flight(ChecklistCritic(), 1000) == 1000
+
+
+async def test_long_replies_are_scored_off_the_event_loop() -> None:
+    import threading
+
+    threads: dict[str, bool] = {}
+
+    class Plain(EchoBench):
+        prepare = Benchmark.prepare  # type: ignore[assignment]
+
+        def score(self, sample: Sample, prediction: Prediction, mode: Mode = "compat") -> SampleScore:
+            threads[sample.id] = threading.current_thread() is threading.main_thread()
+            return super().score(sample, prediction, mode)
+
+    long_id = "x" * 5000  # its reply "re:xxxx…" is long: a degenerate reply must not stall the loop
+    assert await _run(Plain(), EchoModel(), _samples("short", long_id)) == [1.0, 1.0]
+    assert threads == {"short": True, long_id: False}

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "toolmend"
 
 LAYERS: list[list[str]] = [
-    ["_version", "_errors"],
+    ["_version", "_errors", "_jsontext"],
     ["_shared", "_registry"],
     ["_schema"],
     ["formats"],

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolmend._errors import ConfigError, DatasetError
+from toolmend._errors import ConfigError, DatasetError, ModelError
 from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
@@ -56,10 +56,12 @@ from toolmend.benchmarks import (
     Suite,
     as_mode,
 )
+from toolmend.benchmarks._replies import epoch_seed
 from toolmend.benchmarks._templates import with_prompt_template
 from toolmend.formats._calls import parse_calls
 from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models._cache import default_cache_dir
+from toolmend.models._retry import ModelFailure
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs._progress import Progress
 from toolmend.strategies._noisy import sample_tools
@@ -428,6 +430,14 @@ async def arun_bench(
 
 
 _IN_PROCESS_SAMPLES = 256
+_INLINE_PARSE = 4096
+"""Replies longer than this are scored and parsed in a worker thread, not on the event loop
+(short ones stay inline: a thread hop would cost more than the work)."""
+
+
+def _long(prediction: Prediction) -> bool:
+    texts = [prediction] if isinstance(prediction, str) else prediction
+    return sum(len(t) for t in texts if isinstance(t, str)) > _INLINE_PARSE
 
 
 def _samples_in_flight(model: Model, max_connections: int) -> int:
@@ -582,34 +592,59 @@ def _make_solve(
         tools = sample.tools if native else None
         turn = 0
 
+        failures: list[ModelFailure] = []
+
         async def generate(messages: list[Message], *, epoch: int | None = None) -> str:
             nonlocal turn
+            # Each of several generations of one prompt (an explicit epoch, e.g. Repair@N) gets its
+            # own seed, so they are independent samples; turns of one episode keep the run seed.
+            seed = config.seed if epoch is None else epoch_seed(config.seed, epoch)
             if epoch is None:
                 # Turns of one episode: the replay backend reads its k-th saved output.
                 epoch, turn = turn, turn + 1
-            out = await model.generate(
-                messages, tools=tools, config=config, epoch=epoch, sample_id=sample.id, cache_scope=scope
-            )
-            record.add_completion(out)
+            conf = config if seed == config.seed else config.model_copy(update={"seed": seed})
+            try:
+                out = await model.generate(
+                    messages, tools=tools, config=conf, epoch=epoch, sample_id=sample.id, cache_scope=scope
+                )
+            except ModelFailure as exc:
+                # The server failed this request identically on every attempt: the model's answer
+                # caused it, so the generation counts as a failed one instead of being excluded.
+                failures.append(exc)
+                record.add_failure(exc, seed=seed)
+                return ""
+            # Native calls (malformed ones included) are kept as the benchmark read them, so a
+            # report never shows an empty reply and shows the calls that were scored.
             reply = bench.reply_text(sample, out)
-            # Native calls are kept as the benchmark read them, so a report never shows an empty reply.
-            record.outputs[-1] = reply
+            record.add_completion(out, output=reply, seed=seed)
             return reply
 
         state = SolveState(sample=sample, benchmark=bench)
         wrapped: Generate = generate
         for strategy in strategies:
             wrapped = strategy.wrap(wrapped, state)
-        prediction = await bench.solve(sample, wrapped)
+        try:
+            prediction = await bench.solve(sample, wrapped)
+        except ModelError as exc:
+            return record.fail(exc)
         if batcher is not None:
             score = await batcher.score(sample, prediction)
+        elif _long(prediction):
+            # Off the event loop: scoring a long degenerate reply must not stall the requests.
+            score = await asyncio.to_thread(bench.score, sample, prediction, mode)
         else:
             score = bench.score(sample, prediction, mode)
         record.scores = dict(score.values)
         record.details = _jsonable(score.details)
+        if failures:
+            record.details["model_failures"] = [str(f) for f in failures]
+            if len(failures) == len(record.outputs):
+                # Nothing the model said was usable: an empty reply must not score as an abstention.
+                record.scores = {k: (None if v is None else 0.0) for k, v in record.scores.items()}
+                record.details["outcome"] = "model_failure"
         record.events = _jsonable(state.events)
         final = prediction if isinstance(prediction, str) else (prediction[-1] if prediction else "")
-        parsed = parse_calls(final)
+        parsed = await asyncio.to_thread(parse_calls, final) if _long(final) else parse_calls(final)
         record.calls, record.findings = list(parsed.calls), list(parsed.findings)
         return record
 

@@ -92,6 +92,8 @@ class ModelError(ToolmendError):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.attempts = 1
+        """Requests made before giving up (set by the model's retry loop)."""
 
 
 class MissingExtraError(ToolmendError, ImportError):

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import re
 import sys
 import threading
 from collections import Counter
@@ -75,9 +77,18 @@ class FakeOpenAIServer:
     """See the module docstring. ``latency`` is added to every reply's own ``delay``."""
 
     def __init__(
-        self, handler: Handler = echo_handler, *, latency: float = 0.0, keep_bodies: bool = True
+        self,
+        handler: Handler = echo_handler,
+        *,
+        latency: float = 0.0,
+        keep_bodies: bool = True,
+        parse_tool_calls: bool = False,
     ) -> None:
         self.handler = handler
+        self.parse_tool_calls = parse_tool_calls
+        """Act like ``transformers serve`` / vLLM with a tool parser: ``<tool_call>{json}</tool_call>``
+        blocks leave ``content`` for ``message.tool_calls`` (tools in the request or not), and a
+        block that is not JSON makes the server answer 500, as ``transformers serve`` does."""
         self.latency = latency
         self.keep_bodies = keep_bodies
         self.bodies: list[dict[str, Any]] = []
@@ -146,6 +157,12 @@ class FakeOpenAIServer:
         if reply.drop:
             conn.abort()
             return
+        if self.parse_tool_calls and reply.body is None and reply.status < 400:
+            try:
+                reply = _server_parsed(reply)
+            except ValueError as exc:
+                conn.respond(500, json.dumps({"error": {"message": str(exc)}}).encode(), {})
+                return
         payload = reply.body if reply.body is not None else self._payload(body, reply)
         conn.respond(reply.status, payload, reply.headers)
 
@@ -224,6 +241,26 @@ class FakeOpenAIServer:
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread is not None:
             self._thread.join(10)
+
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+
+
+def _server_parsed(reply: Reply) -> Reply:
+    """``reply`` as a tool-parsing server returns it (see ``FakeOpenAIServer.parse_tool_calls``)."""
+    text = reply.text or ""
+    blocks = _TOOL_CALL.findall(text)
+    if not blocks:
+        return reply
+    calls = list(reply.tool_calls or [])
+    for block in blocks:
+        try:
+            value = json.loads(block)
+            calls.append({"name": value["name"], "arguments": value.get("arguments", {})})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"could not parse region as JSON: {block[:80]!r}") from exc
+    rest = _TOOL_CALL.sub("", text).strip()
+    return dataclasses.replace(reply, text=rest or None, tool_calls=calls)
 
 
 class _Connection(asyncio.Protocol):

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolmend._errors import ConfigError
 from toolmend._registry import Registry
 from toolmend._schema import Message, Sample
+from toolmend.benchmarks._replies import reply_text
 from toolmend.formats._calls import write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.models._base import Completion
@@ -216,17 +217,6 @@ class Benchmark(ABC):
     @abstractmethod
     def aggregate(self, scores: Sequence[SampleScore], mode: Mode = "compat") -> dict[str, float]:
         """The benchmark's headline metrics over ``scores``, as the official scorer aggregates them."""
-
-
-def reply_text(completion: Completion, native_format: str | None) -> str:
-    """The reply text of ``completion``: its native tool calls written in ``native_format``
-    (``None``: the text as it is)."""
-    if native_format is None or not completion.tool_calls:
-        return completion.text
-    calls = write_calls(completion.tool_calls, native_format)  # type: ignore[arg-type]
-    if native_format == "tags" and completion.text.strip():
-        return f"{completion.text.rstrip()}\n{calls}"
-    return calls
 
 
 def make_benchmark(name: str, **options: Any) -> Benchmark:

@@ -85,3 +85,22 @@ def read_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[int
         except UnicodeDecodeError as exc:
             # The decoder fails on the line after the last one read.
             raise DatasetError(f"not UTF-8 text ({exc.reason})", path=p, line=n + 1) from exc
+
+
+class UniqueIds:
+    """Remembers where each sample id was first seen; a second line with the same id is a
+    :class:`~toolmend.DatasetError` naming both lines (results are keyed by id, so a duplicate
+    would silently overwrite its twin)."""
+
+    def __init__(self, path: str | Path, field: str = "id") -> None:
+        self.path = Path(path)
+        self.field = field
+        self.seen: dict[str, int] = {}
+
+    def add(self, sample_id: object, line: int) -> None:
+        key = str(sample_id)
+        first = self.seen.setdefault(key, line)
+        if first != line:
+            raise DatasetError(
+                f"duplicate id {key!r}: also on line {first}", path=self.path, line=line, field=self.field
+            )

@@ -60,7 +60,8 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
     out.print(table)
     out.print(
         f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "
-        f"{s.requests} requests, {s.cache_hits} cache hits, {s.retries} retries, "
+        f"infrastructure errors {s.infra_error_rate:.1%}, "
+        f"{s.requests} requests ({s.attempts} HTTP attempts), {s.cache_hits} cache hits, {s.retries} retries, "
         f"{s.usage.input_tokens}+{s.usage.output_tokens} tokens, {s.wall_s:.1f} s"
     )
     out.print(f"run: {result.run_dir}")
@@ -70,6 +71,9 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
     if hint:
         out.print(hint)
         out.print(_causes(result))
+    warning = s.infra_warning()
+    if warning:
+        typer.echo(warning, err=True)
     note = _oracle_note(result)
     if note:
         out.print(note)
@@ -234,6 +238,9 @@ def bench_command(
         if hint:
             typer.echo(hint, err=True)
             typer.echo(_causes(result), err=True)
+        warning = result.summary.infra_warning()
+        if warning:
+            typer.echo(warning, err=True)
         note = _oracle_note(result)
         if note:
             typer.echo(note, err=True)

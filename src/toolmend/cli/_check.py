@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolmend._errors import DatasetError, SpecError, ToolmendError
+from toolmend._jsontext import dumps, printable
 from toolmend._schema import Finding, ToolCall
 from toolmend.check import Checker, repair
 from toolmend.formats import CallFormat, load_tools, parse_calls
@@ -122,7 +123,7 @@ def _print_human(report: dict[str, Any], console: Console) -> None:
             console.print(f"      [dim]hint:[/dim] {escape(f['suggestion'])}")
     if report["repaired"]:
         console.print("repaired calls:")
-        console.print_json(json.dumps(report["calls"]))
+        console.print_json(dumps(report["calls"]))
     n = len(report["findings"])
     console.print("[green]clean[/green]" if n == 0 else f"[red]{n} finding(s)[/red]")
 
@@ -163,7 +164,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"error: {escape(str(exc))}")
             raise typer.Exit(2) from exc
         if as_json:
-            typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+            typer.echo(dumps(report, indent=2))
         else:
-            _print_human(report, Console(highlight=False, soft_wrap=True))
+            _print_human(printable(report), Console(highlight=False, soft_wrap=True))
         raise typer.Exit(1 if report["findings"] else 0)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from toolmend._errors import ConfigError, MissingExtraError
+from toolmend._jsontext import utf8
 from toolmend._shared import cache_dir
 
 __all__ = ["DEFAULT_CACHE_FILE", "DEFAULT_MODEL_ID", "Embedder"]
@@ -43,7 +44,7 @@ CREATE TABLE IF NOT EXISTS embeddings (
 
 
 def _text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(utf8(text)).hexdigest()
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ middle of a sentence ``f(x)`` is *not* taken as a call — a call must fill its 
 from __future__ import annotations
 
 import ast
+import bisect
 import keyword
 import math
 import operator
@@ -303,11 +304,40 @@ def _match_end(text: str, open_at: int) -> int | None:
     return None
 
 
-def _fills_line(text: str, start: int, end: int) -> bool:
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    return not text[line_start:start].strip() and text[end:line_end].strip() in ("", ",", ";")
+class _Lines:
+    """Line questions about ``text`` at increasing positions in amortised constant time (slicing
+    back to the line start for every candidate is quadratic on one long degenerate line)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.newlines = [m.start() for m in _NEWLINE.finditer(text)]
+        self.cursor = 0
+        self.last_nonspace = -1
+
+    def blank_before(self, start: int) -> bool:
+        """Whether only whitespace precedes ``start`` on its line (``start`` never decreases)."""
+        if start > self.cursor:
+            seg = self.text[self.cursor : start]
+            kept = len(seg.rstrip())
+            if kept:
+                self.last_nonspace = self.cursor + kept - 1
+            self.cursor = start
+        i = bisect.bisect_left(self.newlines, start)
+        line_start = self.newlines[i - 1] + 1 if i else 0
+        return self.last_nonspace < line_start
+
+    def rest_is_blank(self, end: int) -> bool:
+        """Whether at most one "," or ";" and whitespace follow ``end`` on its line."""
+        i = bisect.bisect_left(self.newlines, end)
+        line_end = self.newlines[i] if i < len(self.newlines) else len(self.text)
+        m = _NONSPACE.search(self.text, end, line_end)
+        if m is None:
+            return True
+        return m.group() in ",;" and _NONSPACE.search(self.text, m.end(), line_end) is None
+
+
+_NEWLINE = re.compile("\n")
+_NONSPACE = re.compile(r"\S")
 
 
 def parse_python_calls(text: str) -> ParseResult:
@@ -342,12 +372,13 @@ def _scan(src: str, result: ParseResult) -> str:
     prose: list[str] = []
     pos = 0
     unclosed = 0
+    lines = _Lines(src)
     for m in _START.finditer(src):
         start = m.start()
         if start < pos or (start > 0 and (src[start - 1].isalnum() or src[start - 1] in "_.")):
             continue
         listed = src[start] == "["
-        if not listed and src[src.rfind("\n", 0, start) + 1 : start].strip():
+        if not listed and not lines.blank_before(start):
             continue
         end = _match_end(src, start if listed else m.end() - 1)
         if end is None:
@@ -360,7 +391,7 @@ def _scan(src: str, result: ParseResult) -> str:
             if unclosed > _MAX_UNCLOSED:  # each one scanned to the end: stop before it gets quadratic
                 break
             continue
-        if not (listed or _fills_line(src, start, end)):
+        if not (listed or (lines.blank_before(start) and lines.rest_is_blank(end))):
             continue
         snippet = src[start:end]
         tree = _parse(snippet, "eval")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolmend._errors import ModelError
 from toolmend._schema import Message, Tool, ToolCall
 from toolmend.models._cache import ResponseCache, cache_key
-from toolmend.models._retry import RetryPolicy, retry_wait
+from toolmend.models._retry import ModelFailure, RetryPolicy, is_deterministic, retry_wait
 
 __all__ = [
     "Completion",
@@ -220,7 +220,7 @@ class Model(ABC):
     async def _attempts(self, request: GenerateRequest) -> Completion:
         # The schedule of retry.retrying(), as a plain loop: the happy path is one attempt and
         # should cost nothing else (see retry.retrying for the figure).
-        failures = 0
+        errors: list[ModelError] = []
         slots = self._semaphore()
         while True:
             try:
@@ -229,18 +229,33 @@ class Model(ABC):
                     completion = await self._generate(request)
                     latency = time.perf_counter() - start
             except ModelError as exc:
-                if not exc.retryable or failures >= self.retry.max_retries:
-                    raise
-                failures += 1
-                await asyncio.sleep(retry_wait(self.retry, failures, exc))
+                errors.append(exc)
+                if not exc.retryable or len(errors) > self.retry.max_retries:
+                    failure = self._give_up(exc, errors)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
+                await asyncio.sleep(retry_wait(self.retry, len(errors), exc))
                 continue
             return completion.model_copy(
                 update={
                     "latency_s": completion.latency_s or latency,
-                    "retries": failures,
+                    "retries": len(errors),
                     "model": completion.model or self.name,
                 }
             )
+
+    @staticmethod
+    def _give_up(exc: ModelError, errors: list[ModelError]) -> ModelError:
+        # Every attempt counts as a request that was made, so totals match the server's log.
+        out: ModelError = exc
+        if is_deterministic(list(errors)):
+            out = ModelFailure(
+                f"{exc} (the same answer on all {len(errors)} attempts: the model's failure)",
+                status=exc.status,
+            )
+        out.attempts = len(errors)
+        return out
 
     def _semaphore(self) -> asyncio.Semaphore:
         # A semaphore belongs to the loop it was first used on; tests and scripts may run one model

@@ -16,6 +16,7 @@ Location: ``$TOOLMEND_CACHE_DIR``, else ``~/.cache/toolmend`` (see :func:`defaul
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -23,12 +24,14 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend._errors import ConfigError
+from toolmend._jsontext import load_model, model_json, utf8
 from toolmend._shared import cache_dir
 
 if TYPE_CHECKING:
@@ -67,7 +70,7 @@ def cache_key(identity: dict[str, Any], request: dict[str, Any]) -> str:
         ensure_ascii=False,
         default=str,
     )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(utf8(blob)).hexdigest()
 
 
 class CacheStats(BaseModel):
@@ -90,43 +93,120 @@ class ResponseCache:
     ``directory`` holds ``responses.sqlite``; it is created on first use.
     """
 
-    def __init__(self, directory: str | Path | None = None) -> None:
+    def __init__(self, directory: str | Path | None = None, *, recover: bool = True) -> None:
         self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
         self.path = self.directory / _DB_NAME
+        self.recover = recover
+        """A corrupt database file is moved aside (``responses.sqlite.corrupt-<time>``, with a
+        warning) and a new one started; ``False``: a :class:`ConfigError` instead (``cache stats``)."""
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._inode: int | None = None
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per process (a forked child must not reuse its parent's handle); the lock
         # serialises threads, WAL + busy_timeout serialise processes.
-        if self._conn is None or self._pid != os.getpid():
+        if self._conn is not None and self._pid == os.getpid() and not self._replaced():
+            return self._conn
+        self._drop()
+        try:
+            conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not self._corrupt(exc):
+                raise ConfigError(f"cannot open the response cache at {self.path}: {exc}") from exc
+            self._set_aside(exc)
+            conn = self._open()
+        self._conn = conn
+        self._pid = os.getpid()
+        self._inode = self.path.stat().st_ino
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if self.path.is_dir():
+                raise ConfigError(f"the response cache {self.path} is a directory, not a database file")
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
             try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
-            except (OSError, sqlite3.Error) as exc:
-                raise ConfigError(f"cannot open the response cache at {self.path}: {exc}") from exc
-            self._conn = conn
-            self._pid = os.getpid()
-        return self._conn
+                conn.execute("SELECT COUNT(*) FROM responses").fetchone()
+            except sqlite3.Error:
+                conn.close()
+                raise
+        except OSError as exc:
+            raise ConfigError(f"cannot open the response cache at {self.path}: {exc}") from exc
+        return conn
+
+    def _replaced(self) -> bool:
+        # The file deleted (``cache clear`` in another shell, rm -rf) or replaced under an open
+        # handle: writes would go to the unlinked file and be lost, so reopen.
+        try:
+            return self.path.stat().st_ino != self._inode
+        except OSError:
+            return True
+
+    @staticmethod
+    def _corrupt(exc: sqlite3.DatabaseError) -> bool:
+        text = str(exc).lower()
+        return (
+            not isinstance(exc, sqlite3.OperationalError) or "malformed" in text or "not a database" in text
+        )
+
+    def _set_aside(self, exc: BaseException) -> None:
+        if not self.recover:
+            raise ConfigError(
+                f"the response cache {self.path} is corrupt ({exc}); remove it with `toolmend cache clear`"
+            ) from exc
+        aside = self.path.with_name(f"{_DB_NAME}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{self.path}{suffix}")
+            if part.exists():
+                part.replace(Path(f"{aside}{suffix}"))
+        log.warning(
+            "the response cache %s was corrupt (%s); moved it to %s and started a new one",
+            self.path,
+            exc,
+            aside,
+        )
+        warnings.warn(
+            f"corrupt response cache moved to {aside}; starting a new one", RuntimeWarning, stacklevel=4
+        )
+
+    def _drop(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn = None
+
+    def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """Run one statement (under the lock); corruption found mid-run is recovered once."""
+        with self._lock:
+            try:
+                return self._connection().execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:
+                if not self._corrupt(exc):
+                    raise ConfigError(f"response cache {self.path}: {exc}") from exc
+                self._drop()
+                self._set_aside(exc)
+                return self._connection().execute(sql, args).fetchall()
 
     def get(self, key: str) -> Completion | None:
         """The cached completion for ``key``, or ``None``."""
         from toolmend.models._base import Completion
 
-        with self._lock:
-            row = self._connection().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        rows = self._run("SELECT value FROM responses WHERE key = ?", (key,))
+        row = rows[0] if rows else None
         if row is None:
             self.misses += 1
             log.debug("cache miss %s", key)
             return None
         try:
-            completion = Completion.model_validate_json(row[0])
+            completion = load_model(Completion, row[0])
         except ValueError:
             # A value written by an incompatible version: treat as a miss, the put overwrites it.
             self.misses += 1
@@ -138,12 +218,11 @@ class ResponseCache:
         """Store ``completion`` under ``key``; empty completions are refused (returns ``False``)."""
         if completion.empty:
             return False
-        value = completion.model_dump_json(exclude={"cached", "retries", "latency_s"})
-        with self._lock:
-            self._connection().execute(
-                "INSERT OR REPLACE INTO responses (key, model, created, value) VALUES (?, ?, ?, ?)",
-                (key, model, time.time(), value),
-            )
+        value = model_json(completion, exclude={"cached", "retries", "latency_s"})
+        self._run(
+            "INSERT OR REPLACE INTO responses (key, model, created, value) VALUES (?, ?, ?, ?)",
+            (key, model, time.time(), value),
+        )
         return True
 
     def stats(self) -> CacheStats:
@@ -152,12 +231,7 @@ class ResponseCache:
             return CacheStats(
                 path=str(self.path), entries=0, size_bytes=0, hits=self.hits, misses=self.misses
             )
-        with self._lock:
-            rows = (
-                self._connection()
-                .execute("SELECT model, COUNT(*) FROM responses GROUP BY model ORDER BY model")
-                .fetchall()
-            )
+        rows = self._run("SELECT model, COUNT(*) FROM responses GROUP BY model ORDER BY model")
         size = sum(p.stat().st_size for p in self.directory.glob(_DB_NAME + "*") if p.is_file())
         return CacheStats(
             path=str(self.path),
@@ -172,17 +246,27 @@ class ResponseCache:
         """Delete every entry (or only ``model``'s); returns how many were deleted."""
         if not self.path.exists():
             return 0
+        if model is None:
+            return self._remove()
         with self._lock:
             conn = self._connection()
-            if model is None:
-                cur = conn.execute("DELETE FROM responses")
-            else:
-                cur = conn.execute("DELETE FROM responses WHERE model = ?", (model,))
-            deleted = cur.rowcount
+            deleted = conn.execute("DELETE FROM responses WHERE model = ?", (model,)).rowcount
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            if model is None:
-                conn.execute("VACUUM")
         return deleted
+
+    def _remove(self) -> int:
+        # Clearing everything deletes the files, so that it works on a corrupt database too.
+        try:
+            entries = self.stats().entries
+        except ConfigError:
+            entries = 0
+        with self._lock:
+            self._drop()
+            if self.path.is_dir():
+                raise ConfigError(f"the response cache {self.path} is a directory, not a database file")
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        return entries
 
     def close(self) -> None:
         """Close the database handle (it reopens on the next use)."""

@@ -215,9 +215,11 @@ def parse_chat_response(body: Any, *, names: ToolNameMap) -> Completion:
     tool-call arguments are the model's doing and stay data in ``raw_tool_calls``.
     """
     choices = body.get("choices") if isinstance(body, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        detail = body.get("error") if isinstance(body, dict) else None
-        raise ModelError(f"response has no choices{f': {detail}' if detail else ''}", retryable=False)
+    detail = body.get("error") if isinstance(body, dict) else None
+    if detail or not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        # Gateways answer overload with 200 and an error object or no choices: retry it like a 5xx.
+        what = f"an error: {str(detail)[:300]}" if detail else "no choices"
+        raise ModelError(f"HTTP 200 with {what}", retryable=True, status=200)
     choice = choices[0]
     message: dict[str, Any] = choice["message"] if isinstance(choice.get("message"), dict) else {}
     raws = message.get("tool_calls") or []

@@ -26,7 +26,9 @@ from toolmend._errors import ModelError
 __all__ = [
     "RETRYABLE_STATUS",
     "HTTPStatusError",
+    "ModelFailure",
     "RetryPolicy",
+    "is_deterministic",
     "is_retryable",
     "parse_retry_after",
     "retry_wait",
@@ -42,6 +44,43 @@ class HTTPStatusError(ModelError):
     def __init__(self, message: str, *, status: int, retry_after: float | None = None) -> None:
         super().__init__(message, retryable=status in RETRYABLE_STATUS or status >= 500, status=status)
         self.retry_after = retry_after
+
+
+class ModelFailure(ModelError):
+    """The server failed the same request the same way on every attempt: an answer the model
+    caused (e.g. ``transformers serve`` answering 500 "could not parse region as JSON" to a
+    malformed ``<tool_call>``), to be scored as the model's failure rather than excluded."""
+
+
+# Overload and gateway answers pass with time, however often they repeat; never the model's doing.
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 502, 503, 504, 520, 522, 524, 529})
+
+
+def is_deterministic(failures: list[BaseException]) -> bool:
+    """Whether ``failures`` (every attempt of one request, which is the same request, seed
+    included, each time) are one server error repeated: at least two attempts, all answered with
+    the same non-transient 5xx status and the same message.
+
+    >>> e = HTTPStatusError("HTTP 500: could not parse region as JSON", status=500)
+    >>> is_deterministic([e, HTTPStatusError(str(e), status=500)])
+    True
+    >>> is_deterministic([e, HTTPStatusError("HTTP 500: out of memory", status=500)])
+    False
+    """
+    if len(failures) < 2:
+        return False
+    first = failures[0]
+    status = getattr(first, "status", None)
+    if (
+        not isinstance(first, HTTPStatusError)
+        or status is None
+        or status < 500
+        or status in _TRANSIENT_STATUS
+    ):
+        return False
+    return all(
+        isinstance(f, HTTPStatusError) and f.status == status and str(f) == str(first) for f in failures
+    )
 
 
 class RetryPolicy(BaseModel):

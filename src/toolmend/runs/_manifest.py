@@ -1,6 +1,7 @@
 """``manifest.json``: what a run was, written before its first sample.
 
-It freezes what is needed to reproduce or resume the run — the command line, the config, the
+It freezes what is needed to reproduce or resume the run — the command line, the config (both
+with secrets redacted, see :mod:`toolmend.runs._redact`), the
 toolmend version, the git revision of the working tree (if any) and a content hash of the
 dataset, so that resuming against changed data is refused instead of mixing two datasets.
 
@@ -17,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolmend._version import __version__
+from toolmend.runs._redact import redact, redact_argv
 
 __all__ = ["DatasetInfo", "Manifest", "dataset_fingerprint", "git_revision"]
 
@@ -79,7 +81,7 @@ class Manifest(BaseModel):
     benchmark: str
     model: str
     created: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-    command: list[str] = Field(default_factory=lambda: list(sys.argv))
+    command: list[str] = Field(default_factory=lambda: list(sys.argv), validate_default=True)
     config: dict[str, Any] = Field(default_factory=dict)
     toolmend_version: str = __version__
     python: str = Field(default_factory=lambda: sys.version.split()[0])
@@ -94,3 +96,16 @@ class Manifest(BaseModel):
     """The per-sample detail keys reports break results down by."""
     n_planned: int | None = None
     """How many samples the run was asked to answer (so that an unfinished run reads "k of n")."""
+
+    # Secrets (API keys, tokens, auth headers, URL credentials) never reach manifest.json: the
+    # command line and the settings are redacted as the manifest is built, hence before writing.
+    @field_validator("command")
+    @classmethod
+    def _redact_command(cls, value: list[str]) -> list[str]:
+        return redact_argv(value)
+
+    @field_validator("config")
+    @classmethod
+    def _redact_config(cls, value: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = redact(value)
+        return out

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolmend._errors import ModelError
 from toolmend._schema import Finding, ToolCall
 from toolmend.models._base import Completion, Usage
+from toolmend.runs._redact import redact_text
 
 __all__ = ["InfraError", "SampleRecord"]
 
@@ -47,9 +48,11 @@ class InfraError(BaseModel):
     @classmethod
     def from_exception(cls, exc: BaseException) -> InfraError:
         """The record of ``exc`` (a :class:`~toolmend.ModelError` keeps its status and retryability)."""
+        # Messages quote URLs and headers; credentials in them never reach samples.jsonl.
+        message = redact_text(str(exc) or type(exc).__name__)
         if isinstance(exc, ModelError):
-            return cls(message=str(exc), type=type(exc).__name__, status=exc.status, retryable=exc.retryable)
-        return cls(message=str(exc) or type(exc).__name__, type=type(exc).__name__)
+            return cls(message=message, type=type(exc).__name__, status=exc.status, retryable=exc.retryable)
+        return cls(message=message, type=type(exc).__name__)
 
 
 class SampleRecord(BaseModel):
@@ -59,7 +62,10 @@ class SampleRecord(BaseModel):
 
     id: str
     outputs: list[str] = Field(default_factory=list)
-    """Raw model outputs, one per generation (turns, epochs, repair attempts)."""
+    """What was scored, one per generation (turns, epochs, repair attempts): the model's text,
+    or the calls it returned written in the benchmark's reply format (malformed ones included)."""
+    seeds: list[int | None] = Field(default_factory=list)
+    """The seed sent with each generation, where the runner recorded it."""
     calls: list[ToolCall] = Field(default_factory=list)
     """The calls parsed from the final output."""
     findings: list[Finding] = Field(default_factory=list)
@@ -72,6 +78,9 @@ class SampleRecord(BaseModel):
     cache_hits: int = 0
     requests: int = 0
     """Completions obtained (from the server or the cache), retries not included."""
+    attempts: int = 0
+    """HTTP requests really made for this sample: every attempt, failed ones included (a cache
+    hit makes none)."""
     latency_s: float = 0.0
     error: InfraError | None = None
     details: dict[str, Any] = Field(default_factory=dict)
@@ -79,18 +88,39 @@ class SampleRecord(BaseModel):
     events: list[dict[str, Any]] = Field(default_factory=list)
     """What inference-time strategies did on this sample (``SolveState.events``), in order."""
 
+    def add_failure(self, exc: ModelError, *, seed: int | None = None) -> None:
+        """Account for a request that failed on every attempt (a model failure keeps the sample
+        scored: its output is recorded as empty)."""
+        self.outputs.append("")
+        self.seeds.append(seed)
+        self.attempts += exc.attempts
+        self.retries += max(0, exc.attempts - 1)
+
+    def fail(self, exc: BaseException) -> SampleRecord:
+        """Mark this sample an infrastructure error, keeping what it already spent."""
+        if isinstance(exc, ModelError):
+            self.attempts += exc.attempts
+            self.retries += max(0, exc.attempts - 1)
+        self.error = InfraError.from_exception(exc)
+        return self
+
     @property
     def ok(self) -> bool:
         """Scored (possibly zero), as opposed to an infrastructure error."""
         return self.error is None
 
-    def add_completion(self, completion: Completion) -> None:
-        """Account for one completion: its output, tokens (unless cached), retries and latency."""
-        self.outputs.append(completion.text)
+    def add_completion(
+        self, completion: Completion, *, output: str | None = None, seed: int | None = None
+    ) -> None:
+        """Account for one completion: its output (``output`` when the scored text differs from
+        the completion's text), seed, tokens (unless cached), retries and latency."""
+        self.outputs.append(completion.text if output is None else output)
+        self.seeds.append(seed)
         self.requests += 1
         self.retries += completion.retries
         if completion.cached:
             self.cache_hits += 1
         else:
+            self.attempts += completion.retries + 1
             self.usage = self.usage + completion.usage
             self.latency_s += completion.latency_s

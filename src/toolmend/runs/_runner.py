@@ -34,13 +34,13 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sized
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolmend._errors import ConfigError, DatasetError, ModelError
 from toolmend._schema import Sample
 from toolmend.models._base import Usage
 from toolmend.runs._progress import Progress, make_progress
-from toolmend.runs._record import InfraError, SampleRecord
+from toolmend.runs._record import SampleRecord
 from toolmend.runs._store import RunDir
 
 __all__ = ["Aggregate", "RunSummary", "Solve", "run_samples", "summarize"]
@@ -62,6 +62,9 @@ class RunSummary(BaseModel):
     """The benchmark's aggregate, or the mean of each score over the scored samples where it applies."""
     usage: Usage = Field(default_factory=Usage)
     requests: int = 0
+    """Completions obtained (server or cache)."""
+    attempts: int = 0
+    """HTTP requests really made, failed attempts included."""
     retries: int = 0
     cache_hits: int = 0
     new_samples: int = 0
@@ -70,10 +73,26 @@ class RunSummary(BaseModel):
     """Wall time of this session."""
     completed: bool = True
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def infra_error_rate(self) -> float:
+        """Share of samples left unscored by infrastructure errors; report it beside every metric."""
+        return self.n_errors / self.n_samples if self.n_samples else 0.0
+
+    def infra_warning(self, threshold: float = 0.01) -> str | None:
+        """A warning line when more than ``threshold`` of the samples are infrastructure errors
+        (the metrics then cover a subset that the failures may have biased)."""
+        if self.infra_error_rate <= threshold:
+            return None
+        return (
+            f"warning: {self.n_errors} of {self.n_samples} samples ({self.infra_error_rate:.1%}) are "
+            "infrastructure errors, excluded from the metrics; the metrics may be biased"
+        )
+
 
 def summarize(run: RunDir, aggregate: Aggregate | None = None) -> RunSummary:
     """Totals and metrics over ``run``'s records (one streaming pass unless ``aggregate`` needs them all)."""
-    n = scored = errors = requests = retries = hits = 0
+    n = scored = errors = requests = attempts = retries = hits = 0
     usage = Usage()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -81,6 +100,7 @@ def summarize(run: RunDir, aggregate: Aggregate | None = None) -> RunSummary:
     for rec in run.iter_records():
         n += 1
         requests += rec.requests
+        attempts += rec.attempts
         retries += rec.retries
         hits += rec.cache_hits
         usage = usage + rec.usage
@@ -102,6 +122,7 @@ def summarize(run: RunDir, aggregate: Aggregate | None = None) -> RunSummary:
         metrics=metrics,
         usage=usage,
         requests=requests,
+        attempts=attempts,
         retries=retries,
         cache_hits=hits,
     )
@@ -112,9 +133,7 @@ async def _solve_one(sample: Sample, solve: Solve) -> SampleRecord:
     try:
         record = await solve(sample)
     except ModelError as exc:
-        return SampleRecord(
-            id=sample.id, error=InfraError.from_exception(exc), latency_s=time.perf_counter() - start
-        )
+        return SampleRecord(id=sample.id, latency_s=time.perf_counter() - start).fail(exc)
     if record.id != sample.id:
         raise ConfigError(f"solve() returned a record for {record.id!r} when given sample {sample.id!r}")
     return record
@@ -142,6 +161,26 @@ async def run_samples(
     if max_samples < 1:
         raise ConfigError(f"max_samples must be at least 1, got {max_samples}")
     run = run if isinstance(run, RunDir) else RunDir(run)
+    with run.lock():
+        return await _run_locked(
+            samples, solve, run, max_samples, retry_errors, progress, score_key, aggregate, total
+        )
+
+
+async def _run_locked(
+    samples: Iterable[Sample],
+    solve: Solve,
+    run: RunDir,
+    max_samples: int,
+    retry_errors: bool,
+    progress: bool | Progress | None,
+    score_key: str | None,
+    aggregate: Aggregate | None,
+    total: int | None,
+) -> RunSummary:
+    # One writer per run directory (the caller holds its lock): the records read here, the
+    # appends, the compaction and results.json all see the same file, so the summary agrees
+    # with samples.jsonl by construction.
     started = time.perf_counter()
     skip: set[str] = set()
     for n, text in run.iter_lines(repair=True):

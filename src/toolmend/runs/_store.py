@@ -22,7 +22,9 @@ naming the line. :meth:`RunDir.compact` rewrites the file with one line per id.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import queue
@@ -36,11 +38,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolmend._errors import ConfigError, DatasetError
+from toolmend._jsontext import dumps, load_model, model_json
 from toolmend.runs._manifest import DatasetInfo, Manifest
 from toolmend.runs._record import SampleRecord
 
 __all__ = ["RecordWriter", "RunDir", "atomic_write"]
 
+LOCK = ".lock"
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
@@ -107,7 +111,7 @@ class RunDir:
         return run
 
     def write_manifest(self, manifest: Manifest) -> None:
-        atomic_write(self.path / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+        atomic_write(self.path / MANIFEST, model_json(manifest, indent=2) + "\n")
 
     def manifest(self) -> Manifest:
         """The run's manifest; a :class:`DatasetError` when missing or unreadable."""
@@ -148,7 +152,7 @@ class RunDir:
 
     def _parse(self, n: int, text: str) -> SampleRecord:
         try:
-            return SampleRecord.model_validate_json(text)
+            return load_model(SampleRecord, text)
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or None
@@ -198,7 +202,7 @@ class RunDir:
         return total - len(keep)
 
     def write_results(self, results: dict[str, Any]) -> None:
-        atomic_write(self.path / RESULTS, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        atomic_write(self.path / RESULTS, dumps(results, indent=2) + "\n")
 
     def results(self) -> dict[str, Any] | None:
         """``results.json``, or ``None`` while the run is unfinished."""
@@ -210,6 +214,31 @@ class RunDir:
         except ValueError as exc:
             raise DatasetError("results.json is not valid JSON", path=path) from exc
         return data if isinstance(data, dict) else None
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run's exclusive lock (``.lock``, with the holder's pid) while writing it.
+
+        A second process gets a :class:`ConfigError` naming the holder instead of appending to
+        a file that the first one compacts, which loses records. The lock is the kernel's
+        (``flock``): a killed holder releases it.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                raise ConfigError(
+                    f"{self.path} is in use by another toolmend process (pid {holder}); "
+                    "wait for it to finish or stop it"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def writer(self) -> RecordWriter:
         """A :class:`RecordWriter` appending to ``samples.jsonl`` (cut any torn last line first)."""
@@ -243,7 +272,7 @@ class RecordWriter:
         """Queue ``record`` for writing (an error of an earlier write is raised here)."""
         if self._error is not None:
             raise self._error
-        self._queue.put((record.model_dump_json() + "\n").encode("utf-8"))
+        self._queue.put((model_json(record) + "\n").encode("utf-8"))
 
     def _run(self) -> None:
         stop = False

@@ -30,7 +30,7 @@ from typing import Any
 
 from toolmend._errors import DatasetError
 from toolmend._schema import Message, Sample, Tool, ToolCall
-from toolmend.benchmarks._io import read_jsonl
+from toolmend.benchmarks._io import UniqueIds, read_jsonl
 from toolmend.benchmarks.bfcl._checker import bfcl_type
 from toolmend.formats._tools import load_tools
 
@@ -236,7 +236,9 @@ def _load_category(category: str, qpath: Path, apath: Path) -> list[Sample]:
                 f"{len(answers)} answers for {len(questions)} questions in {qpath.name}", path=apath
             )
     samples: list[Sample] = []
+    unique = UniqueIds(qpath)
     for i, (line, record) in enumerate(questions):
+        unique.add(record["id"], line)
         functions = record.get("function")
         if not isinstance(functions, list):
             raise DatasetError("expected a list of function docs", path=qpath, line=line, field="function")

@@ -19,6 +19,7 @@ from toolmend._errors import ConfigError
 from toolmend._schema import Message, Sample, Tool
 from toolmend._shared import shared_dir
 from toolmend.benchmarks._base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend.benchmarks._replies import reply_text as write_reply
 from toolmend.benchmarks.nestools._data import gold_chain, load_nestools, to_official_output
 from toolmend.benchmarks.nestools._metric import (
     COUNT_KEYS,
@@ -227,9 +228,7 @@ class NesTools(Benchmark):
     def reply_text(self, sample: Sample, completion: Completion) -> str:
         """Native calls in the official output format (api ids and named responses come from
         ``sample``)."""
-        if not completion.tool_calls:
-            return completion.text
-        return to_official_output(sample, completion.tool_calls)
+        return write_reply(completion, "nestools", write=lambda calls: to_official_output(sample, calls))
 
     def candidates(self, sample: Sample) -> list[Tool]:
         """The tools offered to the model for ``sample``: for a loaded sample, its gold tools and

@@ -22,7 +22,7 @@ from typing import Any
 
 from toolmend._errors import DatasetError, SpecError
 from toolmend._schema import Message, Ref, Sample, Tool, ToolCall
-from toolmend.benchmarks._io import read_jsonl
+from toolmend.benchmarks._io import UniqueIds, read_jsonl
 from toolmend.formats._tools import load_tool
 
 __all__ = ["PLACEHOLDER_PREFIX", "gold_chain", "load_nestools", "official_depth", "to_official_output"]
@@ -121,11 +121,24 @@ def _sample(record: dict[str, Any], api_ids: list[int], path: Path, line: int) -
     for i, (spec, api_id) in enumerate(zip(apis, api_ids, strict=True)):
         if not isinstance(spec, dict):
             raise DatasetError("expected a tool object", path=path, line=line, field=f"api[{i}]")
+        for key, kind, what in (("required", list, "a list of parameter names"), ("parameters", dict, "an object"),
+                                ("responses", dict, "an object")):  # fmt: skip
+            if key in spec and spec[key] is not None and not isinstance(spec[key], kind):
+                raise DatasetError(f"expected {what}", path=path, line=line, field=f"api[{i}].{key}")
         try:
             tools.append(load_tool({**spec, "api_id": api_id}, "nestools"))
         except SpecError as exc:
             raise DatasetError(str(exc), path=path, line=line, field=f"api[{i}]") from exc
     names = [t.name for t in tools]
+    for i, call in enumerate(calls):
+        if (
+            isinstance(call, dict)
+            and call.get("responses") is not None
+            and not isinstance(call["responses"], list)
+        ):
+            raise DatasetError(
+                "expected a list of response placeholders", path=path, line=line, field=f"call[{i}].responses"
+            )
     outputs = {
         o for c in calls if isinstance(c, dict) for o in (c.get("responses") or []) if isinstance(o, str)
     }
@@ -198,8 +211,10 @@ def load_nestools(path: str | Path, *, limit: int | None = None) -> list[Sample]
             )
         ids[tid] = api_ids
     samples: list[Sample] = []
+    unique = UniqueIds(data_path, "test_id")
     for n, rec in read_jsonl(data_path, objects=True):
         tid = _need(rec, "test_id", int, "an integer test_id", data_path, n)
+        unique.add(tid, n)
         if tid not in ids:
             raise DatasetError(
                 f"test_id {tid} has no line in {ids_path.name}", path=data_path, line=n, field="test_id"

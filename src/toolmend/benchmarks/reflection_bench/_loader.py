@@ -110,6 +110,7 @@ def parse_record(record: Any, *, path: str | Path | None = None, line: int | Non
     for i, msg in enumerate(messages):
         if (
             not isinstance(msg, Mapping)
+            or not isinstance(msg.get("role"), str)
             or msg.get("role") not in _ROLES
             or not isinstance(msg.get("content", ""), str)
         ):

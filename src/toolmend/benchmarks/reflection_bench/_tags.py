@@ -17,6 +17,7 @@ Two extractors live here, on purpose kept apart:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -31,34 +32,111 @@ __all__ = [
     "without_reflect",
 ]
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _BLANK_LINES = re.compile(r"\n\s*\n")
 
 # The harness's own patterns (see notes/benchmarks.md §3): a lazy ``{.*?}`` per block, an
-# "unclosed block" check and a "bare JSON call outside tags" check.
-_OFFICIAL_BLOCK = re.compile(r"<tool_call>\s*({.*?})\s*</tool_call>", re.DOTALL)
-_OFFICIAL_UNCLOSED = re.compile(r"<tool_call>\s*\{[^}]*$", re.DOTALL)
-_OFFICIAL_BARE = re.compile(
-    r'(?<!<tool_call>)\s*\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"arguments"\s*:\s*\{[^}]*\}\s*\}(?!\s*</tool_call>)'
-)
-
-_REFLECT = re.compile(r"<reflect>(.*?)</reflect>", re.DOTALL | re.IGNORECASE)
-_REFLECT_BLOCK = re.compile(r"<reflect>.*?</reflect>", re.DOTALL | re.IGNORECASE)
-_FINAL = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
-_CALL_BLOCK = re.compile(r"<(tool_call|call)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
+# "unclosed block" check and a "bare JSON call outside tags" check. They are run here by
+# :func:`_lazy_blocks` and the linear forms below, which find exactly what the regexes
+# ``<tool_call>\s*({.*?})\s*</tool_call>``, ``<tool_call>\s*\{[^}]*$`` and the bare-call pattern
+# find: run as regexes, each rescans the rest of the text from every unclosed opener, which is
+# quadratic on a model's degenerate repetition (minutes on 100 KB of "<tool_call>").
+_OFFICIAL_OPEN = re.compile(r"<tool_call>\s*\{")
+_OFFICIAL_CLOSE = re.compile(r"\}\s*</tool_call>")
+# The bare-call pattern of the harness is
+#   (?<!<tool_call>)\s*\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"arguments"\s*:\s*\{[^}]*\}\s*\}(?!\s*</tool_call>)
+# Each part can match in one way only, so it is found as: a head (every start, overlapping ones
+# included), then the first "}" after the head, then the rest. (The leading \s* only moves the
+# start, so it drops out: a "{" directly after the tag is refused, one after whitespace is not.)
+_BARE_HEAD = re.compile(r'(?<!<tool_call>)(?=(\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"arguments"\s*:\s*\{))')
+_BARE_TAIL = re.compile(r"\}\s*\}(?!\s*</tool_call>)")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def _tag(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    return re.compile(f"<({name})>", re.I), re.compile(f"</({name})>", re.I)
+
+
+_THINK = _tag("think")
+_REFLECT = _tag("reflect")
+_FINAL = _tag("final")
+_CALL = _tag("tool_call|call")
+_TOOL_CALL = _tag("tool_call")
+
+
+def _lazy_blocks(text: str, tag: tuple[re.Pattern[str], re.Pattern[str]]) -> list[tuple[int, int, int, int]]:
+    """``(start, body start, body end, end)`` of each block that ``<(t)>(.*?)</\\1>`` (DOTALL,
+    IGNORECASE) finds with ``finditer``, in linear time: each opener is paired with the first
+    closer of the same tag after it, found by bisection instead of a rescan."""
+    opener, closer = tag
+    closes: dict[str, list[tuple[int, int]]] = {}
+    for c in closer.finditer(text):
+        closes.setdefault(c.group(1).lower(), []).append((c.start(), c.end()))
+    blocks: list[tuple[int, int, int, int]] = []
+    pos = 0
+    while (m := opener.search(text, pos)) is not None:
+        found = closes.get(m.group(1).lower(), [])
+        i = bisect.bisect_left(found, (m.end(), -1))
+        if i == len(found):
+            pos = m.start() + 1
+            continue
+        blocks.append((m.start(), m.end(), found[i][0], found[i][1]))
+        pos = found[i][1]
+    return blocks
+
+
+def _bodies(text: str, tag: tuple[re.Pattern[str], re.Pattern[str]]) -> list[str]:
+    return [text[b:e] for _, b, e, _ in _lazy_blocks(text, tag)]
+
+
+def _without(text: str, spans: list[tuple[int, int]], fill: str = "") -> str:
+    out, pos = [], 0
+    for start, end in spans:
+        out.append(text[pos:start])
+        out.append(fill)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _official_blocks(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, body)`` of each match of ``<tool_call>\\s*({.*?})\\s*</tool_call>``."""
+    closes = [(m.start(), m.end()) for m in _OFFICIAL_CLOSE.finditer(text)]
+    blocks: list[tuple[int, int, str]] = []
+    pos = 0
+    while (m := _OFFICIAL_OPEN.search(text, pos)) is not None:
+        brace = m.end() - 1
+        i = bisect.bisect_left(closes, (brace + 1, -1))
+        if i == len(closes):
+            break  # no "}...</tool_call>" after this opener, hence none after any later one
+        blocks.append((m.start(), closes[i][1], text[brace : closes[i][0] + 1]))
+        pos = closes[i][1]
+    return blocks
+
+
+def _official_unclosed(text: str) -> bool:
+    # ``<tool_call>\s*\{[^}]*$``: an opener whose "{" comes after the text's last "}".
+    return _OFFICIAL_OPEN.search(text, text.rfind("}") + 1) is not None
+
+
+def _official_bare(text: str) -> bool:
+    # The first "}" after each head is found by bisection, not by a rescan per head.
+    braces = [i for i, ch in enumerate(text) if ch == "}"] if "}" in text else []
+    for m in _BARE_HEAD.finditer(text):
+        i = bisect.bisect_left(braces, m.end(1))
+        if i < len(braces) and _BARE_TAIL.match(text, braces[i]):
+            return True
+    return False
 
 
 def remove_think(text: str) -> str:
     """Drop ``<think>…</think>`` blocks and blank lines, as the harness does before scoring."""
-    cleaned = _THINK.sub("", text)
+    cleaned = _without(text, [(a, d) for a, _, _, d in _lazy_blocks(text, _THINK)])
     return _BLANK_LINES.sub("\n", cleaned).strip()
 
 
 def without_reflect(text: str) -> str:
     """``text`` with its closed ``<reflect>…</reflect>`` blocks removed."""
-    return _REFLECT_BLOCK.sub("", text)
+    return _without(text, [(a, d) for a, _, _, d in _lazy_blocks(text, _REFLECT)])
 
 
 def official_calls(text: str, *, strict_bare_check: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
@@ -72,7 +150,8 @@ def official_calls(text: str, *, strict_bare_check: bool = True) -> tuple[list[d
     """
     calls: list[dict[str, Any]] = []
     errors: list[str] = []
-    for body in _OFFICIAL_BLOCK.findall(text):
+    blocks = _official_blocks(text)
+    for _, _, body in blocks:
         try:
             obj = json.loads(body)
         except (ValueError, RecursionError):
@@ -82,10 +161,10 @@ def official_calls(text: str, *, strict_bare_check: bool = True) -> tuple[list[d
             calls.append(obj)
         else:
             errors.append(f"tool call without name/arguments: {body[:80]}")
-    if _OFFICIAL_UNCLOSED.search(text):
+    if _official_unclosed(text):
         errors.append("unclosed tool call")
-    outside = text if strict_bare_check else _OFFICIAL_BLOCK.sub(" ", text)
-    if _OFFICIAL_BARE.search(outside):
+    outside = text if strict_bare_check else _without(text, [(a, b) for a, b, _ in blocks], " ")
+    if _official_bare(outside):
         errors.append("bare JSON tool call outside tags")
     return calls, errors
 
@@ -162,7 +241,7 @@ def released_calls(text: str) -> list[dict[str, Any]]:
     [{'name': 'f', 'arguments': {'a': 1}}]
     """
     calls: list[dict[str, Any]] = []
-    for body in _TOOL_CALL_BLOCK.findall(text):
+    for body in _bodies(text, _TOOL_CALL):
         obj = _first_object(body)
         if isinstance(obj, dict):
             name, args = obj.get("name"), obj.get("arguments")
@@ -180,18 +259,16 @@ def split_reply(text: Any, *, released: bool = False) -> ReplyParts:
     """
     if not isinstance(text, str) or not text:
         return ReplyParts()
-    cleaned = _THINK.sub("", text)
+    cleaned = _without(text, [(a, d) for a, _, _, d in _lazy_blocks(text, _THINK)])
     parts = ReplyParts()
-    m = _REFLECT.search(cleaned)
-    if m:
-        parts.reflect = m.group(1).strip()
-    m = _FINAL.search(cleaned)
-    if m:
-        parts.final = m.group(1).strip()
+    for tag, field_name in ((_REFLECT, "reflect"), (_FINAL, "final")):
+        found = _lazy_blocks(cleaned, tag)
+        if found:
+            setattr(parts, field_name, cleaned[found[0][1] : found[0][2]].strip())
     if released:
         parts.calls = released_calls(cleaned)
         return parts
-    for _tag, body in _CALL_BLOCK.findall(cleaned):
+    for body in _bodies(cleaned, _CALL):
         try:
             obj = json.loads(body)
         except (ValueError, RecursionError):

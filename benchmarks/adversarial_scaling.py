@@ -1,0 +1,146 @@
+"""Time per byte of every parser and scorer on degenerate model output, checked to stay flat.
+
+    .venv/bin/python benchmarks/adversarial_scaling.py [--sizes 16000,128000,1000000] [--bound 4]
+
+Models in a repetition loop emit the same fragment thousands of times ("aaaa…", "<tool_call>"
+again and again, "{{{{", "f(a=f(a=…"). A scorer that is quadratic in such text blocks the run
+(scoring runs beside the requests). For each fragment and each target this script times the
+target on the fragment repeated to each size, and prints the time per byte at the largest size
+divided by the time per byte at the smallest one. Linear code keeps that ratio near 1; the
+script exits 1 when any ratio exceeds ``--bound`` (a quadratic target at these sizes reads
+about 60). Targets: ``parse_calls`` in every format, BFCL's decoder and relevance classifier,
+the Tool-Reflection-Bench extractors and reward, and ``score`` of BFCL, Tool-Reflection-Bench,
+NesTools and CriticTool on a real sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+FRAGMENTS = [
+    "a",
+    " ",
+    "a(",
+    "f(a=",
+    "a.",
+    "{",
+    "[",
+    "(",
+    '"',
+    "'",
+    "\\",
+    "}",
+    '{"name": ',
+    '{"name": "f", "arguments": {',
+    "<tool_call>",
+    "<tool_call>{",
+    "</tool_call>",
+    "<tool_call>{}",
+    "<call>",
+    "<reflect>",
+    "<final>",
+    "<think>",
+    "</think>",
+    "<",
+    "< ",
+    "```",
+    "```json\n",
+    "api_name",
+    "[f(a=1), ",
+    "f(a=1)\n",
+    "Thought: ",
+    "Action: f\nAction Input: {",
+]
+
+
+FLOOR = 1e-7
+
+
+def targets() -> dict[str, Callable[[str], Any]]:
+    """Name → a function of one model output."""
+    from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
+    from toolmend.benchmarks.bfcl._decode import classify_output, decode
+    from toolmend.benchmarks.reflection_bench._tags import official_calls, released_calls, split_reply
+    from toolmend.formats import parse_calls
+
+    out: dict[str, Callable[[str], Any]] = {
+        f"parse_calls[{fmt}]": functools.partial(parse_calls, format=fmt)  # type: ignore[misc]
+        for fmt in ("auto", "json", "python", "tags", "nestools", "openai")
+    }
+    out["bfcl.decode+classify"] = lambda t: classify_output(t, decode(t), ["calculate_area"])
+    out["reflection.official_calls"] = official_calls
+    out["reflection.released_calls"] = released_calls
+    out["reflection.split_reply"] = split_reply
+    load_builtin_benchmarks()
+    from toolmend._shared import shared_dir
+
+    data = shared_dir() / "data"
+    loads = {
+        "bfcl": lambda b: (
+            b.load(data / "bfcl", categories=["irrelevance"])[:1]
+            + b.load(data / "bfcl", categories=["simple_python"])[:1]
+        ),
+        "reflection-bench": lambda b: b.load(data / "tool-reflection-bench")[:1],
+        "nestools": lambda b: b.load(data / "nestools", limit=1),
+        "critictool": lambda b: b.load(data / "critictool")[:1],
+    }
+    for name, load in loads.items():
+        try:
+            bench = BENCHMARKS.get(name)()
+            samples = load(bench)
+        except Exception as exc:  # data or an optional dependency missing: say so, go on
+            print(f"skipping score[{name}]: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        for mode in ("compat", "improved"):
+            for i, sample in enumerate(samples):
+                out[f"score[{name}:{i}:{mode}]"] = functools.partial(_score, bench, sample, mode)
+    return out
+
+
+def _score(bench: Any, sample: Any, mode: str, text: str) -> Any:
+    return bench.score(sample, text, mode)
+
+
+def _time(fn: Callable[[str], Any], text: str) -> float:
+    start = time.perf_counter()
+    fn(text)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="16000,128000,1000000")
+    parser.add_argument("--bound", type=float, default=4.0)
+    parser.add_argument("--only", default="", help="run only targets whose name contains this")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    worst: list[tuple[float, str, str, float]] = []
+    for name, fn in targets().items():
+        if args.only and args.only not in name:
+            continue
+        for frag in FRAGMENTS:
+            texts = [(frag * (n // len(frag) + 1))[:n] for n in sizes]
+            _time(fn, texts[0])  # warm up
+            per_byte = [min(_time(fn, t) for _ in range(2)) / len(t) for t in texts]
+            # Fixed costs and timer noise dominate below 100 ns per byte (0.1 s per MB, harmless
+            # at any size), so growth is measured from that floor.
+            ratio = per_byte[-1] / max(per_byte[0], FLOOR)
+            worst.append((ratio, name, frag, per_byte[-1]))
+    worst.sort(reverse=True)
+    print(f"{'target':38} {'fragment':34} {'us/KB @max':>10} {'ratio':>7}")
+    for ratio, name, frag, pb in worst[:15]:
+        print(f"{name:38} {frag!r:34} {pb * 1e9:10.1f} {ratio:7.2f}")
+    bad = [w for w in worst if w[0] > args.bound]
+    print(
+        f"{len(worst)} target x fragment pairs, sizes {sizes}; worst ratio {worst[0][0]:.2f} (bound {args.bound})"
+    )
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
