@@ -24,7 +24,7 @@ exceed 1 (every set here has such calls). We count an empty argument set as one 
 Each sample also gets ToolACE-R's measures: ``accuracy`` (all calls entirely correct) and
 ``overlap`` (Hungarian-aligned Jaccard, :func:`~toolmend.benchmarks._toolace_r.overlap_score`).
 
->>> from toolmend._schema import ToolCall as C
+>>> from toolmend import ToolCall as C
 >>> c = call_counts([C(name="f", arguments={"a": 1, "b": 2})], [C(name="f", arguments={"a": 1, "b": 3})])
 >>> (c.correct_calls, c.correct_params, c.gold_params)
 (1, 1, 2)

@@ -12,7 +12,7 @@ Argument values are compared as canonical JSON, so lists and objects count like 
 Two calls of the same tool with no arguments overlap fully (the paper leaves 0/0 open), and two
 empty call sequences have overlap 1.
 
->>> from toolmend._schema import ToolCall as C
+>>> from toolmend import ToolCall as C
 >>> overlap_score([C(name="f", arguments={"a": 1})], [C(name="f", arguments={"a": 1, "b": 2})])
 0.5
 >>> difficulty([C(name="f")], [[C(name="f")], [C(name="g")]])
@@ -72,7 +72,7 @@ def align_calls(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> list[tupl
 def overlap_score(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> float:
     """O(A, A′) (eq. 4): the aligned Jaccard mass over ``max(m, m′)``; in [0, 1], order-free.
 
-    >>> from toolmend._schema import ToolCall as C
+    >>> from toolmend import ToolCall as C
     >>> overlap_score([], [])
     1.0
     >>> overlap_score([C(name="f")], [])

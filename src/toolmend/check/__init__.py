@@ -1,7 +1,7 @@
 """The checklist: deterministic checks of tool calls against tool schemas, and safe repair.
 
 >>> from toolmend.check import check, repair
->>> from toolmend._schema import ToolCall
+>>> from toolmend import ToolCall
 >>> tools = [{"name": "get_weather", "parameters": {"type": "object",
 ...     "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
 >>> [f.code for f in check([ToolCall(name="get_wether", arguments={"City": "Oslo"})], tools)]

@@ -1,6 +1,6 @@
 """The global checklist: deterministic checks of tool calls against the offered tools' schemas.
 
->>> from toolmend._schema import Tool, ToolCall
+>>> from toolmend import Tool, ToolCall
 >>> weather = Tool(name="get_weather", parameters={"type": "object",
 ...     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
 ...     "required": ["city"]})
@@ -344,7 +344,7 @@ def _output_types(tool: Tool) -> dict[str, tuple[str, ...]]:
 class Checker:
     """The checklist for one set of tools; schemas are verified and compiled on first use and reused.
 
-    >>> from toolmend._schema import ToolCall
+    >>> from toolmend import ToolCall
     >>> c = Checker([{"name": "add", "parameters": {"type": "object",
     ...     "properties": {"a": {"type": "integer"}}, "required": ["a"]}}])
     >>> [(f.code, f.path) for f in c.check([ToolCall(name="add", arguments={"a": 1, "b": 2})])]

@@ -1,6 +1,6 @@
 """Deterministic repair: only fixes that cannot change what a call means, each tied to its finding.
 
->>> from toolmend._schema import ToolCall
+>>> from toolmend import ToolCall
 >>> tools = [{"name": "set_alarm", "parameters": {"type": "object", "properties": {
 ...     "hour": {"type": "integer"}, "repeat": {"type": "boolean"},
 ...     "days": {"type": "array", "items": {"type": "string", "enum": ["Mon", "Tue"]}}},

@@ -7,7 +7,7 @@ nothing was executed. For native calls every ``tool_calls[i].id`` of the assista
 ``tool`` message with that id (the pairing invariant): the bad calls get their problems, the
 valid siblings say whether they are kept or held.
 
->>> from toolmend._schema import Finding, Tool
+>>> from toolmend import Finding, Tool
 >>> tool = Tool(name="get_weather", parameters={"type": "object", "properties": {
 ...     "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["unit"]})
 >>> f = Finding(code="invalid_value", message="...", call=0, path="unit")

@@ -1,7 +1,7 @@
 """Backends without a model: ``scripted`` for tests and ``replay`` for re-scoring saved outputs.
 
 >>> import asyncio
->>> from toolmend._schema import Message
+>>> from toolmend import Message
 >>> model = ScriptedModel(lambda messages: messages[-1].content.upper())
 >>> asyncio.run(model.generate([Message(role="user", content="hi")])).text
 'HI'

@@ -1,6 +1,6 @@
 """What a report shows, computed from run directories: metrics, breakdowns, worst samples.
 
->>> from toolmend._bench import run_bench
+>>> from toolmend import run_bench
 >>> result = run_bench("bfcl", "scripted", categories=["simple_python", "irrelevance"], limit=30,
 ...                    runs_dir=tmp_path, progress=False)
 >>> view = RunView.load(result.run_dir)

@@ -10,7 +10,7 @@
 ======================  ==================================================================
 
 >>> import asyncio
->>> from toolmend._schema import Message, Sample, Tool
+>>> from toolmend import Message, Sample, Tool
 >>> sample = Sample(id="1", tools=[Tool(name="f", parameters={"type": "object",
 ...     "properties": {"a": {"type": "integer"}}, "required": ["a"]})])
 >>> replies = iter(["[f()]", "[f(a=1)]"])

@@ -9,7 +9,7 @@ generated once per tool schema and cached in SQLite under the schema's hash.
 The wording is toolmend's; pass ``global_template`` / ``review_template`` (``{checklist}`` is
 filled in) to use your own.
 
->>> from toolmend._schema import Tool
+>>> from toolmend import Tool
 >>> t = Tool(name="get_weather", parameters={"type": "object", "properties": {
 ...     "unit": {"type": "string", "enum": ["c", "f"]}, "days": {"type": "integer", "minimum": 1}},
 ...     "required": ["days"]})

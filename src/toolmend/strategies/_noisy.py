@@ -17,7 +17,7 @@ conversation, so the same run gives the same answers. Figures measured with it a
 
 >>> import asyncio
 >>> from toolmend.models import get_model
->>> from toolmend._schema import Message, Tool
+>>> from toolmend import Message, Tool
 >>> tools = [Tool(name="get_weather", parameters={"type": "object",
 ...     "properties": {"city": {"type": "string"}}, "required": ["city"]})]
 >>> m = get_model("noisy/scripted", script=lambda ms: '[get_weather(city="Oslo")]',

@@ -31,7 +31,7 @@ Anything else is dropped and counted in :attr:`BuildReport.dropped`.
 >>> ds, report = build_dataset("kto", source="world", seed=0, limit=4, max_tools=4)
 >>> sorted(set(ds["label"])), report.dropped.get("gold_failed", 0)
 ([False, True], 0)
->>> from toolmend._schema import ERROR_CODES
+>>> from toolmend import ERROR_CODES
 >>> set(report.codes) <= set(ERROR_CODES) | {"correct"}
 True
 """

@@ -26,7 +26,7 @@ the task: no schema is broken and the response is a success), notice a plausible
 (right type and format), fill in a required argument that was dropped, or plan any next step.
 
 >>> import asyncio, json
->>> from toolmend._schema import Message
+>>> from toolmend import Message
 >>> system = ('Tools:\\n[{"name": "weather_now", "required_parameters": [{"name": "city", '
 ...     '"type": "string"}], "optional_parameters": []}]\\nTo use a tool, reply in JSON.\\n'
 ...     'Labels: tool_hallucination_error, parameters_key_error.\\nRemember: only generate ONE step each time.')
@@ -266,7 +266,7 @@ class ChecklistCritic(Model):
     """The rule-based critic as a :class:`~toolmend.models.Model` (``get_model("checklist")``).
 
     >>> import asyncio
-    >>> from toolmend._schema import Message
+    >>> from toolmend import Message
     >>> asyncio.run(ChecklistCritic().generate([Message(role="user", content="hi")])).text
     '{"name": "FinishAction", "args": "I have no tool call to review."}'
     """

@@ -1,6 +1,6 @@
 """The entry points: :func:`inject`, :func:`applicable` and :func:`operator_names`.
 
->>> from toolmend._schema import Tool, ToolCall
+>>> from toolmend import Tool, ToolCall
 >>> tools = [Tool(name="weather_current", parameters={"type": "object",
 ...     "properties": {"city": {"type": "string"}}, "required": ["city"]})]
 >>> calls = [ToolCall(name="weather_current", arguments={"city": "Oslo"})]

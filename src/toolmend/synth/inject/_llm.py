@@ -2,7 +2,7 @@
 the labelled kind of error, and fall back to the rule-based operator when it is not.
 
 >>> import asyncio
->>> from toolmend._schema import Tool, ToolCall
+>>> from toolmend import Tool, ToolCall
 >>> tools = [Tool(name="weather_current", parameters={"type": "object",
 ...     "properties": {"city": {"type": "string"}}, "required": ["city"]})]
 >>> calls = [ToolCall(name="weather_current", arguments={"city": "Oslo"})]

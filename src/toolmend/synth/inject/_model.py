@@ -1,7 +1,7 @@
 """What an injection is: the :class:`Injection` record, the :class:`InjectContext` an operator may
 draw wrong values from, and the :class:`Operator` entries of the :data:`OPERATORS` registry.
 
->>> from toolmend._schema import ToolCall
+>>> from toolmend import ToolCall
 >>> inj = Injection(operator="parameter_key", family="critictool", label="parameters_key_error",
 ...     sub_label="key.drop_required", step=0, seed=1,
 ...     original=[ToolCall(name="f", arguments={"a": 1})], corrupted=[ToolCall(name="f")],

@@ -1,7 +1,7 @@
 """Plausible wrong names: similar real tools, hallucinated tool names, parameter-key aliases and
 irrelevant keys.
 
->>> from toolmend._schema import Tool
+>>> from toolmend import Tool
 >>> tools = [Tool(name="mail_send"), Tool(name="mail_search"), Tool(name="todo_list")]
 >>> similar_tools(tools[0], tools)[0].name
 'mail_search'
