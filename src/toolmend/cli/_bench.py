@@ -53,8 +53,7 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
     table = Table(title=f"{title} ({result.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
-    bench = benchmark_class(result.benchmark)
-    percent = percent_keys(s.metrics, every=bool(bench and bench.percent_scale))
+    percent = percent_keys(result.benchmark, s.metrics)
     for name, value in s.metrics.items():
         table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)

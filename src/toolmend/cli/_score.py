@@ -11,7 +11,7 @@ from rich.table import Table
 
 from toolmend._errors import ToolmendError
 from toolmend._shared import shared_dir
-from toolmend.benchmarks import BENCHMARKS, as_mode, benchmark_class
+from toolmend.benchmarks import BENCHMARKS, as_mode
 from toolmend.benchmarks._predictions import read_predictions
 from toolmend.benchmarks._scoring import ScoreReport, score_predictions
 from toolmend.cli._console import console, fail, key_values
@@ -25,8 +25,7 @@ def _print_report(report: ScoreReport, detail_keys: tuple[str, ...]) -> None:
     table = Table(title=f"{report.benchmark} ({report.mode})", show_header=True)
     table.add_column("metric")
     table.add_column("value", justify="right")
-    bench = benchmark_class(report.benchmark)
-    percent = percent_keys(report.metrics, every=bool(bench and bench.percent_scale))
+    percent = percent_keys(report.benchmark, report.metrics)
     for name, value in report.metrics.items():
         table.add_row(name, format_metric(name, value, percent=name in percent))
     out.print(table)

@@ -97,7 +97,7 @@ class RunView:
             label=run.manifest.model if run.manifest else run.path.name,
             **_declared(run.manifest),
             manifest=run.manifest,
-            percent=percent_keys(values, every=_percent_scale(benchmark)),
+            percent=percent_keys(benchmark, values),
             planned=run.manifest.n_planned if run.manifest else None,
             partial_metrics=partial,
         )
@@ -175,11 +175,6 @@ class RunView:
         ranked = [r for r in self.scored if (s := self.score_of(r)) is not None and s < 1.0]
         ranked.sort(key=lambda r: self.score_of(r) or 0.0)
         return ranked[:k]
-
-
-def _percent_scale(name: str) -> bool:
-    cls = benchmark_class(name)
-    return bool(cls is not None and cls.percent_scale)
 
 
 def _aggregate(benchmark: str, mode: str, records: list[SampleRecord]) -> dict[str, float]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from toolmend.benchmarks import benchmark_class
+
 __all__ = ["format_metric", "format_pct", "is_count", "percent_keys", "to_pct"]
 
 _COUNT_WORDS = ("tokens", "requests", "retries", "cache_hits", "samples", "count", "latency", "turns")
@@ -32,14 +34,18 @@ def is_count(name: str) -> bool:
     return base.startswith("n_") or any(w in base for w in _COUNT_WORDS)
 
 
-def percent_keys(metrics: Mapping[str, float | None], *, every: bool = False) -> set[str]:
-    """The metrics of a run that are already percentages: every rate when the benchmark
-    aggregates in percent (``every``, its ``percent_scale``), and any rate above 1 (a fraction
-    never is).
+def percent_keys(benchmark: str, metrics: Mapping[str, float | None]) -> set[str]:
+    """The metrics of a ``benchmark`` run that are already percentages: every rate when the
+    benchmark declares that it aggregates in percent (``percent_scale``), and any rate above 1 (a
+    fraction never is).
 
-    >>> sorted(percent_keys({"accuracy": 0.5, "overall_pct": 50.0, "n_samples": 4}))
+    >>> sorted(percent_keys("bfcl", {"accuracy": 0.5, "overall_pct": 50.0, "n_samples": 4}))
     ['overall_pct']
+    >>> sorted(percent_keys("critic", {"detect": 0.5, "n_samples": 4}))
+    ['detect']
     """
+    declared = benchmark_class(benchmark)
+    every = declared is not None and declared.percent_scale
     return {
         k
         for k, v in metrics.items()
