@@ -87,6 +87,14 @@ class CacheStats(BaseModel):
     misses: int = 0
 
 
+_OPEN_TIMEOUT_S = 30.0
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 class ResponseCache:
     """A persistent map from :func:`cache_key` to a :class:`~toolmend.models.Completion`.
 
@@ -129,17 +137,34 @@ class ResponseCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             if self.path.is_dir():
                 raise ConfigError(f"the response cache {self.path} is a directory, not a database file")
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                conn.execute("SELECT COUNT(*) FROM responses").fetchone()
-            except sqlite3.Error:
-                conn.close()
-                raise
+            deadline = time.monotonic() + _OPEN_TIMEOUT_S
+            while True:
+                conn = sqlite3.connect(
+                    self.path, timeout=_OPEN_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                )
+                try:
+                    return self._prepare(conn)
+                except sqlite3.OperationalError as exc:
+                    conn.close()
+                    # Switching a new file to WAL takes an exclusive lock that SQLite does not wait
+                    # for (the busy handler is skipped), so two processes opening a fresh cache at
+                    # once can see "database is locked" here: back off and try again.
+                    if not _busy(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+                except sqlite3.Error:
+                    conn.close()
+                    raise
         except OSError as exc:
             raise ConfigError(f"cannot open the response cache at {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _prepare(conn: sqlite3.Connection) -> sqlite3.Connection:
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        conn.execute("SELECT COUNT(*) FROM responses").fetchone()
         return conn
 
     def _replaced(self) -> bool:
