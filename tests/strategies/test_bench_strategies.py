@@ -108,7 +108,10 @@ def test_report_puts_strategies_side_by_side(tmp_path: Path) -> None:
                               "progress": False, "runs_dir": tmp_path / "runs"}  # fmt: skip
     none = run_bench("bfcl", "noisy/scripted", **common)
     guarded = run_bench("bfcl", "noisy/scripted", strategy="guard", **common)
-    text = write_report([none.run_dir, guarded.run_dir], out=tmp_path / "report").markdown.read_text()
+    files = write_report([none.run_dir, guarded.run_dir], out=tmp_path / "report")
+    text = files.markdown.read_text()
+    html = files.html.read_text().split("<h2>Recovery strategies</h2>", 1)[1]
+    assert "Recovery per finding code" in html and "<th>+requests/sample</th>" in html
     section = text.split("## Recovery strategies", 1)[1]
     assert "Recovery per finding code" in section and "+requests/sample" in section
     assert "**right → wrong: 0**" in text  # the guard regressed no sample (the report's paired comparison)

@@ -15,6 +15,7 @@ from toolmend.reports._plots import bar_chart, line_chart
 from toolmend.reports._samples import browser_data
 from toolmend.reports._tables import Report, charts, flips_shown, provenance
 from toolmend.reports._tables import format_number as _num
+from toolmend.strategies._report import strategy_tables
 
 __all__ = ["render_html"]
 
@@ -140,6 +141,13 @@ def render_html(
             more = f" (first {len(shown)})" if len(shown) < len(ids) else ""
             links = " ".join(_sample_link(i) for i in shown)
             parts.append(f'<p class="flips"><b>{escape(name)}: {len(ids)}</b>{more} {links}</p>')
+    tables = strategy_tables(views)
+    if tables:
+        parts.append("<h2>Recovery strategies</h2>")
+        for t in tables:
+            if t.caption:
+                parts.append(f"<p>{escape(t.caption)}</p>")
+            parts.append(_table(t.head, t.rows))
     if plots:
         for chart in charts(report):
             if chart.kind == "line":

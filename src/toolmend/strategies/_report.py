@@ -36,29 +36,27 @@ Extra cost against the first run (samples both scored):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolmend.strategies._metrics import recovery_by_code
 
-__all__ = ["strategy_lines"]
+__all__ = ["StrategyTable", "strategy_lines", "strategy_tables"]
 
 
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        *("| " + " | ".join(r) + " |" for r in rows),
-        "",
-    ]
+class StrategyTable(NamedTuple):
+    """One table of the strategies section: a caption (may be empty), its header and rows."""
+
+    caption: str
+    head: list[str]
+    rows: list[list[str]]
 
 
-def strategy_lines(views: Sequence[Any]) -> list[str]:
-    """Markdown lines for the runs in ``views`` (``[]`` when no run recorded strategy events and
-    there is nothing to compare)."""
+def strategy_tables(views: Sequence[Any]) -> list[StrategyTable]:
+    """The tables of the "Recovery strategies" section (``[]`` when no run recorded strategy
+    events); ``report.md`` and ``report.html`` render the same list."""
     with_events = [v for v in views if any(r.events for r in v.scored)]
     if not with_events:
         return []
-    lines = ["## Recovery strategies", ""]
     rows = []
     for v in views:
         n = max(1, len(v.scored))
@@ -66,18 +64,22 @@ def strategy_lines(views: Sequence[Any]) -> list[str]:
             v.label, str(len(v.scored)), f"{sum(r.requests for r in v.scored) / n:.2f}",
             f"{sum(r.usage.total_tokens for r in v.scored) / n:.0f}", str(sum(len(r.events) for r in v.scored)),
         ])  # fmt: skip
-    lines += _table(["run", "samples", "requests/sample", "tokens/sample", "strategy events"], rows)
+    tables = [
+        StrategyTable("", ["run", "samples", "requests/sample", "tokens/sample", "strategy events"], rows)
+    ]
     code_rows = []
     for v in with_events:
         table = recovery_by_code(e for r in v.scored for e in r.events)
         for code, c in sorted(table.items()):
             code_rows.append([v.label, code, *(str(c[k]) for k in ("found", "repair", "reask", "gave_up"))])
     if code_rows:
-        lines += [
-            "Recovery per finding code (guard decisions: fixed by repair / recovered after a re-ask / given up):",
-            "",
-        ]
-        lines += _table(["run", "code", "found", "repair", "re-ask", "gave up"], code_rows)
+        tables.append(
+            StrategyTable(
+                "Recovery per finding code (guard decisions: fixed by repair / recovered after a re-ask / given up):",
+                ["run", "code", "found", "repair", "re-ask", "gave up"],
+                code_rows,
+            )
+        )
     first = views[0]
     pairs = [v for v in views[1:] if v.benchmark == first.benchmark]
     if pairs:
@@ -89,7 +91,30 @@ def strategy_lines(views: Sequence[Any]) -> list[str]:
             extra_req = sum(r.requests - base[r.id].requests for r in both) / n
             extra_tok = sum(r.usage.total_tokens - base[r.id].usage.total_tokens for r in both) / n
             cost_rows.append([v.label, first.label, str(len(both)), f"{extra_req:.2f}", f"{extra_tok:.0f}"])
-        # Regressions (right → wrong) are in the paired comparison above; this is what they cost.
-        lines += ["Extra cost against the first run (samples both scored):", ""]
-        lines += _table(["run", "vs", "samples", "+requests/sample", "+tokens/sample"], cost_rows)
+        # Regressions (right → wrong) are in the paired comparison; this is what they cost.
+        tables.append(
+            StrategyTable(
+                "Extra cost against the first run (samples both scored):",
+                ["run", "vs", "samples", "+requests/sample", "+tokens/sample"],
+                cost_rows,
+            )
+        )
+    return tables
+
+
+def strategy_lines(views: Sequence[Any]) -> list[str]:
+    """Markdown lines for :func:`strategy_tables` under a "Recovery strategies" heading."""
+    tables = strategy_tables(views)
+    if not tables:
+        return []
+    lines = ["## Recovery strategies", ""]
+    for t in tables:
+        if t.caption:
+            lines += [t.caption, ""]
+        lines += [
+            "| " + " | ".join(t.head) + " |",
+            "|" + "---|" * len(t.head),
+            *("| " + " | ".join(r) + " |" for r in t.rows),
+            "",
+        ]
     return lines
