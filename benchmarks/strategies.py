@@ -8,30 +8,24 @@ One table per benchmark: per noise level and strategy, the headline score; the s
 with no strategy and wrong with it (regressions) and the reverse (fixed); the share of injected
 errors that ended in a fully correct sample, per error label; and the extra requests and tokens
 per sample against the same model with no strategy. The noisy model's parameters are printed
-with every table. Each sample is solved the way the runner does (``bench.solve`` / the
-interactive CriticTool loop, ``generate`` wrapped by the strategies); scores are the benchmarks'
-own compat scorers.
+with every table. Every run goes through the real runner (``run_bench``), so each leaves a run
+directory that ``toolmend report`` reads; scores are the benchmarks' own compat scorers.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextvars
 import tempfile
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolmend._bench import episode_turn
-from toolmend._schema import Message, Sample
+from toolmend._bench import _oracle, run_bench
 from toolmend._shared import shared_dir
-from toolmend.benchmarks import BENCHMARKS, Benchmark, Prediction, load_builtin_benchmarks
-from toolmend.models import get_model
-from toolmend.strategies import SolveState, apply_strategies, build_strategies
-from toolmend.strategies._noisy import NoisyModel, sample_tools
+from toolmend.benchmarks import BENCHMARKS, Benchmark, load_builtin_benchmarks
+from toolmend.runs import RunDir
+from toolmend.strategies._noisy import NoisyModel
 
 STRATEGIES = [
     "none",
@@ -43,91 +37,61 @@ STRATEGIES = [
     "env-policy",
     "hitec-icl+guard",
 ]
-HEADLINE = {"bfcl": "accuracy", "nestools": "tree_pass", "critictool": "tool"}
 # Aggregate metrics shown beside the headline (CriticTool's behaviour scores are where env-policy acts).
 EXTRA = {"critictool": ["overall", "retry", "break", "skip_finish_tool"]}
-_CURRENT: contextvars.ContextVar[tuple[Benchmark, Sample, list[int]]] = contextvars.ContextVar("sample")
-
-
-def oracle(messages: list[Message]) -> str:
-    bench, sample, _ = _CURRENT.get()
-    gold = bench.gold(sample)
-    if isinstance(gold, str):
-        return gold
-    return gold[min(episode_turn(bench.prompt(sample), messages), len(gold) - 1)]
 
 
 @dataclass
 class Outcome:
     scores: dict[str, float | None] = field(default_factory=dict)
-    predictions: dict[str, Prediction] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     labels: dict[str, str | None] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
-    seconds: float = 0.0
+    run_dir: Path | None = None
 
 
-def base_generate(model: NoisyModel, sample: Sample, counts: list[int]) -> Any:
-    """The runner's generate: one request; turns of an episode count up as epochs."""
-    turn = [0]
-
-    async def generate(messages: list[Message], *, epoch: int | None = None) -> str:
-        if epoch is None:
-            epoch, turn[0] = turn[0], turn[0] + 1
-        completion = await model.generate(messages, epoch=epoch, sample_id=sample.id)
-        counts[0] += 1
-        counts[1] += completion.usage.total_tokens
-        return completion.text
-
-    return generate
+@dataclass
+class Target:
+    bench: Benchmark
+    data: Path
+    options: dict[str, Any]
+    limit: int | None
 
 
-async def solve_all(bench: Benchmark, samples: list[Sample], spec: str, noisy: dict[str, Any]) -> Outcome:
-    model = NoisyModel(get_model("scripted", script=oracle), **noisy)
-    strategies = build_strategies(spec)
-    out = Outcome()
-    start = time.perf_counter()
-    for sample in samples:
-        _CURRENT.set((bench, sample, [0]))
-        sample_tools.set(list(sample.tools))
-        counts = [0, 0]
-        generate = base_generate(model, sample, counts)
-
-        state = SolveState(sample=sample, benchmark=bench)
-        wrapped = apply_strategies(strategies, generate, state)
-        prediction = await bench.solve(sample, wrapped)
-        out.predictions[sample.id] = prediction
-        out.requests[sample.id], out.tokens[sample.id] = counts
-        out.events.extend(state.events)
-        out.labels[sample.id] = model.first_label.get(sample.id)
-    bench.prepare(samples, [out.predictions[s.id] for s in samples])
-    key = HEADLINE[bench.name]
-    scores = [bench.score(s, out.predictions[s.id], "compat") for s in samples]
-    out.scores = {sc.id: sc.values.get(key) for sc in scores}
-    out.metrics = bench.aggregate(scores, "compat")
-    out.seconds = time.perf_counter() - start
-    return out
-
-
-def load(name: str, limit: int, seed: int) -> tuple[Benchmark, list[Sample]]:
+def target(name: str, limit: int, seed: int, work: Path) -> Target:
     load_builtin_benchmarks()
     if name.startswith("bfcl:"):
         bench = BENCHMARKS.get("bfcl")()
-        return bench, bench.load(shared_dir() / "data" / "bfcl", categories=[name.split(":")[1]])[:limit]
+        return Target(bench, shared_dir() / "data" / "bfcl", {"categories": [name.split(":")[1]]}, limit)
     if name == "nestools":
         bench = BENCHMARKS.get("nestools")()
-        return bench, bench.load(shared_dir() / "data" / "nestools", seed=seed, limit=limit)[:limit]
+        return Target(bench, shared_dir() / "data" / "nestools", {"seed": seed, "limit": limit}, limit)
     from toolmend.benchmarks.critic import build_suite
 
-    folder = Path(tempfile.mkdtemp(prefix="toolmend-strategies-"))
-    path = build_suite(source="world", seed=seed, out=folder).root
-    bench = BENCHMARKS.get("critictool")()
-    samples = bench.load(path)
-    # Every kind of sample, in the suite's proportions.
-    step = max(1, len(samples) // limit)
-    return bench, samples[::step][:limit]
+    # A suite of `limit` trajectories keeps the critic suite's mix of error-free, internal and
+    # external samples (the first N samples of a full suite would not).
+    info = build_suite(source="world", seed=seed, out=work / "critic", limit=limit)
+    return Target(BENCHMARKS.get("critictool")(), info.root, {}, None)
+
+
+def solve_all(t: Target, spec: str, noisy: dict[str, Any], runs: Path) -> Outcome:
+    """One run through the real runner (``run_bench``): the run directory stays under ``runs`` for
+    ``toolmend report``. The gold oracle behind the noise is the runner's own ``scripted`` model."""
+    model = NoisyModel(_oracle(t.bench, 0.0, 16), **noisy)
+    result = run_bench(
+        t.bench, model, data=t.data, load_options=t.options, limit=t.limit, runs_dir=runs,
+        strategy=None if spec == "none" else spec, cache=False, progress=False,
+    )  # fmt: skip
+    out = Outcome(metrics=dict(result.summary.metrics), run_dir=result.run_dir)
+    for r in RunDir.open(result.run_dir).read_records():
+        out.scores[r.id] = r.scores.get(t.bench.headline)
+        out.requests[r.id] = r.requests
+        out.tokens[r.id] = r.usage.total_tokens
+        out.events.extend(r.events)
+        out.labels[r.id] = model.first_label.get(r.id)
+    return out
 
 
 def fmt_labels(out: Outcome, base: Outcome) -> str:
@@ -143,8 +107,8 @@ def fmt_labels(out: Outcome, base: Outcome) -> str:
 def table(name: str, results: dict[tuple[float, str], Outcome], noisy: dict[str, Any], n: int) -> None:
     print(f"\n### {name} — SIMULATION (noisy/scripted, {n} samples; p_fix_precise={noisy['p_fix_precise']}, "
           f"p_fix_vague={noisy['p_fix_vague']}, p_break={noisy['p_break']}, seed={noisy['seed']})\n")  # fmt: skip
-    bench = "critictool" if name == "critic" else name.split(":")[0]
-    key, extra = HEADLINE[bench], EXTRA.get(bench, [])
+    bench = BENCHMARKS.get("critictool" if name == "critic" else name.split(":")[0])()
+    key, extra = bench.headline, EXTRA.get(bench.name, [])
     head = "".join(f" {m} |" for m in extra)
     print(f"| noise | strategy | {key} % |{head} regressions | fixed | +requests/sample | +tokens/sample "
           "| injected errors ending correct |")  # fmt: skip
@@ -183,7 +147,7 @@ def guard_recovery(results: dict[tuple[float, str], Outcome]) -> None:
         print(f"| {code} | {r['found']} | {r['repair']} | {r['reask']} | {r['gave_up']} | {rate:.0f}% |")
 
 
-async def main() -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=40, help="samples per benchmark (per BFCL category)")
     parser.add_argument("--noise", default="0.1,0.3,0.5")
@@ -195,23 +159,28 @@ async def main() -> None:
     parser.add_argument("--p-fix-vague", type=float, default=0.3)
     parser.add_argument("--p-break", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runs-dir", type=Path, default=None, help="keep the run directories here")
     args = parser.parse_args()
     levels = [float(x) for x in args.noise.split(",")]
     specs = args.strategies.split(",")
     if "none" not in specs:
         specs.insert(0, "none")
+    work = Path(tempfile.mkdtemp(prefix="toolmend-strategies-"))
+    runs = args.runs_dir or work / "runs"
     for name in args.benchmarks.split(","):
-        bench, samples = load(name, args.limit, args.seed)
+        t = target(name, args.limit, args.seed, work)
         results: dict[tuple[float, str], Outcome] = {}
         noisy: dict[str, Any] = {}
         for noise in levels:
             noisy = {"noise": noise, "p_fix_precise": args.p_fix_precise, "p_fix_vague": args.p_fix_vague,
                      "p_break": args.p_break, "seed": args.seed}  # fmt: skip
             for spec in specs:
-                results[(noise, spec)] = await solve_all(bench, samples, spec, noisy)
-        table(name, results, noisy, len(samples))
+                results[(noise, spec)] = solve_all(t, spec, noisy, runs)
+        n = len(next(iter(results.values())).scores)
+        table(name, results, noisy, n)
         guard_recovery(results)
+    print(f"\nrun directories: {runs} (toolmend report <dirs> compares them)")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
