@@ -257,7 +257,7 @@ async def judge(
     if not (shadow or strict) and decision.action == "accept" and not fixes:
         # The common case: a clean answer costs one decision, and nothing is rewritten.
         verdict.events.append(decision.event())
-        _finish(verdict, original, decision.calls, answer)
+        _finish(verdict, original, decision.calls, answer, same=True)
         return verdict
     if shadow or strict:
         verdict.events.append(decision.event())
@@ -349,12 +349,18 @@ def _wire_call(c: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _finish(
-    verdict: Verdict, original: list[dict[str, Any]], calls: Sequence[ToolCall], answer: Answer
+    verdict: Verdict,
+    original: list[dict[str, Any]],
+    calls: Sequence[ToolCall],
+    answer: Answer,
+    *,
+    same: bool = False,
 ) -> None:
-    """The final ``tool_calls``: an unchanged call keeps its original bytes; honest finish_reason."""
+    """The final ``tool_calls``: an unchanged call keeps its original bytes; honest finish_reason.
+    ``same``: the guard accepted the original calls as they are (nothing to compare)."""
     by_id = {c["id"]: c for c in original}
-    out = []
-    for c in calls:
+    out = list(original) if same else []
+    for c in calls if not same else ():
         orig = by_id.get(c.id or "")
         if orig is not None and orig["function"]["name"] == c.name and _same_args(orig, c):
             out.append(orig)
