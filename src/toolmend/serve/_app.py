@@ -23,6 +23,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend.guard import GuardPolicy
+from toolmend.serve import _json as fastjson
 from toolmend.serve._assembler import ContentGate, StreamAssembler
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
@@ -258,9 +259,7 @@ class _Exchange:
         out["choices"] = [choice, *data["choices"][1:]]
         _add_usage(out, verdict)
         self.final = new
-        return web.Response(
-            text=json.dumps(out, ensure_ascii=False), content_type="application/json", headers=headers
-        )
+        return web.Response(body=fastjson.dumps(out), content_type="application/json", headers=headers)
 
     def _failed(self, exc: UpstreamError) -> web.Response:
         self.outcome, self.status = exc.kind, exc.status
@@ -307,7 +306,7 @@ class _Exchange:
         async with guard_transport():
             raw = await upstream.read()
         for chunk in _as_chunks(UpstreamReply(upstream.status, upstream.headers, raw).json()):
-            yield json.dumps(chunk).encode()
+            yield fastjson.dumps(chunk)
         yield b"[DONE]"
 
     async def _relay(self, upstream: Any, response: web.StreamResponse, t: float) -> None:
@@ -326,7 +325,7 @@ class _Exchange:
                     done = True
                     break
                 try:
-                    chunk = json.loads(data)
+                    chunk = fastjson.loads(data)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
                                         kind="upstream_invalid_json") from None  # fmt: skip
@@ -441,13 +440,13 @@ class _Exchange:
         if usage_chunk is not None:
             _add_usage(usage_chunk, verdict)
             events.append(usage_chunk)
-        out = b"".join(b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n" for c in events)
+        out = b"".join(b"data: " + fastjson.dumps(c) + b"\n\n" for c in events)
         await response.write(out + _comment_line(verdict) + b"data: [DONE]\n\n")
         await response.write_eof()
         self.final = verdict.message()
 
     async def _emit(self, response: web.StreamResponse, obj: Mapping[str, Any]) -> None:
-        await response.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n")
+        await response.write(b"data: " + fastjson.dumps(obj) + b"\n\n")
 
     async def _comment(self, response: web.StreamResponse, verdict: Verdict) -> None:
         await response.write(_comment_line(verdict))
@@ -558,7 +557,7 @@ def _as_chunks(body: Any) -> list[dict[str, Any]]:
 
 
 def _json(status: int, obj: Any, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, text=json.dumps(obj, ensure_ascii=False), content_type="application/json",
+    return web.Response(status=status, body=fastjson.dumps(obj), content_type="application/json",
                         headers=dict(headers or {}))  # fmt: skip
 
 

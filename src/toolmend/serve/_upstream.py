@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from toolmend._errors import ModelError
+from toolmend.serve import _json
 
 _T = TypeVar("_T")
 
@@ -66,7 +67,7 @@ class UpstreamReply:
     def json(self) -> Any:
         """The body as JSON, or a 502 :class:`UpstreamError`."""
         try:
-            return json.loads(self.raw)
+            return _json.loads(self.raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise UpstreamError(
                 f"the upstream sent a body that is not JSON ({exc})", status=502, kind="upstream_invalid_json"
@@ -199,7 +200,7 @@ class Upstream:
     ) -> UpstreamReply:
         """POST a JSON body (an object, or its bytes as the client sent them) and read the whole
         answer (retrying what is worth retrying)."""
-        data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+        data = _json.dumps(body) if not isinstance(body, bytes) else body
         hdrs = self.headers(headers)
 
         async def once() -> tuple[aiohttp.ClientResponse, bytes]:
@@ -227,7 +228,7 @@ class Upstream:
     ) -> aiohttp.ClientResponse:
         """POST a streaming request and return the open response once it says 200 (errors before
         the first byte are retried like :meth:`post`). The caller closes it."""
-        data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+        data = _json.dumps(body) if not isinstance(body, bytes) else body
         hdrs = self.headers(headers)
 
         async def once() -> aiohttp.ClientResponse:

@@ -24,7 +24,7 @@ from toolmend.check import Checker
 from toolmend.formats import parse_calls, to_openai_tool_calls
 from toolmend.guard import AllowedCalls, Guard, GuardPolicy, Reply, Turn, drive
 from toolmend.serve._assembler import ContentGate
-from toolmend.serve._protocol import openai_error, tool_names
+from toolmend.serve._protocol import openai_error, tool_names, tools_key
 
 __all__ = ["Answer", "Reask", "Verdict", "answer_of", "judge", "split_content", "usage_of"]
 
@@ -100,12 +100,12 @@ class Verdict:
 Reask = Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 """A hidden re-ask: the messages to append to the request, in; the upstream's completion, out."""
 
-_CHECKERS: OrderedDict[str, Checker] = OrderedDict()
+_CHECKERS: OrderedDict[bytes, Checker] = OrderedDict()
 
 
 def _checker(tools: Sequence[Mapping[str, Any]]) -> Checker:
     """Compiled checkers by tool list: agents send the same tools with every request."""
-    key = json.dumps(tools, sort_keys=True, default=str)
+    key = tools_key(tools)
     hit = _CHECKERS.get(key)
     if hit is not None:
         _CHECKERS.move_to_end(key)
