@@ -344,6 +344,7 @@ def main() -> None:
     assert up.stdout is not None
     direct = f"http://127.0.0.1:{int(up.stdout.readline().split()[1])}/v1"
     procs: list[subprocess.Popen[Any]] = [up]
+    checks: dict[str, bool] = {}
     BOOST[0] = args.boost
     _boost(os.getpid(), args.boost)
     _boost(up.pid, args.boost)
@@ -356,7 +357,9 @@ def main() -> None:
         cores = len(os.sched_getaffinity(0))
         print(
             f"machine: {cores} cores; load average before: {os.getloadavg()[0]:.2f}; "
-            f"autogroup scheduling: {_autogroup()} (each process in its own session)"
+            f"autogroup scheduling: {_autogroup()} (each process in its own session"
+            + (f", autogroup nice {args.boost}" if args.boost else "")
+            + ")"
         )
         print(f"upstream service time: uniform {args.latency_ms * (1 - args.jitter):.0f}-"
               f"{args.latency_ms * (1 + args.jitter):.0f} ms (mean {args.latency_ms:.0f}, seed {args.seed}); "
@@ -387,12 +390,27 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(_row(r))
+        checks = {
+            "every request answered once": all(
+                r["answered"] == r["sent"] and not r["failures"] and not r["duplicated"] for r in rows
+            )
+        }
         if args.memory:
             mem = asyncio.run(_memory(proxied, proxy.pid, args))
             rss = " -> ".join(f"{v:.1f}" for v in mem["rss_mib"])
             print(f"\nmemory: {mem['requests']} requests (half streamed) through the proxy; RSS after each quarter: "
                   f"{rss} MiB; sent {mem['sent']}, answered {mem['answered']}, failed {mem['failures']}, "
                   f"duplicated {mem['duplicated']}")  # fmt: skip
+            checks["every request answered once"] &= (
+                mem["answered"] == mem["sent"] and not mem["failures"] and not mem["duplicated"]
+            )
+            # Growth after the first quarter (which includes warming caches and pools).
+            growth = mem["rss_mib"][-1] - mem["rss_mib"][0]
+            checks[f"no memory growth (RSS +{growth:.1f} MiB over the last three quarters, limit 5)"] = (
+                growth < 5
+            )
+        for what, ok in checks.items():
+            print(f"check: {what}: {'PASS' if ok else 'FAIL'}")
         print(f"load average after: {os.getloadavg()[0]:.2f}")
         print(
             f"median added p50 of toolmend serve over modes: {statistics.median(r['added_p50'] for r in rows[:2]):+.2f} ms"
@@ -402,6 +420,8 @@ def main() -> None:
             proc.terminate()
         for proc in procs:
             proc.wait(10)
+    if not all(checks.values()):
+        sys.exit(1)
 
 
 if __name__ == "__main__":
