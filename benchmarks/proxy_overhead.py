@@ -134,11 +134,11 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def _service_times(args: argparse.Namespace, r: int) -> list[float]:
-    """Round ``r``'s service times: the same for the direct and the proxied requests."""
+def _service_times(args: argparse.Namespace, r: int, n: int) -> list[float]:
+    """Round ``r``'s ``n`` service times: the same for the direct and the proxied requests."""
     rng = random.Random(args.seed * 1000 + r)
     lo, hi = args.latency_ms * (1 - args.jitter), args.latency_ms * (1 + args.jitter)
-    return [rng.uniform(lo, hi) for _ in range(args.requests)]
+    return [rng.uniform(lo, hi) for _ in range(n)]
 
 
 async def _compare(
@@ -156,7 +156,7 @@ async def _compare(
         await load.run(session, proxied, [f"{tag}w{i}" for i in range(len(warm))], stream, warm)
         await load.run(session, direct, [f"{tag}v{i}" for i in range(len(warm))], stream, warm)
         for r in range(args.rounds):
-            service = _service_times(args, r)
+            service = _service_times(args, r, args.requests)
             order = ["direct", "proxy"] if r % 2 == 0 else ["proxy", "direct"]
             for who in order:
                 marks = [f"{tag}{who[0]}{r}-{i}" for i in range(args.requests)]
@@ -191,7 +191,7 @@ async def _memory(proxied: str, pid: int, args: argparse.Namespace) -> dict[str,
     step = args.memory // 4
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.concurrency)) as session:
         for k in range(4):
-            service = _service_times(args, 100 + k)
+            service = _service_times(args, 100 + k, step)
             marks = [f"m{k}-{i}" for i in range(step)]
             await load.run(session, proxied, marks[: step // 2], False, service)
             await load.run(session, proxied, marks[step // 2 :], True, service[step // 2 :])
