@@ -276,9 +276,9 @@ def _probe_starlette(upstream: str, port: int) -> None:
 BOOST = [0]
 
 
-def _start(cmd: list[str], health: str) -> subprocess.Popen[Any]:
+def _start(cmd: list[str], health: str, src: Path = ROOT / "src") -> subprocess.Popen[Any]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, start_new_session=True)  # fmt: skip
+                            env={**os.environ, "PYTHONPATH": str(src)}, start_new_session=True)  # fmt: skip
     _wait_healthy(health, proc)
     _boost(proc.pid, BOOST[0])
     return proc
@@ -326,6 +326,11 @@ def main() -> None:
     parser.add_argument(
         "--stacks", action="store_true", help="also measure a bare pass-through on Starlette+uvicorn"
     )
+    parser.add_argument(
+        "--baseline-src", type=Path, metavar="DIR",
+        help="also run toolmend serve from this source tree (another commit's src/, e.g. from "
+        "'git worktree add'), against the same upstream in the same run: an A/B of two builds",
+    )  # fmt: skip
     parser.add_argument("--probe", choices=["aiohttp", "starlette"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -365,6 +370,14 @@ def main() -> None:
               f"{args.latency_ms * (1 + args.jitter):.0f} ms (mean {args.latency_ms:.0f}, seed {args.seed}); "
               f"concurrency {args.concurrency}; {args.rounds} rounds x {args.requests} requests per target", flush=True)  # fmt: skip
         targets: list[tuple[str, str, int, bool]] = [("toolmend serve", proxied, proxy.pid, True)]
+        if args.baseline_src:
+            p = _free_port()
+            base = _start([sys.executable, "-m", "toolmend", "serve", "--upstream", direct, "--port", str(p)],
+                          f"http://127.0.0.1:{p}/healthz", args.baseline_src.resolve())  # fmt: skip
+            procs.append(base)
+            targets.append(
+                (f"toolmend serve from {args.baseline_src}", f"http://127.0.0.1:{p}/v1", base.pid, True)
+            )
         p = _free_port()
         bare = _start([sys.executable, __file__, "--probe", "aiohttp", "--upstream", direct, "--port", str(p)],
                       f"http://127.0.0.1:{p}/healthz")  # fmt: skip
