@@ -119,10 +119,7 @@ class Guard:
             dropped = [GuardFix(code="parallel_tool_calls", action="drop_call", call=i, before=c.name)
                        for i, c in enumerate(turn.calls) if i >= room]  # fmt: skip
             turn = replace(turn, calls=turn.calls[:room])
-        decision = self._decide(turn, attempt, kept, self._checker_for(allowed.names), allowed, dropped)
-        if dropped and decision.action == "accept":
-            decision.action = "repaired"
-        return decision
+        return self._decide(turn, attempt, kept, self._checker_for(allowed.names), allowed, dropped)
 
     def _checker_for(self, names: tuple[str, ...] | None) -> Checker:
         """The checker of the tools ``names`` allows (all of them for ``None``)."""
