@@ -156,6 +156,8 @@ class ScriptedUpstream:
         self.script = list(script)
         self.handler = handler
         self.bodies: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+        """Each request body as the bytes that arrived."""
         self.auth: list[str | None] = []
         self.peers: set[Any] = set()
         self.cancelled = 0
@@ -187,7 +189,9 @@ class ScriptedUpstream:
         )
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+        raw = await request.read()
+        self.raw.append(raw)
+        body = json.loads(raw)
         self.bodies.append(body)
         self.auth.append(request.headers.get("Authorization"))
         self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
@@ -264,6 +268,7 @@ def main() -> None:
     upstream = ScriptedUpstream(handler=_bench_scene)
     # The process form keeps nothing per request: memory must stay flat under a long benchmark.
     upstream.bodies = _Discard()
+    upstream.raw = _Discard()
     upstream.auth = _Discard()
     upstream.peers = _NoSet()
 
