@@ -104,13 +104,14 @@ _CHECKERS: OrderedDict[bytes, Checker] = OrderedDict()
 
 
 def _checker(tools: Sequence[Mapping[str, Any]]) -> Checker:
-    """Compiled checkers by tool list: agents send the same tools with every request."""
+    """Compiled checkers by the request's tool list (agents send the same tools with every
+    request), each tool as the guard must see it (:func:`_strict_view`)."""
     key = tools_key(tools)
     hit = _CHECKERS.get(key)
     if hit is not None:
         _CHECKERS.move_to_end(key)
         return hit
-    checker = Checker(tools)
+    checker = Checker([_strict_view(t) for t in tools])
     _CHECKERS[key] = checker
     if len(_CHECKERS) > 256:
         _CHECKERS.popitem(last=False)
@@ -248,7 +249,7 @@ async def judge(
         if allowed.mode == "required":
             # The model did call; max_tokens cut the call off. The answer ends as "length".
             allowed = replace(allowed, mode="auto")
-    guard = Guard(_checker([_strict_view(t) for t in body["tools"]]), policy)
+    guard = Guard(_checker(body["tools"]), policy)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes
