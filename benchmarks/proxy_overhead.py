@@ -1,21 +1,29 @@
 """What ``toolmend serve`` adds: latency (p50/p99) and CPU per request for clean tool-call traffic,
-streamed and not, through the proxy and directly to the same upstream in the same run; memory
-over a long run; and every request answered exactly once.
+streamed and not, through the proxy and directly to the same upstream in the same run, next to a
+bare pass-through proxy (the floor any Python proxy pays); memory over a long run; and every
+request answered exactly once.
 
     .venv/bin/python benchmarks/proxy_overhead.py [--concurrency 64] [--requests 2000] [--rounds 3]
-        [--memory 20000] [--stacks]
+        [--latency-ms 100] [--jitter 0.5] [--memory 20000] [--stacks]
 
-Three processes: the scripted upstream (tests/serve/scripted_upstream.py: aiohttp.web, one
-valid call per answer, its id carrying the request's marker), ``toolmend serve`` in front of it,
-and this load generator (N concurrent aiohttp clients). Each round sends the same requests
-directly and through the proxy (alternating which goes first), so a change of machine load hits
-both. Added latency is the difference of the two percentiles. The proxy's CPU per request is its
-process time (/proc) over the proxied requests; it means the same on a loaded machine, where the
-wall-clock figures do not.
+Processes: the scripted upstream (tests/serve/scripted_upstream.py: aiohttp.web, one valid call
+per answer, its id carrying the request's marker), ``toolmend serve`` in front of it, the bare
+pass-through, and this load generator (N concurrent aiohttp clients), each its own process, so
+no event loop waits on another's work. The upstream behaves like a model server: each answer
+takes a service time drawn (seeded) uniformly from ``latency x [1 - jitter, 1 + jitter]``; a
+stream sends its first chunk after half of it and the rest spread over the other half. The load
+generator draws the same service times, in the same order, for the direct and the proxied
+requests of a round, so the two latency distributions differ only by what the proxy adds.
 
-``--stacks`` also measures the candidate server stacks on their own: a bare pass-through (read
-the body, forward it with one aiohttp client session, send the answer back) on aiohttp.web and
-on Starlette + uvicorn (``pip install starlette uvicorn``), against the same upstream.
+Each round sends the same requests directly and through the proxy (alternating which goes
+first), so a change of machine load hits both. Added latency is the difference of the two
+percentiles. The proxy's CPU per request is its process time (/proc) over the proxied requests;
+it means the same on a loaded machine, where the wall-clock figures do not. The CPU share each
+process used during the proxied requests is printed too: when their sum nears the number of
+cores, the processes queue for CPU and the added latency is that queue.
+
+``--stacks`` also measures a bare pass-through on Starlette + uvicorn (``pip install starlette
+uvicorn``), the other server stack considered, against the same upstream (non-streamed only).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -78,17 +87,27 @@ class Load:
     def __init__(self, concurrency: int) -> None:
         self.concurrency = concurrency
         self.answers: Counter[str] = Counter()
+        self.sent = 0
         self.failures = 0
 
-    async def run(self, session: Any, base: str, marks: list[str], stream: bool) -> list[float]:
+    async def run(
+        self, session: Any, base: str, marks: list[str], stream: bool, service_ms: list[float] | None = None
+    ) -> list[float]:
         url = base + "/chat/completions"
-        work = iter(marks)
+        work = iter(enumerate(marks))
         latencies: list[float] = []
 
-        async def one(mark: str) -> None:
-            body = {"model": "bench", "messages": [{"role": "user", "content": mark}], "tools": TOOLS}
+        async def one(i: int, mark: str) -> None:
+            body: dict[str, Any] = {
+                "model": "bench",
+                "messages": [{"role": "user", "content": mark}],
+                "tools": TOOLS,
+            }
+            if service_ms:
+                body["metadata"] = {"latency_ms": f"{service_ms[i]:.3f}"}
             if stream:
                 body["stream"] = True
+            self.sent += 1
             t = time.perf_counter()
             async with session.post(
                 url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
@@ -103,8 +122,8 @@ class Load:
                 self.failures += 1
 
         async def worker() -> None:
-            for mark in work:
-                await one(mark)
+            for i, mark in work:
+                await one(i, mark)
 
         await asyncio.gather(*(worker() for _ in range(self.concurrency)))
         return latencies
@@ -115,38 +134,52 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
+def _service_times(args: argparse.Namespace, r: int, n: int) -> list[float]:
+    """Round ``r``'s ``n`` service times: the same for the direct and the proxied requests."""
+    rng = random.Random(args.seed * 1000 + r)
+    lo, hi = args.latency_ms * (1 - args.jitter), args.latency_ms * (1 + args.jitter)
+    return [rng.uniform(lo, hi) for _ in range(n)]
+
+
 async def _compare(
-    direct: str, proxied: str, pid: int, args: argparse.Namespace, stream: bool, tag: str
+    direct: str, proxied: str, pids: dict[str, int], args: argparse.Namespace, stream: bool, tag: str
 ) -> dict[str, Any]:
     import aiohttp
 
     load = Load(args.concurrency)
     lat: dict[str, list[float]] = {"direct": [], "proxy": []}
-    cpu = 0.0
+    cpu: Counter[str] = Counter()
+    wall = 0.0
     sent = 0
+    warm = [args.latency_ms] * (args.concurrency * 2)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.concurrency)) as session:
-        await load.run(
-            session, proxied, [f"{tag}w{i}" for i in range(args.concurrency * 2)], stream
-        )  # warm-up
-        await load.run(session, direct, [f"{tag}v{i}" for i in range(args.concurrency * 2)], stream)
+        await load.run(session, proxied, [f"{tag}w{i}" for i in range(len(warm))], stream, warm)
+        await load.run(session, direct, [f"{tag}v{i}" for i in range(len(warm))], stream, warm)
         for r in range(args.rounds):
+            service = _service_times(args, r, args.requests)
             order = ["direct", "proxy"] if r % 2 == 0 else ["proxy", "direct"]
             for who in order:
                 marks = [f"{tag}{who[0]}{r}-{i}" for i in range(args.requests)]
-                before = _cpu_s(pid)
-                lat[who] += await load.run(session, direct if who == "direct" else proxied, marks, stream)
+                before = {k: _cpu_s(pid) for k, pid in pids.items()}
+                mine, t = time.process_time(), time.perf_counter()
+                lat[who] += await load.run(
+                    session, direct if who == "direct" else proxied, marks, stream, service
+                )
                 if who == "proxy":
-                    cpu += _cpu_s(pid) - before
+                    wall += time.perf_counter() - t
+                    cpu["load generator"] += time.process_time() - mine
+                    for k, pid in pids.items():
+                        cpu[k] += _cpu_s(pid) - before[k]
                     sent += len(marks)
-    dup = sum(1 for n in load.answers.values() if n > 1)
     return {
         "mode": "stream" if stream else "non-stream",
         "direct_p50": _pct(lat["direct"], 0.5), "direct_p99": _pct(lat["direct"], 0.99),
         "proxy_p50": _pct(lat["proxy"], 0.5), "proxy_p99": _pct(lat["proxy"], 0.99),
         "added_p50": _pct(lat["proxy"], 0.5) - _pct(lat["direct"], 0.5),
         "added_p99": _pct(lat["proxy"], 0.99) - _pct(lat["direct"], 0.99),
-        "proxy_cpu_ms": cpu * 1000 / sent, "answered": sum(load.answers.values()), "failures": load.failures,
-        "duplicated": dup,
+        "proxy_cpu_ms": cpu["proxy"] * 1000 / sent, "sent": load.sent, "answered": sum(load.answers.values()),
+        "failures": load.failures, "duplicated": sum(1 for n in load.answers.values() if n > 1),
+        "busy": {k: v / wall for k, v in cpu.items()},
     }  # fmt: skip
 
 
@@ -158,32 +191,42 @@ async def _memory(proxied: str, pid: int, args: argparse.Namespace) -> dict[str,
     step = args.memory // 4
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.concurrency)) as session:
         for k in range(4):
+            service = _service_times(args, 100 + k, step)
             marks = [f"m{k}-{i}" for i in range(step)]
-            await load.run(session, proxied, marks[: step // 2], False)
-            await load.run(session, proxied, marks[step // 2 :], True)
+            await load.run(session, proxied, marks[: step // 2], False, service)
+            await load.run(session, proxied, marks[step // 2 :], True, service[step // 2 :])
             samples.append(_rss_mib(pid))
-    return {"requests": step * 4, "rss_mib": samples, "answered": sum(load.answers.values()),
+    return {"requests": step * 4, "rss_mib": samples, "sent": load.sent, "answered": sum(load.answers.values()),
             "failures": load.failures, "duplicated": sum(1 for n in load.answers.values() if n > 1)}  # fmt: skip
 
 
-# -- the stack probe: a bare pass-through on each candidate server stack -----------------------------
+# -- the floor: a bare pass-through on each candidate server stack -----------------------------------
 
 
 def _probe_aiohttp(upstream: str, port: int) -> None:
+    """Read the request, parse it, forward it with one pooled client session; a non-streamed
+    answer is read, parsed and sent back, a stream is relayed piece by piece as it comes."""
     import aiohttp
     from aiohttp import web
 
     async def start(app: web.Application) -> None:
         app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
 
-    async def chat(request: web.Request) -> web.Response:
+    async def chat(request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        json.loads(body)
+        stream = json.loads(body).get("stream")
         async with request.app["s"].post(upstream + "/chat/completions", data=body,
                                          headers={"Content-Type": "application/json"}) as r:  # fmt: skip
-            raw = await r.read()
-        json.loads(raw) if not raw.startswith(b"data:") else None
-        return web.Response(body=raw, content_type=r.content_type)
+            if not stream:
+                raw = await r.read()
+                json.loads(raw)
+                return web.Response(body=raw, content_type=r.content_type)
+            out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await out.prepare(request)
+            async for piece in r.content.iter_any():
+                await out.write(piece)
+            await out.write_eof()
+            return out
 
     async def health(_r: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -230,17 +273,38 @@ def _probe_starlette(upstream: str, port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def _start(cmd: list[str], health: str) -> subprocess.Popen[Any]:
+BOOST = [0]
+
+
+def _start(cmd: list[str], health: str, src: Path = ROOT / "src") -> subprocess.Popen[Any]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})  # fmt: skip
+                            env={**os.environ, "PYTHONPATH": str(src)}, start_new_session=True)  # fmt: skip
     _wait_healthy(health, proc)
+    _boost(proc.pid, BOOST[0])
     return proc
+
+
+def _boost(pid: int, nice: int) -> None:
+    """Give ``pid``'s session (autogroup) the niceness ``nice`` (negative: needs CAP_SYS_NICE)."""
+    if nice:
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+
+
+def _autogroup() -> str:
+    try:
+        return "on" if Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1" else "off"
+    except OSError:
+        return "n/a"
 
 
 def _row(r: dict[str, Any]) -> str:
     return (f"| {r['what']} | {r['mode']} | {r['direct_p50']:.2f} / {r['direct_p99']:.2f} | "
             f"{r['proxy_p50']:.2f} / {r['proxy_p99']:.2f} | {r['added_p50']:+.2f} | {r['added_p99']:+.2f} | "
-            f"{r['proxy_cpu_ms']:.3f} | {r['answered']} | {r['failures']} | {r['duplicated']} |")  # fmt: skip
+            f"{r['proxy_cpu_ms']:.3f} | {r['sent']} | {r['answered']} | {r['failures']} | {r['duplicated']} |")  # fmt: skip
+
+
+def _busy(r: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v * 100:.0f}%" for k, v in r["busy"].items())
 
 
 def main() -> None:
@@ -250,10 +314,23 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--requests", type=int, default=2000, help="requests per target per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--latency-ms", type=float, default=100.0, help="the upstream's mean service time")
+    parser.add_argument("--jitter", type=float, default=0.5, help="service time spread: latency x [1-j, 1+j]")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--boost", type=int, default=0, metavar="NICE",
+        help="autogroup niceness for every benchmark process (e.g. -10): on a shared machine, other "
+        "jobs then queue the benchmark less; the direct and the proxied paths get the same boost",
+    )  # fmt: skip
     parser.add_argument("--memory", type=int, default=20000, help="requests of the memory run (0: skip)")
     parser.add_argument(
-        "--stacks", action="store_true", help="also compare bare aiohttp.web and Starlette+uvicorn"
+        "--stacks", action="store_true", help="also measure a bare pass-through on Starlette+uvicorn"
     )
+    parser.add_argument(
+        "--baseline-src", type=Path, metavar="DIR",
+        help="also run toolmend serve from this source tree (another commit's src/, e.g. from "
+        "'git worktree add'), against the same upstream in the same run: an A/B of two builds",
+    )  # fmt: skip
     parser.add_argument("--probe", choices=["aiohttp", "starlette"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -261,51 +338,103 @@ def main() -> None:
     if args.probe:
         (_probe_aiohttp if args.probe == "aiohttp" else _probe_starlette)(args.upstream, args.port)
         return
+    if not 0 <= args.jitter <= 1 or args.latency_ms < 0:
+        parser.error("--latency-ms must be >= 0 and --jitter within [0, 1]")
 
-    up = subprocess.Popen([sys.executable, str(UPSTREAM)], stdout=subprocess.PIPE, text=True)
+    # Each server in its own session: with the kernel's autogroup scheduling (on here) a session
+    # shares one CPU share, so the load generator, upstream and proxies would queue each other.
+    up = subprocess.Popen(
+        [sys.executable, str(UPSTREAM)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert up.stdout is not None
     direct = f"http://127.0.0.1:{int(up.stdout.readline().split()[1])}/v1"
     procs: list[subprocess.Popen[Any]] = [up]
+    checks: dict[str, bool] = {}
+    BOOST[0] = args.boost
+    _boost(os.getpid(), args.boost)
+    _boost(up.pid, args.boost)
     try:
         port = _free_port()
         proxy = _start([sys.executable, "-m", "toolmend", "serve", "--upstream", direct, "--port", str(port)],
                        f"http://127.0.0.1:{port}/healthz")  # fmt: skip
         procs.append(proxy)
         proxied = f"http://127.0.0.1:{port}/v1"
-        print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores); "
-              f"concurrency {args.concurrency}, {args.rounds} rounds x {args.requests} requests per target", flush=True)  # fmt: skip
-        rows = []
-        for stream in (False, True):
-            r = asyncio.run(_compare(direct, proxied, proxy.pid, args, stream, "s" if stream else "n"))
-            rows.append({"what": "toolmend serve", **r})
+        cores = len(os.sched_getaffinity(0))
+        print(
+            f"machine: {cores} cores; load average before: {os.getloadavg()[0]:.2f}; "
+            f"autogroup scheduling: {_autogroup()} (each process in its own session"
+            + (f", autogroup nice {args.boost}" if args.boost else "")
+            + ")"
+        )
+        print(f"upstream service time: uniform {args.latency_ms * (1 - args.jitter):.0f}-"
+              f"{args.latency_ms * (1 + args.jitter):.0f} ms (mean {args.latency_ms:.0f}, seed {args.seed}); "
+              f"concurrency {args.concurrency}; {args.rounds} rounds x {args.requests} requests per target", flush=True)  # fmt: skip
+        targets: list[tuple[str, str, int, bool]] = [("toolmend serve", proxied, proxy.pid, True)]
+        if args.baseline_src:
+            p = _free_port()
+            base = _start([sys.executable, "-m", "toolmend", "serve", "--upstream", direct, "--port", str(p)],
+                          f"http://127.0.0.1:{p}/healthz", args.baseline_src.resolve())  # fmt: skip
+            procs.append(base)
+            targets.append(
+                (f"toolmend serve from {args.baseline_src}", f"http://127.0.0.1:{p}/v1", base.pid, True)
+            )
+        p = _free_port()
+        bare = _start([sys.executable, __file__, "--probe", "aiohttp", "--upstream", direct, "--port", str(p)],
+                      f"http://127.0.0.1:{p}/healthz")  # fmt: skip
+        procs.append(bare)
+        targets.append(("bare pass-through (aiohttp)", f"http://127.0.0.1:{p}/v1", bare.pid, True))
         if args.stacks:
-            for stack in ("aiohttp", "starlette"):
-                p = _free_port()
-                probe = _start([sys.executable, __file__, "--probe", stack, "--upstream", direct, "--port", str(p)],
-                               f"http://127.0.0.1:{p}/healthz")  # fmt: skip
-                procs.append(probe)
-                r = asyncio.run(
-                    _compare(direct, f"http://127.0.0.1:{p}/v1", probe.pid, args, False, stack[0])
-                )
-                rows.append({"what": f"bare pass-through on {stack}", **r})
-                probe.terminate()
+            p = _free_port()
+            star = _start([sys.executable, __file__, "--probe", "starlette", "--upstream", direct, "--port", str(p)],
+                          f"http://127.0.0.1:{p}/healthz")  # fmt: skip
+            procs.append(star)
+            targets.append(
+                ("bare pass-through (Starlette+uvicorn)", f"http://127.0.0.1:{p}/v1", star.pid, False)
+            )
+        rows = []
+        for what, url, pid, streams in targets:
+            for stream in (False, True) if streams else (False,):
+                tag = f"{len(rows)}{'s' if stream else 'n'}"
+                r = asyncio.run(_compare(direct, url, {"proxy": pid, "upstream": up.pid}, args, stream, tag))
+                rows.append({"what": what, **r})
+                print(f"  {what}, {r['mode']}: CPU busy during the proxied requests: {_busy(r)}", flush=True)
         print("\n| through | mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 ms | added p99 ms "
-              "| proxy CPU ms/req | answered | failed | duplicated |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| proxy CPU ms/req | sent | answered | failed | duplicated |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(_row(r))
+        checks = {
+            "every request answered once": all(
+                r["answered"] == r["sent"] and not r["failures"] and not r["duplicated"] for r in rows
+            )
+        }
         if args.memory:
             mem = asyncio.run(_memory(proxied, proxy.pid, args))
             rss = " -> ".join(f"{v:.1f}" for v in mem["rss_mib"])
             print(f"\nmemory: {mem['requests']} requests (half streamed) through the proxy; RSS after each quarter: "
-                  f"{rss} MiB; answered {mem['answered']}, failed {mem['failures']}, duplicated {mem['duplicated']}")  # fmt: skip
+                  f"{rss} MiB; sent {mem['sent']}, answered {mem['answered']}, failed {mem['failures']}, "
+                  f"duplicated {mem['duplicated']}")  # fmt: skip
+            checks["every request answered once"] &= (
+                mem["answered"] == mem["sent"] and not mem["failures"] and not mem["duplicated"]
+            )
+            # Growth after the first quarter (which includes warming caches and pools).
+            growth = mem["rss_mib"][-1] - mem["rss_mib"][0]
+            checks[f"no memory growth (RSS +{growth:.1f} MiB over the last three quarters, limit 5)"] = (
+                growth < 5
+            )
+        for what, ok in checks.items():
+            print(f"check: {what}: {'PASS' if ok else 'FAIL'}")
         print(f"load average after: {os.getloadavg()[0]:.2f}")
-        print(f"median added p50 over modes: {statistics.median(r['added_p50'] for r in rows[:2]):+.2f} ms")
+        print(
+            f"median added p50 of toolmend serve over modes: {statistics.median(r['added_p50'] for r in rows[:2]):+.2f} ms"
+        )
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(10)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+    if not all(checks.values()):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

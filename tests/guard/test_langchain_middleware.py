@@ -122,3 +122,24 @@ async def test_async_agent() -> None:
     agent = create_agent(model(*bad_then_good()), tools=[get_weather], middleware=[GuardMiddleware()])
     result = await agent.ainvoke({"messages": [HumanMessage(content="weather in Oslo?")]})
     assert RAN == [{"city": "Oslo", "days": 1}] and result["messages"][-1].content == "It is sunny."
+
+
+def test_tool_choice_in_langchain_words_is_enforced() -> None:
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+
+    two = AIMessage(content="", tool_calls=[
+        {"name": "get_weather", "args": {"city": "Oslo"}, "id": "c1", "type": "tool_call"},
+        {"name": "get_weather", "args": {"city": "Rome"}, "id": "c2", "type": "tool_call"}])  # fmt: skip
+    sent: list[Any] = []
+
+    def handler(request: ModelRequest) -> ModelResponse:
+        sent.append(request)
+        return ModelResponse(result=[two if len(sent) > 1 else AIMessage(content="It is sunny.")])
+
+    # "any" is LangChain's "required": the text answer is re-asked; then one call of the two.
+    request = ModelRequest(model=model(), messages=[HumanMessage(content="weather?")], tool_choice="any",
+                           tools=[get_weather], model_settings={"parallel_tool_calls": False})  # fmt: skip
+    middleware = GuardMiddleware()
+    out = middleware.wrap_model_call(request, handler)
+    assert [c["args"] for c in out.result[0].tool_calls] == [{"city": "Oslo"}]
+    assert len(sent) == 2 and [e["action"] for e in middleware.events] == ["reask", "repaired"]

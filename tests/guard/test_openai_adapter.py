@@ -199,3 +199,19 @@ def test_budget_spent_raises_with_the_last_response() -> None:
 def test_other_attributes_pass_through(server: Server) -> None:
     inner = openai.OpenAI(base_url=server.url, api_key="x")
     assert wrap(inner).models is inner.models
+
+
+def test_tool_choice_and_parallel_tool_calls_are_enforced() -> None:
+    # A server that ignores both: two calls, whatever was asked.
+    server = Server([{"name": "get_weather", "arguments": {"city": "Oslo"}},
+                     {"name": "get_weather", "arguments": {"city": "Rome"}}])  # fmt: skip
+    try:
+        client = wrap(openai.OpenAI(base_url=server.url, api_key="x"))
+        msg = client.chat.completions.create(**ask(parallel_tool_calls=False)).choices[0]
+        assert [json.loads(c.function.arguments) for c in msg.message.tool_calls] == [{"city": "Oslo"}]
+        none = client.chat.completions.create(**ask(tool_choice="none")).choices[0]
+        assert (none.message.tool_calls, none.finish_reason) == (None, "stop")
+        assert len(server.bodies) == 2  # dropping calls is a repair: no re-ask
+        assert [e["codes"] for e in client.events] == [["parallel_tool_calls"], ["tool_choice_none"]]
+    finally:
+        server.close()

@@ -9,6 +9,8 @@ away before the end (``cancelled``).
 As a process (for benchmarks/proxy_overhead.py)::
 
     python tests/serve/scripted_upstream.py [--port 0]   # prints "PORT <n>"; clean calls, streamed or not
+
+(each answer after the service time in the request's ``metadata.latency_ms``; none without it).
 """
 
 from __future__ import annotations
@@ -154,6 +156,8 @@ class ScriptedUpstream:
         self.script = list(script)
         self.handler = handler
         self.bodies: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+        """Each request body as the bytes that arrived."""
         self.auth: list[str | None] = []
         self.peers: set[Any] = set()
         self.cancelled = 0
@@ -185,7 +189,9 @@ class ScriptedUpstream:
         )
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+        raw = await request.read()
+        self.raw.append(raw)
+        body = json.loads(raw)
         self.bodies.append(body)
         self.auth.append(request.headers.get("Authorization"))
         self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
@@ -233,19 +239,26 @@ class ScriptedUpstream:
 
 def _bench_scene(body: dict[str, Any]) -> Scene:
     """A clean answer for the benchmark: one valid call when the request has tools, its id taken
-    from the last user message, so a client can tell that it got its own answer."""
+    from the last user message, so a client can tell that it got its own answer.
+
+    ``metadata.latency_ms`` (set by the load generator) is the service time a model server would
+    take: a non-streamed answer comes after it; a stream sends its first chunk after half of it
+    and spreads the other chunks over the rest, as tokens come."""
     mark = str(body["messages"][-1].get("content", ""))
+    meta = body.get("metadata")
+    latency = float(meta.get("latency_ms", 0)) / 1000 if isinstance(meta, dict) else 0.0
     calls = (
         [call("get_weather", {"city": "Oslo", "days": 3}, id=f"call_{mark}")] if body.get("tools") else None
     )
     if not body.get("stream"):
-        return Scene(body=completion(mark if not calls else None, calls))
+        return Scene(body=completion(mark if not calls else None, calls), delay=latency)
     deltas: list[dict[str, Any]] = [{"content": mark}] if not calls else [
         {"tool_calls": [{"index": 0, "id": f"call_{mark}", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]},
         {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Oslo", '}}]},
         {"tool_calls": [{"index": 0, "function": {"arguments": '"days": 3}'}}]},
     ]  # fmt: skip
-    return Scene(chunks=stream_of(deltas, "tool_calls" if calls else "stop"))
+    chunks = stream_of(deltas, "tool_calls" if calls else "stop")
+    return Scene(chunks=chunks, delay=latency / 2, chunk_delay=latency / 2 / len(chunks))
 
 
 def main() -> None:
@@ -255,6 +268,7 @@ def main() -> None:
     upstream = ScriptedUpstream(handler=_bench_scene)
     # The process form keeps nothing per request: memory must stay flat under a long benchmark.
     upstream.bodies = _Discard()
+    upstream.raw = _Discard()
     upstream.auth = _Discard()
     upstream.peers = _NoSet()
 

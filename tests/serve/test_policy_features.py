@@ -69,6 +69,17 @@ def test_tool_choice_required_reasks_for_a_call(serve: Any) -> None:
     assert nudge["role"] == "user" and "tool call is required" in nudge["content"]
 
 
+@pytest.mark.parametrize("policy", [{}, {"reask": False}], ids=["budget_spent", "reask_off"])
+def test_tool_choice_required_never_ends_without_a_call(serve: Any, policy: dict[str, Any]) -> None:
+    from toolmend.guard import GuardPolicy
+
+    proxy = serve(Scene(body=completion("It is sunny.")), policy=GuardPolicy(**policy))
+    with pytest.raises(openai.UnprocessableEntityError) as info:
+        _client(proxy).chat.completions.create(**ASK, tool_choice="required")
+    assert info.value.body["code"] == "tool_call_guard_gave_up"
+    assert len(proxy.upstream.bodies) == (1 if policy else 3)  # the turn's budget: two re-asks
+
+
 def test_named_tool_choice_reasks_another_tool(serve: Any) -> None:
     proxy = serve(
         Scene(body=completion(None, [call("get_time", "{}", "t")])), Scene(body=completion(None, [OSLO]))

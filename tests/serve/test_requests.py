@@ -130,3 +130,10 @@ def test_models_is_passed_through(serve: Any) -> None:
     proxy = serve(Scene(body=completion("fine")))
     with urllib.request.urlopen(proxy.url + "/models", timeout=5) as resp:
         assert json.loads(resp.read())["data"][0]["id"] == "scripted"
+
+
+def test_the_request_goes_upstream_as_the_client_sent_it(serve: Any) -> None:
+    proxy = serve(Scene(body=completion("hi")))
+    sent = '{"model":"m",  "messages":[{"role":"user","content":"Zürich \\u00e9"}], "tools": []}'.encode()
+    assert post(proxy.url, sent)[0] == 200
+    assert proxy.upstream.raw == [sent]  # not parsed and written again

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._decision import Action, Decision, GuardFix
 from toolmend.guard._driver import GuardOutcome, Reply, drive
 from toolmend.guard._engine import Guard
@@ -35,6 +36,7 @@ __all__ = [
     "GuardOutcome",
     "GuardPolicy",
     "Reply",
+    "AllowedCalls",
     "Turn",
     "TurnCall",
     "classify_fault",

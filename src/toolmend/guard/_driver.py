@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolmend._errors import ModelError
+from toolmend._errors import ConfigError, ModelError
 from toolmend._schema import Message, ToolCall
+from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._decision import Decision
 from toolmend.guard._engine import Guard
 from toolmend.guard._turn import Turn
@@ -79,8 +80,13 @@ class GuardOutcome:
 class _Loop:
     """The decisions of one turn, apart from how requests are made (async or not)."""
 
-    def __init__(self, guard: Guard, messages: list[Message]) -> None:
+    def __init__(
+        self, guard: Guard, messages: list[Message], allowed: AllowedCalls | None, decision: Decision | None
+    ) -> None:
         self.guard = guard
+        self.allowed = allowed
+        self.given = decision
+        """The guard's decision on the first answer, when the caller has already made it."""
         self.history = list(messages)
         self.outcome = GuardOutcome(status="accepted", calls=[], turn=Turn())
         self.attempt = 0
@@ -107,7 +113,11 @@ class _Loop:
             out.extra_tokens += reply.input_tokens + reply.output_tokens
             out.recovery_latency_s += time.perf_counter() - started
         out.turn = reply.turn
-        decision = self.guard.decide(reply.turn, attempt=self.attempt, kept=self.kept)
+        decision, self.given = self.given, None
+        if decision is None:
+            decision = self.guard.decide(
+                reply.turn, attempt=self.attempt, kept=self.kept, allowed=self.allowed
+            )
         out.decisions.append(decision)
         recovery = bool(self.attempt)
         out.events.append(
@@ -159,14 +169,25 @@ class _Loop:
 
 
 async def drive(
-    guard: Guard, respond: Respond, messages: list[Message], *, first: Turn | Reply | None = None
+    guard: Guard,
+    respond: Respond,
+    messages: list[Message],
+    *,
+    first: Turn | Reply | None = None,
+    decision: Decision | None = None,
+    allowed: AllowedCalls | None = None,
 ) -> GuardOutcome:
     """Run one guarded turn: ask (unless ``first`` is the answer already), decide, act, repeat.
+
+    ``decision`` is the guard's decision on ``first`` when the caller has made it already (a
+    proxy that answers clean turns at once and drives only the others): it is acted on as it
+    is, not checked again, and its re-ask counts once against the budget. ``allowed`` is what
+    the request allows (``tool_choice``, ``parallel_tool_calls``), applied to every answer.
 
     Returns a :class:`GuardOutcome`; never raises on model output. A non-retryable
     :class:`~toolmend.ModelError`, or a retryable one past ``policy.transport_retries``, propagates.
     """
-    loop = _Loop(guard, messages)
+    loop = _Loop(guard, messages, allowed, _given(first, decision))
     pending: list[Message] | None = None if first is not None else list(messages)
     started = time.perf_counter()
     got = first
@@ -191,9 +212,11 @@ def drive_sync(
     messages: list[Message],
     *,
     first: Turn | Reply | None = None,
+    decision: Decision | None = None,
+    allowed: AllowedCalls | None = None,
 ) -> GuardOutcome:
     """:func:`drive` for a blocking ``respond`` (a sync client), with no event loop."""
-    loop = _Loop(guard, messages)
+    loop = _Loop(guard, messages, allowed, _given(first, decision))
     pending: list[Message] | None = None if first is not None else list(messages)
     started = time.perf_counter()
     got = first
@@ -209,6 +232,12 @@ def drive_sync(
         pending = loop.answered(got, started)
         if pending is None:
             return loop.outcome
+
+
+def _given(first: Turn | Reply | None, decision: Decision | None) -> Decision | None:
+    if decision is not None and (first is None or decision.attempt != 0):
+        raise ConfigError("drive(decision=...) needs first=: the answer that decision is about (attempt 0)")
+    return decision
 
 
 def _status(decision: Decision, attempts: int) -> Status:

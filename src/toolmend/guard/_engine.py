@@ -18,13 +18,15 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolmend._schema import Finding, Message, Tool, ToolCall
 from toolmend.check import Checker, repair
 from toolmend.formats import load_lenient
+from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._decision import Action, Decision, GuardFix
 from toolmend.guard._messages import NOTHING_RAN, call_problem_text, turn_problem_text
 from toolmend.guard._policy import GuardPolicy
@@ -37,6 +39,10 @@ __all__ = ["Guard"]
 _TEXT_FIXABLE = {"redundant_information"}
 # How formats.lenient read text that was not strict JSON but held whole values.
 _COMPLETE_READS = {"python", "repaired"}
+_ANY = AllowedCalls()
+# Checkers of a tool list's subsets (a named tool_choice), kept as long as the full checker:
+# compiling a schema costs far more than deciding a clean turn.
+_SUBSETS: weakref.WeakKeyDictionary[Checker, dict[tuple[str, ...], Checker]] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -45,6 +51,8 @@ class _Work:
 
     turn: Turn
     calls: list[ToolCall | None]
+    checker: Checker
+    allowed: AllowedCalls = _ANY
     kept: list[ToolCall] = field(default_factory=list)
     parse_errors: dict[int, str] = field(default_factory=dict)
     fixes: list[GuardFix] = field(default_factory=list)
@@ -79,24 +87,72 @@ class Guard:
         self._last = None
         self._repeats = 0
 
-    def decide(self, turn: Turn, *, attempt: int = 0, kept: Sequence[ToolCall] = ()) -> Decision:
+    def decide(
+        self,
+        turn: Turn,
+        *,
+        attempt: int = 0,
+        kept: Sequence[ToolCall] = (),
+        allowed: AllowedCalls | None = None,
+    ) -> Decision:
         """The decision for ``turn``; ``attempt`` is 0 for the model's first answer.
 
         ``kept`` are calls of earlier rounds of this turn that were valid and kept (the previous
         decision's ``calls``); ``turn`` then holds the model's corrections only. Kept calls are
         checked with the new ones for list-level problems (count, repeats) and lead the
         decision's ``calls``; a re-sent copy of a kept call is dropped as a repeat.
+
+        ``allowed`` is what the request allows (:class:`~toolmend.guard.AllowedCalls`: OpenAI's
+        ``tool_choice`` and ``parallel_tool_calls``); calls it forbids are dropped or re-asked.
         """
+        allowed = allowed or _ANY
+        if allowed.unrestricted:
+            return self._decide(turn, attempt, kept, self.checker, _ANY, [])
+        dropped: list[GuardFix] = []
+        if allowed.mode == "none":
+            # Nothing may be called: the answer's text stands and its calls go.
+            dropped = [GuardFix(code="tool_choice_none", action="drop_call", call=i, before=c.name)
+                       for i, c in enumerate(turn.calls)]  # fmt: skip
+            turn, kept = replace(turn, calls=[]), ()
+        elif not allowed.parallel and len(kept) + len(turn.calls) > 1:
+            room = max(0, 1 - len(kept))
+            dropped = [GuardFix(code="parallel_tool_calls", action="drop_call", call=i, before=c.name)
+                       for i, c in enumerate(turn.calls) if i >= room]  # fmt: skip
+            turn = replace(turn, calls=turn.calls[:room])
+        return self._decide(turn, attempt, kept, self._checker_for(allowed.names), allowed, dropped)
+
+    def _checker_for(self, names: tuple[str, ...] | None) -> Checker:
+        """The checker of the tools ``names`` allows (all of them for ``None``)."""
+        if names is None:
+            return self.checker
+        subsets = _SUBSETS.setdefault(self.checker, {})
+        hit = subsets.get(names)
+        if hit is None:
+            tools = self.checker.tools
+            hit = subsets[names] = Checker([tools[n] for n in names if n in tools])
+        return hit
+
+    def _decide(
+        self,
+        turn: Turn,
+        attempt: int,
+        kept: Sequence[ToolCall],
+        checker: Checker,
+        allowed: AllowedCalls,
+        fixes: list[GuardFix],
+    ) -> Decision:
         if attempt == 0:
             self._last, self._repeats = None, 0
         if not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
-            if not self.checker.check(calls, self.policy.expected_count) and (
-                calls or not self.policy.expected_count
+            if not checker.check(calls, self.policy.expected_count) and (
+                calls or not (self.policy.expected_count or allowed.mode == "required")
             ):
-                return Decision(action="accept", calls=calls, keep=list(range(len(calls))), attempt=attempt)
-        work = self._read(turn)
+                return Decision(action="repaired" if fixes else "accept", calls=calls, fixes=list(fixes),
+                                keep=list(range(len(calls))), attempt=attempt)  # fmt: skip
+        work = self._read(turn, checker, allowed)
+        work.fixes[:0] = fixes
         work.kept = list(kept)
         self._check(work)
         if not work.per_call and not work.parse_errors and not work.whole:
@@ -154,8 +210,8 @@ class Guard:
 
     # -- reading and checking ------------------------------------------------------------
 
-    def _read(self, turn: Turn) -> _Work:
-        work = _Work(turn=turn, calls=[])
+    def _read(self, turn: Turn, checker: Checker, allowed: AllowedCalls) -> _Work:
+        work = _Work(turn=turn, calls=[], checker=checker, allowed=allowed)
         for i, c in enumerate(turn.calls):
             if c.arguments is not None:
                 work.calls.append(c.to_call())
@@ -194,15 +250,24 @@ class Guard:
             index += [i for i, c in enumerate(work.calls) if c is not None]
             calls = [*work.kept, *(c for c in work.calls if c is not None)]
         expected = self.policy.expected_count
+        checker = work.checker
         if not calls:
-            if expected and not work.parse_errors and not work.whole and work.turn.final is None:
-                work.whole.extend(self.checker.check([], expected))
+            if work.parse_errors or work.whole:
+                return
+            if expected and work.turn.final is None:
+                work.whole.extend(checker.check([], expected))
+            elif work.allowed.mode == "required":
+                names = ", ".join(checker.tools)
+                work.whole.append(Finding(
+                    code="wrong_tool_count", message="A tool call is required here (tool_choice), and the answer has none",
+                    suggestion=f"Call one of: {names}. Answer with the tool call only.",
+                    data={"expected": "at least 1", "got": 0, "rule": "tool_choice"}))  # fmt: skip
             return
-        findings = self.checker.check(calls, expected)  # type: ignore[arg-type]
+        findings = checker.check(calls, expected)  # type: ignore[arg-type]
         where = index
         if self.policy.repair and findings:
             # Repair only what has findings: a clean turn (the common case) costs one check.
-            result = repair(calls, self.checker, expected)  # type: ignore[arg-type]
+            result = repair(calls, checker, expected)  # type: ignore[arg-type]
             dropped = {index[fx.call] for fx in result.fixes if fx.action == "drop_call"}
             for fx in result.fixes:
                 work.fixes.append(GuardFix(code=fx.finding.code, action=fx.action, call=index[fx.call],
@@ -235,8 +300,8 @@ class Guard:
             i,
             name,
             work.per_call.get(i, []),
-            self.checker.tools.get(name),
-            self.tool_names,
+            work.checker.tools.get(name),
+            list(work.checker.tools),
             raw=tc.raw_arguments if tc is not None else None,
             parse_error=work.parse_errors.get(i),
             escalated=escalated,

@@ -23,6 +23,7 @@ from typing import Any
 
 from toolmend._errors import MissingExtraError
 from toolmend._schema import Message
+from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
 from toolmend.guard._engine import Guard
 from toolmend.guard._policy import GuardPolicy
@@ -69,6 +70,18 @@ def _turn(ai: AIMessage | None) -> Turn:
     ]
     text = ai.content if isinstance(ai.content, str) else ""
     return Turn.from_native(text, calls)
+
+
+def _allowed(request: ModelRequest) -> AllowedCalls:
+    """The request's ``tool_choice`` in LangChain's words (``any`` for required, a bare tool
+    name for that tool) and ``parallel_tool_calls`` from its model settings."""
+    tc = request.tool_choice
+    if tc == "any":
+        tc = "required"
+    elif isinstance(tc, str) and tc not in ("auto", "none", "required"):
+        tc = {"type": "function", "function": {"name": tc}}
+    parallel = (request.model_settings or {}).get("parallel_tool_calls")
+    return AllowedCalls.from_openai({"tool_choice": tc, "parallel_tool_calls": parallel})
 
 
 def _tool_spec(tool: Any) -> dict[str, Any]:
@@ -130,7 +143,7 @@ class GuardMiddleware(AgentMiddleware):
             )
             return self._reply(last[-1])
 
-        outcome = drive_sync(guard, respond, [], first=self._reply(first))
+        outcome = drive_sync(guard, respond, [], first=self._reply(first), allowed=_allowed(request))
         return self._result(outcome, last[-1])
 
     async def awrap_model_call(
@@ -149,5 +162,5 @@ class GuardMiddleware(AgentMiddleware):
             )
             return self._reply(last[-1])
 
-        outcome = await drive(guard, respond, [], first=self._reply(first))
+        outcome = await drive(guard, respond, [], first=self._reply(first), allowed=_allowed(request))
         return self._result(outcome, last[-1])

@@ -28,6 +28,7 @@ from typing import Any
 
 from toolmend._errors import MissingExtraError, ModelError, ToolmendError
 from toolmend._schema import Message, Tool
+from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
 from toolmend.guard._engine import Guard
 from toolmend.guard._policy import GuardPolicy
@@ -201,9 +202,14 @@ class _Core:
         data["tool_calls"] = calls or None
         choice = last.choices[0].model_copy(
             update={"message": type(message).model_validate(data),
-                    "finish_reason": "tool_calls" if calls else last.choices[0].finish_reason}
+                    "finish_reason": "tool_calls" if calls else _no_calls(last.choices[0].finish_reason)}
         )  # fmt: skip
         return last.model_copy(update={"choices": [choice], "usage": _usage_sum(responses)})
+
+
+def _no_calls(finish: str) -> str:
+    # Every call was dropped (tool_choice "none"): the answer is the text.
+    return "stop" if finish == "tool_calls" else finish
 
 
 class _Stream:
@@ -270,7 +276,9 @@ class _Completions:
             responses.append(self._once(self._core.request(kwargs, history)))
             return self._core.reply(responses[-1])
 
-        outcome = drive_sync(guard, respond, [], first=self._core.reply(first))
+        outcome = drive_sync(
+            guard, respond, [], first=self._core.reply(first), allowed=AllowedCalls.from_openai(kwargs)
+        )
         final = self._core.finish(outcome, responses)
         return _Stream(_chunks(final)) if kwargs.get("stream") else final
 
@@ -297,7 +305,9 @@ class _AsyncCompletions(_Completions):
             responses.append(await self._aonce(self._core.request(kwargs, history)))
             return self._core.reply(responses[-1])
 
-        outcome = await drive(guard, respond, [], first=self._core.reply(first))
+        outcome = await drive(
+            guard, respond, [], first=self._core.reply(first), allowed=AllowedCalls.from_openai(kwargs)
+        )
         final = self._core.finish(outcome, responses)
         return _Stream(_chunks(final)) if kwargs.get("stream") else final
 

@@ -23,6 +23,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend.guard import GuardPolicy
+from toolmend.serve import _json as fastjson
 from toolmend.serve._assembler import ContentGate, StreamAssembler
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
@@ -143,12 +144,13 @@ class _Proxy:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
-            body = parse_body(await request.read())
+            raw = await request.read()
+            body = parse_body(raw)
             validate_request(body, self.config.extra_fields)
         except RequestError as exc:
             self.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
             return _json(exc.status, exc.body())
-        ex = _Exchange(self, request, body, started)
+        ex = _Exchange(self, request, body, started, raw)
         try:
             return await (ex.stream() if body.get("stream") else ex.complete())
         except asyncio.CancelledError:
@@ -166,10 +168,15 @@ class _Proxy:
 class _Exchange:
     """One chat-completion request on its way through."""
 
-    def __init__(self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float) -> None:
+    def __init__(
+        self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float, raw: bytes
+    ) -> None:
         self.proxy = proxy
         self.request = request
         self.body = body
+        self.raw = raw
+        """The request as the client sent it: forwarded as it is (it is valid, and parsing it
+        again costs CPU in proportion to the conversation's length)."""
         self.started = started
         self.is_stream = bool(body.get("stream"))
         self.outcome = "error"
@@ -212,7 +219,7 @@ class _Exchange:
         proxy = self.proxy
         t = time.perf_counter()
         try:
-            reply = await proxy.upstream.post(_CHAT, self.body, proxy._incoming(self.request))
+            reply = await proxy.upstream.post(_CHAT, self.raw, proxy._incoming(self.request))
             data = reply.json()
             if not _has_choice(data):
                 raise UpstreamError(
@@ -252,9 +259,7 @@ class _Exchange:
         out["choices"] = [choice, *data["choices"][1:]]
         _add_usage(out, verdict)
         self.final = new
-        return web.Response(
-            text=json.dumps(out, ensure_ascii=False), content_type="application/json", headers=headers
-        )
+        return web.Response(body=fastjson.dumps(out), content_type="application/json", headers=headers)
 
     def _failed(self, exc: UpstreamError) -> web.Response:
         self.outcome, self.status = exc.kind, exc.status
@@ -266,7 +271,7 @@ class _Exchange:
         proxy = self.proxy
         t = time.perf_counter()
         try:
-            upstream = await proxy.upstream.open_stream(_CHAT, self.body, proxy._incoming(self.request))
+            upstream = await proxy.upstream.open_stream(_CHAT, self.raw, proxy._incoming(self.request))
         except UpstreamError as exc:
             return self._failed(exc)
         response = web.StreamResponse(status=200, headers=_SSE_HEADERS)
@@ -284,7 +289,8 @@ class _Exchange:
                 # The client has its answer; read the body's end so the connection goes back to
                 # the pool (a new connection per stream costs milliseconds).
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(upstream.read(), 1.0)
+                    async with asyncio.timeout(1.0):  # no task per stream, as wait_for makes
+                        await upstream.read()
                 upstream.release()
             else:
                 upstream.close()
@@ -300,7 +306,7 @@ class _Exchange:
         async with guard_transport():
             raw = await upstream.read()
         for chunk in _as_chunks(UpstreamReply(upstream.status, upstream.headers, raw).json()):
-            yield json.dumps(chunk).encode()
+            yield fastjson.dumps(chunk)
         yield b"[DONE]"
 
     async def _relay(self, upstream: Any, response: web.StreamResponse, t: float) -> None:
@@ -319,7 +325,7 @@ class _Exchange:
                     done = True
                     break
                 try:
-                    chunk = json.loads(data)
+                    chunk = fastjson.loads(data)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
                                         kind="upstream_invalid_json") from None  # fmt: skip
@@ -434,13 +440,13 @@ class _Exchange:
         if usage_chunk is not None:
             _add_usage(usage_chunk, verdict)
             events.append(usage_chunk)
-        out = b"".join(b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n" for c in events)
+        out = b"".join(b"data: " + fastjson.dumps(c) + b"\n\n" for c in events)
         await response.write(out + _comment_line(verdict) + b"data: [DONE]\n\n")
         await response.write_eof()
         self.final = verdict.message()
 
     async def _emit(self, response: web.StreamResponse, obj: Mapping[str, Any]) -> None:
-        await response.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n")
+        await response.write(b"data: " + fastjson.dumps(obj) + b"\n\n")
 
     async def _comment(self, response: web.StreamResponse, verdict: Verdict) -> None:
         await response.write(_comment_line(verdict))
@@ -551,7 +557,7 @@ def _as_chunks(body: Any) -> list[dict[str, Any]]:
 
 
 def _json(status: int, obj: Any, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, text=json.dumps(obj, ensure_ascii=False), content_type="application/json",
+    return web.Response(status=status, body=fastjson.dumps(obj), content_type="application/json",
                         headers=dict(headers or {}))  # fmt: skip
 
 

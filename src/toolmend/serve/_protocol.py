@@ -20,8 +20,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jsonschema
+import orjson
 
 from toolmend._errors import ToolmendError
+from toolmend.serve import _json
 
 __all__ = ["KNOWN_FIELDS", "RequestError", "openai_error", "tool_names", "validate_request"]
 
@@ -84,7 +86,7 @@ def openai_error(
     return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}
 
 
-_VALID_TOOLS: OrderedDict[str, None] = OrderedDict()
+_VALID_TOOLS: OrderedDict[bytes, None] = OrderedDict()
 
 
 def _require(cond: bool, message: str, param: str, code: str = "invalid_value") -> None:
@@ -95,7 +97,7 @@ def _require(cond: bool, message: str, param: str, code: str = "invalid_value") 
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The request body as an object, or a :class:`RequestError` saying why it is not one."""
     try:
-        body = json.loads(raw)
+        body = _json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         why = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise RequestError(f"The request body is not valid JSON: {why}.", code="invalid_json") from None
@@ -142,11 +144,11 @@ def validate_request(body: Mapping[str, Any], extra_fields: Iterable[str] = ()) 
         _require(isinstance(tools, list), "'tools' must be an array.", "tools")
         # Agents send the same tools with every request; checking a schema against the
         # meta-schema costs milliseconds, so a tool list that passed is remembered.
-        key = json.dumps(tools, sort_keys=True, default=str)
-        if key not in _VALID_TOOLS:
+        seen = tools_key(tools)
+        if seen not in _VALID_TOOLS:
             for i, tool in enumerate(tools):
                 _check_tool(tool, f"tools[{i}]")
-            _VALID_TOOLS[key] = None
+            _VALID_TOOLS[seen] = None
             if len(_VALID_TOOLS) > 256:
                 _VALID_TOOLS.popitem(last=False)
     _check_tool_choice(body.get("tool_choice"), tool_names(body))
@@ -177,6 +179,14 @@ def _check_tool(tool: Any, where: str) -> None:
         raise RequestError(
             f"{where}{path} is not a valid JSON Schema: {exc.message}.", param=where, code="invalid_schema"
         ) from None
+
+
+def tools_key(tools: Any) -> bytes:
+    """A request's ``tools`` as a cache key (agents send the same tools with every request)."""
+    try:
+        return orjson.dumps(tools, option=orjson.OPT_SORT_KEYS, default=str)
+    except TypeError:  # keys that are not strings (not from JSON)
+        return json.dumps(tools, sort_keys=True, default=str).encode()
 
 
 def tool_names(body: Mapping[str, Any]) -> list[str]:

@@ -1,9 +1,9 @@
 """The guard on the way back: what the proxy does with one assistant answer.
 
 :func:`judge` takes the upstream's answer (assembled, when it was streamed), applies what the
-request asked for and the backend may have ignored (``tool_choice``, ``parallel_tool_calls``,
-per-tool ``strict``), rescues tool calls printed as text, cuts calls that ``max_tokens`` cut
-off, then lets :class:`~toolmend.guard.Guard` decide — unchanged — and runs hidden re-asks
+request asked for and the backend may have ignored (per-tool ``strict``; ``tool_choice`` and
+``parallel_tool_calls`` are the guard's own :class:`~toolmend.guard.AllowedCalls`), rescues tool
+calls printed as text, cuts calls that ``max_tokens`` cut off, then lets :class:`~toolmend.guard.Guard` decide — unchanged — and runs hidden re-asks
 upstream through :func:`~toolmend.guard.drive`. The result is a :class:`Verdict`: the message the
 client gets, an honest ``finish_reason``, and everything that happened (for headers, metrics and
 traces).
@@ -16,15 +16,15 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from toolmend._schema import Message, ToolCall
 from toolmend.check import Checker
 from toolmend.formats import parse_calls, to_openai_tool_calls
-from toolmend.guard import Guard, GuardPolicy, Reply, Turn, drive
+from toolmend.guard import AllowedCalls, Guard, GuardPolicy, Reply, Turn, drive
 from toolmend.serve._assembler import ContentGate
-from toolmend.serve._protocol import openai_error, tool_names
+from toolmend.serve._protocol import openai_error, tool_names, tools_key
 
 __all__ = ["Answer", "Reask", "Verdict", "answer_of", "judge", "split_content", "usage_of"]
 
@@ -100,17 +100,18 @@ class Verdict:
 Reask = Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 """A hidden re-ask: the messages to append to the request, in; the upstream's completion, out."""
 
-_CHECKERS: OrderedDict[str, Checker] = OrderedDict()
+_CHECKERS: OrderedDict[bytes, Checker] = OrderedDict()
 
 
 def _checker(tools: Sequence[Mapping[str, Any]]) -> Checker:
-    """Compiled checkers by tool list: agents send the same tools with every request."""
-    key = json.dumps(tools, sort_keys=True, default=str)
+    """Compiled checkers by the request's tool list (agents send the same tools with every
+    request), each tool as the guard must see it (:func:`_strict_view`)."""
+    key = tools_key(tools)
     hit = _CHECKERS.get(key)
     if hit is not None:
         _CHECKERS.move_to_end(key)
         return hit
-    checker = Checker(tools)
+    checker = Checker([_strict_view(t) for t in tools])
     _CHECKERS[key] = checker
     if len(_CHECKERS) > 256:
         _CHECKERS.popitem(last=False)
@@ -136,19 +137,6 @@ def split_content(content: str, rescue: bool) -> tuple[str, str]:
 
 def _new_id() -> str:
     return "call_" + secrets.token_hex(12)
-
-
-def _choice_allows(body: Mapping[str, Any]) -> tuple[str, list[str] | None]:
-    """(mode, allowed tool names or None for all) from ``tool_choice``."""
-    choice = body.get("tool_choice")
-    if choice is None or isinstance(choice, str):
-        return (choice or "auto"), None
-    if choice.get("type") == "allowed_tools":
-        spec = choice.get("allowed_tools") or {}
-        names = [t.get("function", {}).get("name") for t in spec.get("tools") or [] if isinstance(t, dict)]
-        return str(spec.get("mode") or "auto"), [n for n in names if isinstance(n, str)]
-    fn = choice.get("function") or {}
-    return "required", [str(fn.get("name"))]
 
 
 def _truncated(raw: str) -> bool:
@@ -235,13 +223,13 @@ async def judge(
     """The verdict on ``answer`` to the request ``body`` (see the module docstring). Never raises
     on model output; a failed re-ask raises the :class:`~toolmend._errors.ModelError` it got."""
     names = tool_names(body)
-    mode, allowed = _choice_allows(body)
+    allowed = AllowedCalls.from_openai(body)
     original = [_wire_call(c) for c in answer.tool_calls]
     if not names:
         return Verdict("passthrough", answer.content or None, original, answer.finish_reason or "stop")
     fixes: list[dict[str, Any]] = []
     calls = list(original)
-    if not calls and mode != "none":
+    if not calls and allowed.mode != "none":
         rescued = _rescue(answer, names)
         if rescued:
             calls = rescued
@@ -258,48 +246,33 @@ async def judge(
             {"code": "truncated_call", "action": "drop_call", "before": c["function"]["name"]} for c in cut
         )
         finish = "length"
-    if mode == "none" and calls:
-        fixes.extend(
-            {"code": "tool_choice_none", "action": "drop_call", "before": c["function"]["name"]}
-            for c in calls
-        )
-        calls = []
-    if body.get("parallel_tool_calls") is False and len(calls) > 1:
-        fixes.extend({"code": "parallel_tool_calls", "action": "drop_call", "before": c["function"]["name"]}
-                     for c in calls[1:])  # fmt: skip
-        calls = calls[:1]
-    tools = [
-        _strict_view(t)
-        for t in body["tools"]
-        if allowed is None or (t.get("function") or {}).get("name") in allowed
-    ]
-    guard = Guard(_checker(tools), policy)
+        if allowed.mode == "required":
+            # The model did call; max_tokens cut the call off. The answer ends as "length".
+            allowed = replace(allowed, mode="auto")
+    guard = Guard(_checker(body["tools"]), policy)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes
-    need_call = mode == "required" and not calls and not cut
-    decision = guard.decide(turn)
-    if not (shadow or strict) and decision.action == "accept" and not fixes and not need_call:
+    # tool_choice and parallel_tool_calls are the guard's to enforce (toolmend.guard.AllowedCalls).
+    decision = guard.decide(turn, allowed=allowed)
+    if not (shadow or strict) and decision.action == "accept" and not fixes:
         # The common case: a clean answer costs one decision, and nothing is rewritten.
         verdict.events.append(decision.event())
-        _finish(verdict, original, decision.calls, answer)
+        _finish(verdict, original, decision.calls, answer, same=True)
         return verdict
     if shadow or strict:
         verdict.events.append(decision.event())
-        codes = [f["code"] for f in fixes] + decision.codes + (["no_tool_call"] if need_call else [])
-        verdict.findings = list(dict.fromkeys(codes))
+        verdict.findings = list(dict.fromkeys([f["code"] for f in fixes] + decision.codes))
         if shadow:
             verdict.outcome = "passthrough"
             verdict.content, verdict.tool_calls = answer.content or None, original
             verdict.finish_reason = answer.finish_reason or "stop"
-            verdict.shadow = "accept" if not verdict.findings else ("reask" if need_call else decision.action)
+            verdict.shadow = "accept" if not verdict.findings else decision.action
             return verdict
         if verdict.findings:
             detail = [f"{f.code}: {f.message}" for f in decision.findings]
             detail += [f"{fx.code}: {fx.action} {fx.path}".rstrip() for fx in decision.fixes]
             detail += [f"{f['code']}: {f['action']}" for f in fixes]
-            if need_call:
-                detail.append("no_tool_call: tool_choice requires a tool call")
             verdict.outcome = "rejected"
             verdict.error = openai_error(
                 "strict mode: the model's answer would need changes: " + "; ".join(detail),
@@ -311,47 +284,22 @@ async def judge(
         return verdict
 
     started = time.perf_counter()
+    rescue = allowed.mode != "none"
 
-    async def ask(extra: list[dict[str, Any]]) -> tuple[Answer, list[dict[str, Any]]]:
-        got = await reask(extra)
+    async def respond(messages: list[Message]) -> Reply:
+        got = await reask(_to_wire(messages))
         verdict.upstream.append(got)
         verdict.reasks += 1
         p, c = usage_of(got)
         verdict.reask_usage["prompt_tokens"] += p
         verdict.reask_usage["completion_tokens"] += c
-        reply = answer_of(got, mode != "none")
-        calls = [_wire_call(c) for c in reply.tool_calls] or _rescue(reply, names) or []
-        if body.get("parallel_tool_calls") is False:
-            calls = calls[:1]
-        return reply, calls
+        reply = answer_of(got, rescue)
+        calls = [_wire_call(c) for c in reply.tool_calls] or (_rescue(reply, names) if rescue else None) or []
+        return Reply(turn=_turn(reply.content if not calls else "", calls), input_tokens=p, output_tokens=c)
 
-    if need_call:
-        # tool_choice asked for a call and none came: the guard sees no problem in "no calls", so
-        # the proxy asks itself, within the same per-turn budget.
-        nudge = [{"role": "assistant", "content": content or ""}, {"role": "user", "content": (
-            f"A tool call is required here. Call one of: {', '.join(allowed or names)}. "
-            "Answer with the tool call only.")}]  # fmt: skip
-        while not turn.calls and verdict.reasks < policy.max_reasks_per_turn and policy.reask:
-            _reply, got = await ask(nudge)
-            turn = _turn("", got)
-        if not turn.calls:
-            verdict.findings = ["no_tool_call"]
-            verdict.outcome = "aborted"
-            verdict.error = openai_error(
-                f"tool-call guard gave up: tool_choice requires a tool call and the model made none "
-                f"after {verdict.reasks} re-ask(s)", type="tool_call_error", code="tool_call_guard_gave_up",
-                findings=verdict.findings,
-            )  # fmt: skip
-            return verdict
-        fixes.append({"code": "no_tool_call", "action": "reask"})
-
-    async def respond(messages: list[Message]) -> Reply:
-        reply, got = await ask(_to_wire(messages))
-        p, c = usage_of({"usage": reply.usage})
-        return Reply(turn=_turn(reply.content if not got else "", got), input_tokens=p, output_tokens=c)
-
-    # A fresh guard: the decision above must not count against the budget twice.
-    outcome = await drive(Guard(guard.checker, policy), respond, [], first=Reply(turn=turn))
+    # The first answer's decision is acted on as it is: it is not checked twice, and its
+    # re-ask counts once against the budget.
+    outcome = await drive(guard, respond, [], first=Reply(turn=turn), decision=decision, allowed=allowed)
     verdict.events.extend(outcome.events)
     codes = [f["code"] for f in fixes]
     for d in outcome.decisions:
@@ -370,7 +318,12 @@ async def judge(
             type="tool_call_error", code="tool_call_guard_gave_up", findings=verdict.findings,
         )  # fmt: skip
         return verdict
-    if outcome.status == "failed_to_model" and not outcome.calls and not content:
+    if (
+        outcome.status == "failed_to_model"
+        and not outcome.calls
+        and (not content or allowed.mode == "required")
+    ):
+        # Nothing valid to hand on: no call, and no text (or text where tool_choice asked for a call).
         verdict.outcome = "failed_to_model"
         verdict.error = openai_error(
             f"tool-call guard gave up: {outcome.final.reason}", type="tool_call_error",
@@ -397,12 +350,18 @@ def _wire_call(c: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _finish(
-    verdict: Verdict, original: list[dict[str, Any]], calls: Sequence[ToolCall], answer: Answer
+    verdict: Verdict,
+    original: list[dict[str, Any]],
+    calls: Sequence[ToolCall],
+    answer: Answer,
+    *,
+    same: bool = False,
 ) -> None:
-    """The final ``tool_calls``: an unchanged call keeps its original bytes; honest finish_reason."""
+    """The final ``tool_calls``: an unchanged call keeps its original bytes; honest finish_reason.
+    ``same``: the guard accepted the original calls as they are (nothing to compare)."""
     by_id = {c["id"]: c for c in original}
-    out = []
-    for c in calls:
+    out = list(original) if same else []
+    for c in calls if not same else ():
         orig = by_id.get(c.id or "")
         if orig is not None and orig["function"]["name"] == c.name and _same_args(orig, c):
             out.append(orig)
