@@ -38,6 +38,11 @@ def test_fast_reply_reader_equals_the_lenient_one(tasks: list) -> None:
         '<tool_call>{"name": "f", "arguments": {"x": {"$ref": "API_call_0"}}}</tool_call>',
         '<tool_call>{"name": "f", "arguments": {"x": 1}, "arguments": {"y": 2}}</tool_call>',
         '<tool_call>{"name": "f", "arguments": {"s": "\\ud800"}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"s": "</tool_call>"}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {}}',
+        '<tool_call> x {"name": "f", "arguments": {}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {}}</tool_call> then </tool_call>',
+        '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>',
     ]:
         # repr: NaN is not equal to itself
         assert repr(parse_reply(broken).model_dump()) == repr(parse_tagged_calls(broken).model_dump()), broken
