@@ -325,7 +325,9 @@ class Episode:
         turn = self.turns
         self.turns += 1
         parsed, named = _parse(reply if isinstance(reply, str) else "", f"call_{turn}_")
-        calls = parsed.calls if named else [_with_id(c, f"call_{turn}_{k}") for k, c in enumerate(parsed.calls)]
+        calls = (
+            parsed.calls if named else [_with_id(c, f"call_{turn}_{k}") for k, c in enumerate(parsed.calls)]
+        )
         broken = [f for f in parsed.findings if f.code == "invalid_format"]
         if not calls:
             if broken:
@@ -387,7 +389,9 @@ class Episode:
                 content=response.content,
             )
         )
-        return Message(role="tool", content=response.content, tool_calls=[], tool_call_id=call.id, name=call.name)
+        return Message(
+            role="tool", content=response.content, tool_calls=[], tool_call_id=call.id, name=call.name
+        )
 
     # -- results ------------------------------------------------------------------------------
 
