@@ -270,15 +270,35 @@ def test_audit_finds_every_task_passable_and_names_hidden_state_dependencies() -
         if t.template in ("trip_flight_and_hotel", "shop_buy_product", "todo_add")
     ]
     report = audit_tasks(tasks)
-    assert report.orders_checked > 0
+    assert report.orders_checked > 0 and report.ok
     # Booking the hotel before the flight numbers the bookings differently; grading keys created
     # records by content, so that order is an equally valid gold trajectory.
-    assert not [i for i in report.issues if i.task.startswith("world-0-trip_flight_and_hotel")]
-    # Checking out before adding to the cart cannot work, though the task's dependency levels
-    # allow that order: the audit reports it.
-    assert {i.check for i in report.issues} == {"order_dependent"}
-    assert {i.task.rsplit("-", 1)[0] for i in report.issues} == {"world-0-shop_buy_product"}
-    assert "empty_cart" in report.issues[0].message
+    buy = next(t for t in tasks if t.template == "shop_buy_product")
+    assert buy.after == {2: [1]} and buy.levels == [0, 1, 2]
+    # Without the recorded dependency through the state, checking out before adding to the cart
+    # is allowed by the task and cannot work: the audit reports it.
+    hidden = audit_tasks([buy.model_copy(update={"after": {}})])
+    assert {i.check for i in hidden.issues} == {"order_dependent"}
+    assert "empty_cart" in hidden.issues[0].message
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_audit_is_clean_for_every_task_of_a_seed(seed: int) -> None:
+    report = audit_tasks(generate_tasks(seed))
+    assert report.tasks == 214 and report.orders_checked > 200
+    assert report.ok, report.issues[:3]
+
+
+def test_task_dependencies_through_the_state_survive_the_tasks_file(tmp_path: Path) -> None:
+    from toolmend.benchmarks.world import build_tasks_file, read_tasks
+
+    path = build_tasks_file(0, tmp_path)
+    assert read_tasks(path) == generate_tasks(0)
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[0])
+    path.write_text("\n".join([*lines[1:3], json.dumps({**row, "after": {"0": [0]}})]) + "\n")
+    with pytest.raises(DatasetError, match=r":3.*each must name an earlier call"):
+        read_tasks(path)
 
 
 def test_same_seed_same_samples_jsonl_bytes_except_timings(tmp_path: Path) -> None:
