@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from toolmend.benchmarks.world import WorldBenchmark, audit_tasks, mean_ci, pass
 from toolmend.benchmarks.world._metrics import aggregate_world
 from toolmend.cli._app import app
 from toolmend.formats._tags import parse_tagged_calls
+from toolmend.runs._scale import is_count
 from toolmend.world import generate_tasks
 from toolmend.world._episode import write_reply
 from toolmend.world._schedule import TRANSIENT_KINDS, FaultSchedule
@@ -398,3 +400,28 @@ def test_score_replays_a_runs_saved_replies_to_the_same_metrics(tmp_path: Path) 
     )
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.stdout)["metrics"] == pytest.approx(result.summary.metrics)
+
+
+def test_declared_counts_show_as_whole_numbers_in_table_and_reports(tmp_path: Path) -> None:
+    assert WorldBenchmark.count_keys and all(
+        is_count(name, "world")
+        for name in ("tasks", "fault/timeout/injected", "invalid/missing_required/calls")
+    )
+    assert not is_count("fault/timeout/recovered", "world") and not is_count("tasks", "bfcl")
+    result = CliRunner().invoke(
+        app,
+        ["bench", "world", "--model", "scripted", "--faults", "heavy", "--trials", "2", "--limit", "6",
+         "--runs-dir", str(tmp_path), "--no-cache"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = dict(re.findall(r"│ (\S+)\s+│\s+(\S+) │", result.output))
+    run_dir = next(tmp_path.glob("*-world-scripted"))
+    md = dict(re.findall(r"^\| (\S+) \| (\S+) \|$", (run_dir / "report.md").read_text(), re.MULTILINE))
+    html = (run_dir / "report.html").read_text()
+    counts = [k for k in rows if k in ("tasks", "trials", "faults_injected") or k.endswith("/injected")]
+    assert len(counts) > 3
+    for name in counts:
+        assert re.fullmatch(r"\d+", rows[name]) and md[name] == rows[name], (name, rows[name], md.get(name))
+        assert f'{name}</td><td class="num">{rows[name]}<' in html
+    rates = [k for k in rows if k.endswith("/abandoned")]  # rates stay percentages
+    assert rates and all(re.fullmatch(r"\d+\.\d", rows[k]) for k in [*rates, "success"])
