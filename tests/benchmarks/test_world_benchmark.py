@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from toolmend.benchmarks.world import WorldBenchmark, audit_tasks, mean_ci, pass
 from toolmend.benchmarks.world._metrics import aggregate_world
 from toolmend.cli._app import app
 from toolmend.formats._tags import parse_tagged_calls
+from toolmend.runs._scale import is_count
 from toolmend.world import generate_tasks
 from toolmend.world._episode import write_reply
 from toolmend.world._schedule import TRANSIENT_KINDS, FaultSchedule
@@ -270,15 +272,35 @@ def test_audit_finds_every_task_passable_and_names_hidden_state_dependencies() -
         if t.template in ("trip_flight_and_hotel", "shop_buy_product", "todo_add")
     ]
     report = audit_tasks(tasks)
-    assert report.orders_checked > 0
+    assert report.orders_checked > 0 and report.ok
     # Booking the hotel before the flight numbers the bookings differently; grading keys created
     # records by content, so that order is an equally valid gold trajectory.
-    assert not [i for i in report.issues if i.task.startswith("world-0-trip_flight_and_hotel")]
-    # Checking out before adding to the cart cannot work, though the task's dependency levels
-    # allow that order: the audit reports it.
-    assert {i.check for i in report.issues} == {"order_dependent"}
-    assert {i.task.rsplit("-", 1)[0] for i in report.issues} == {"world-0-shop_buy_product"}
-    assert "empty_cart" in report.issues[0].message
+    buy = next(t for t in tasks if t.template == "shop_buy_product")
+    assert buy.after == {2: [1]} and buy.levels == [0, 1, 2]
+    # Without the recorded dependency through the state, checking out before adding to the cart
+    # is allowed by the task and cannot work: the audit reports it.
+    hidden = audit_tasks([buy.model_copy(update={"after": {}})])
+    assert {i.check for i in hidden.issues} == {"order_dependent"}
+    assert "empty_cart" in hidden.issues[0].message
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_audit_is_clean_for_every_task_of_a_seed(seed: int) -> None:
+    report = audit_tasks(generate_tasks(seed))
+    assert report.tasks == 214 and report.orders_checked > 200
+    assert report.ok, report.issues[:3]
+
+
+def test_task_dependencies_through_the_state_survive_the_tasks_file(tmp_path: Path) -> None:
+    from toolmend.benchmarks.world import build_tasks_file, read_tasks
+
+    path = build_tasks_file(0, tmp_path)
+    assert read_tasks(path) == generate_tasks(0)
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[0])
+    path.write_text("\n".join([*lines[1:3], json.dumps({**row, "after": {"0": [0]}})]) + "\n")
+    with pytest.raises(DatasetError, match=r":3.*each must name an earlier call"):
+        read_tasks(path)
 
 
 def test_same_seed_same_samples_jsonl_bytes_except_timings(tmp_path: Path) -> None:
@@ -378,3 +400,28 @@ def test_score_replays_a_runs_saved_replies_to_the_same_metrics(tmp_path: Path) 
     )
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.stdout)["metrics"] == pytest.approx(result.summary.metrics)
+
+
+def test_declared_counts_show_as_whole_numbers_in_table_and_reports(tmp_path: Path) -> None:
+    assert WorldBenchmark.count_keys and all(
+        is_count(name, "world")
+        for name in ("tasks", "fault/timeout/injected", "invalid/missing_required/calls")
+    )
+    assert not is_count("fault/timeout/recovered", "world") and not is_count("tasks", "bfcl")
+    result = CliRunner().invoke(
+        app,
+        ["bench", "world", "--model", "scripted", "--faults", "heavy", "--trials", "2", "--limit", "6",
+         "--runs-dir", str(tmp_path), "--no-cache"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = dict(re.findall(r"│ (\S+)\s+│\s+(\S+) │", result.output))
+    run_dir = next(tmp_path.glob("*-world-scripted"))
+    md = dict(re.findall(r"^\| (\S+) \| (\S+) \|$", (run_dir / "report.md").read_text(), re.MULTILINE))
+    html = (run_dir / "report.html").read_text()
+    counts = [k for k in rows if k in ("tasks", "trials", "faults_injected") or k.endswith("/injected")]
+    assert len(counts) > 3
+    for name in counts:
+        assert re.fullmatch(r"\d+", rows[name]) and md[name] == rows[name], (name, rows[name], md.get(name))
+        assert f'{name}</td><td class="num">{rows[name]}<' in html
+    rates = [k for k in rows if k.endswith("/abandoned")]  # rates stay percentages
+    assert rates and all(re.fullmatch(r"\d+\.\d", rows[k]) for k in [*rates, "success"])

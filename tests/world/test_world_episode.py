@@ -28,8 +28,35 @@ def test_fast_reply_reader_equals_the_lenient_one(tasks: list) -> None:
         '<tool_call>{"name": "f", "arguments": {</tool_call>',
         '<tool_call>{"name": 1}</tool_call>',
         "[f()]",
+        # Near misses of the direct reading: each must read exactly as the lenient reader does.
+        '<tool_call>{"name": 5, "arguments": {}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": []}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": "{}"}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {}, "id": "c1"}</tool_call>',
+        '<tool_call>{"name": "f"}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"x": NaN}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"x": {"$ref": "API_call_0"}}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"x": 1}, "arguments": {"y": 2}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"s": "\\ud800"}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {"s": "</tool_call>"}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {}}',
+        '<tool_call> x {"name": "f", "arguments": {}}</tool_call>',
+        '<tool_call>{"name": "f", "arguments": {}}</tool_call> then </tool_call>',
+        '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>',
     ]:
-        assert parse_reply(broken).model_dump() == parse_tagged_calls(broken).model_dump()
+        # repr: NaN is not equal to itself
+        assert repr(parse_reply(broken).model_dump()) == repr(parse_tagged_calls(broken).model_dump()), broken
+
+
+def test_episode_ids_pair_calls_with_their_answers(tasks: list) -> None:
+    task = next(t for t in tasks if t.template == "finance_two_balances")
+    gold = gold_run(task)
+    for first in (gold_replies(gold)[0], "Checking.\n" + gold_replies(gold)[0] + "\n{"):  # direct and lenient
+        ep = Episode(task, [])
+        ep.observe(first)
+        call_ids = [c.id for c in ep.messages[1].tool_calls]
+        assert call_ids == [f"call_0_{k}" for k in range(len(call_ids))]
+        assert [m.tool_call_id for m in ep.messages[2:]] == call_ids
 
 
 def test_created_records_compare_by_content_not_by_fresh_id(tasks: list) -> None:

@@ -104,3 +104,15 @@ def test_trl_dataset_rows_name_the_task_reset_reads() -> None:
     assert env._env._episode().task.id == row["task_id"]
     env._call("maps_geocode", {"city": "Paris"})
     assert env._env._episode().steps[-1].call == ToolCall(name="maps_geocode", arguments={"city": "Paris"})
+
+
+def test_trl_factory_offers_only_the_named_tools() -> None:
+    env = trl_environment_factory(tools=["todo_create", "todo_list"])()
+    public = {n for n, _ in inspect.getmembers(env, predicate=inspect.ismethod) if not n.startswith("_")}
+    assert public == {"reset", "get_reward", "todo_create", "todo_list"}
+    # The full form is unchanged by a narrowed one made before it.
+    assert hasattr(trl_environment_factory()(), "weather_current")
+    with pytest.raises(ConfigError, match="no world tool named 'todo_creat'"):
+        trl_environment_factory(tools=["todo_creat"])
+    with pytest.raises(ConfigError, match="at least one tool"):
+        trl_environment_factory(tools=[])

@@ -142,6 +142,10 @@ class Benchmark(ABC):
     headline: ClassVar[str | None] = None
     """The per-sample score the progress bar shows and reports rank samples by."""
     detail_keys: ClassVar[tuple[str, ...]] = ()
+    count_keys: ClassVar[tuple[str, ...]] = ()
+    """Names of aggregate metrics that count things rather than rate them, as shell-style
+    patterns (``fault/*/injected``); displays show them as whole numbers. Names every runner knows
+    as counts (``n_*``, ``*tokens*``, ``samples`` …) need no declaration."""
     percent_scale: ClassVar[bool] = False
     gold_ceiling: ClassVar[str | None] = None
     """Why the official scorer in compat mode gives the gold replies less than 100% (shown when

@@ -55,7 +55,7 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
     table.add_column("value", justify="right")
     percent = percent_keys(result.benchmark, s.metrics)
     for name, value in s.metrics.items():
-        table.add_row(name, format_metric(name, value, percent=name in percent))
+        table.add_row(name, format_metric(name, value, percent=name in percent, benchmark=result.benchmark))
     out.print(table)
     out.print(
         f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "

@@ -27,7 +27,7 @@ def _print_report(report: ScoreReport, detail_keys: tuple[str, ...]) -> None:
     table.add_column("value", justify="right")
     percent = percent_keys(report.benchmark, report.metrics)
     for name, value in report.metrics.items():
-        table.add_row(name, format_metric(name, value, percent=name in percent))
+        table.add_row(name, format_metric(name, value, percent=name in percent, benchmark=report.benchmark))
     out.print(table)
     out.print(f"scored {report.scored} of {report.total} samples")
     _print_worst(report, detail_keys)

@@ -267,8 +267,8 @@ class Environment:
         return self.cache_scope() if self.cache_scope is not None else ""
 
     def _findings(self, call: ToolCall, args: dict[str, Any], tool: Tool) -> list[Finding]:
-        resolved = call.model_copy(update={"arguments": args})
-        findings: list[Finding] = []
+        # Without refs the resolved arguments equal the call's: skip the copy (~10 µs a call).
+        resolved = call if args == call.arguments else call.model_copy(update={"arguments": args})
         findings = [f for f in self._check(resolved) if f.code in BLOCKING_CODES]
         return findings or schema_findings(resolved, tool)
 

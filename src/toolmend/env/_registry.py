@@ -54,10 +54,12 @@ class RegisteredTool:
 
         Raises pydantic's ``ValidationError`` when the arguments do not fit the signature.
         """
-        kwargs = dict(arguments)
         if self.args_model is not None:
             validated = self.args_model.model_validate(arguments)
-            kwargs = {name: getattr(validated, name) for name in validated.model_fields_set}
+            values = validated.__dict__  # the validated fields, read without attribute lookups
+            kwargs = {name: values[name] for name in validated.model_fields_set}
+        else:
+            kwargs = dict(arguments)
         for name in self.inject:
             if name not in context:
                 raise ConfigError(f"tool {self.spec.name!r} needs {name!r} in the environment's context")

@@ -109,5 +109,9 @@ class ToolResponse(BaseModel):
         return cls(content=_dumps(body), data=body, error=kind, source=source, status=status, tool=tool)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+"""Built once: ``json.dumps`` with any option builds a new encoder on every call."""
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return _ENCODER.encode(value)

@@ -136,7 +136,7 @@ class Report:
         v = view.metrics.get(metric)
         if v is None or math.isnan(v):
             return None
-        return v if is_count(metric) else to_pct(v, percent=metric in view.percent)
+        return v if is_count(metric, view.benchmark) else to_pct(v, percent=metric in view.percent)
 
     def runs_table(self) -> Table:
         """One row per run: what it ran and how far it got."""
@@ -159,7 +159,13 @@ class Report:
     def metrics_table(self) -> Table:
         """One row per metric, one column per run (rates 0–100, one decimal)."""
         rows = [
-            [m, *(format_metric(m, v.metrics.get(m), percent=m in v.percent) for v in self.views)]
+            [
+                m,
+                *(
+                    format_metric(m, v.metrics.get(m), percent=m in v.percent, benchmark=v.benchmark)
+                    for v in self.views
+                ),
+            ]
             for m in self.metrics
         ]
         return ["metric", *self.labels], rows
@@ -406,7 +412,7 @@ def build_report(views: list[RunView], *, worst: int = 10) -> Report:
     plotted = [
         m
         for m in metrics
-        if not is_count(m)
+        if not any(is_count(m, v.benchmark) for v in views)
         and "error" not in m
         and any(m in v.metrics and not math.isnan(v.metrics[m]) for v in views)
     ]

@@ -10,12 +10,19 @@ except where its official scorer publishes percentages (CriticTool), which are k
 ('86.7', '86.7')
 >>> format_metric("n_samples", 500.0), format_metric("accuracy", None)
 ('500', '–')
+
+A benchmark's own counts are the metrics it declares in ``count_keys``; pass its name:
+
+>>> format_metric("fault/timeout/injected", 6.0, benchmark="world")
+'6'
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from functools import lru_cache
 
 from toolmend.benchmarks import benchmark_class
 
@@ -24,14 +31,25 @@ __all__ = ["format_metric", "format_pct", "is_count", "percent_keys", "to_pct"]
 _COUNT_WORDS = ("tokens", "requests", "retries", "cache_hits", "samples", "count", "latency", "turns")
 
 
-def is_count(name: str) -> bool:
-    """A metric that counts things (``n_samples``, ``input_tokens`` …), shown as a plain number.
+def is_count(name: str, benchmark: str | None = None) -> bool:
+    """A metric that counts things (``n_samples``, ``input_tokens`` …, and what ``benchmark``
+    declares in ``count_keys``), shown as a plain number.
 
     >>> is_count("n_scored"), is_count("output_tokens"), is_count("tree_pass")
     (True, True, False)
+    >>> is_count("invalid/missing_required/calls"), is_count("invalid/missing_required/calls", "world")
+    (False, True)
     """
     base = name.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-    return base.startswith("n_") or any(w in base for w in _COUNT_WORDS)
+    if base.startswith("n_") or any(w in base for w in _COUNT_WORDS):
+        return True
+    return any(fnmatchcase(name, pattern) for pattern in _declared_counts(benchmark))
+
+
+@lru_cache(maxsize=64)
+def _declared_counts(benchmark: str | None) -> tuple[str, ...]:
+    declared = benchmark_class(benchmark) if benchmark else None
+    return declared.count_keys if declared is not None else ()
 
 
 def percent_keys(benchmark: str, metrics: Mapping[str, float | None]) -> set[str]:
@@ -49,7 +67,7 @@ def percent_keys(benchmark: str, metrics: Mapping[str, float | None]) -> set[str
     return {
         k
         for k, v in metrics.items()
-        if not is_count(k) and (every or (v is not None and not math.isnan(v) and v > 1.0))
+        if not is_count(k, benchmark) and (every or (v is not None and not math.isnan(v) and v > 1.0))
     }
 
 
@@ -69,11 +87,14 @@ def format_pct(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.1f}"
 
 
-def format_metric(name: str, value: float | None, *, percent: bool = False) -> str:
-    """``value`` of metric ``name`` as every display shows it: a count as an integer (or with one
-    decimal if it is not whole), anything else as a percentage with one decimal place."""
+def format_metric(
+    name: str, value: float | None, *, percent: bool = False, benchmark: str | None = None
+) -> str:
+    """``value`` of metric ``name`` as every display shows it: a count (see :func:`is_count`) as
+    an integer (or with one decimal if it is not whole), anything else as a percentage with one
+    decimal place."""
     if value is None or math.isnan(value):
         return "–"
-    if is_count(name):
+    if is_count(name, benchmark):
         return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
     return format_pct(to_pct(value, percent=percent))

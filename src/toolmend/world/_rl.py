@@ -308,7 +308,8 @@ def _tool_method(spec: Tool) -> Callable[..., str]:
 class WorldToolEnv:
     """One rollout's environment for TRL (build instances with :func:`trl_environment_factory`).
 
-    Public methods are exactly ``reset``, ``get_reward`` and one per world tool, as TRL expects.
+    Public methods are exactly ``reset``, ``get_reward`` and one per offered world tool, as TRL
+    expects (the factory's class adds the tool methods).
     """
 
     _schedule: FaultSchedule
@@ -343,27 +344,42 @@ class WorldToolEnv:
         return message.content
 
 
-def _tool_namespace() -> dict[str, Any]:
+@lru_cache(maxsize=1)
+def _tool_methods() -> dict[str, Callable[..., str]]:
     return {spec.name: _tool_method(spec) for spec in WORLD_TOOLS.tools}
 
 
-for _name, _method in _tool_namespace().items():
-    setattr(WorldToolEnv, _name, _method)
-
-
 def trl_environment_factory(
-    *, seed: int = 0, faults: str = "none", tasks: Sequence[Task] | None = None
+    *,
+    seed: int = 0,
+    faults: str = "none",
+    tasks: Sequence[Task] | None = None,
+    tools: Sequence[str] | None = None,
 ) -> Callable[[], WorldToolEnv]:
     """A zero-argument factory for ``GRPOTrainer(environment_factory=...)`` (see the module docstring).
 
-    >>> make = trl_environment_factory(faults="none")
+    ``tools`` names the world tools offered as methods (default: all 50). TRL renders every offered
+    tool's schema into every prompt, so offering only the tools of the tasks trained on keeps
+    prompts short (all 50 are about 25,000 characters).
+
+    >>> make = trl_environment_factory(faults="none", tools=["todo_create", "todo_list"])
     >>> env = make()
     >>> env.reset(task_id="world-0-todo_add-1", prompt=[]) is None
     True
     >>> json.loads(env.todo_create(title=""))["error"]["details"][0]["code"]
     'empty_value'
+    >>> hasattr(env, "weather_current")
+    False
     """
     chosen = list(tasks) if tasks is not None else generate_tasks(seed)
     schedule = FaultSchedule.named(faults, seed=seed)
-    cls = type("WorldToolEnv", (WorldToolEnv,), {"_schedule": schedule, "_tasks": chosen})
-    return cls
+    methods = _tool_methods()
+    names = list(methods) if tools is None else list(dict.fromkeys(tools))
+    unknown = [n for n in names if n not in methods]
+    if unknown:
+        raise ConfigError(f"no world tool named {', '.join(map(repr, unknown))}; known: {', '.join(methods)}")
+    if not names:
+        raise ConfigError("trl_environment_factory needs at least one tool")
+    namespace: dict[str, Any] = {"_schedule": schedule, "_tasks": chosen}
+    namespace.update({n: methods[n] for n in names})
+    return type("WorldToolEnv", (WorldToolEnv,), namespace)

@@ -6,7 +6,9 @@ ids and values that exist in that world. Later calls use earlier outputs NesTool
 binds placeholders ``API_call_<n>`` (numbered across the task from 0) to dotted paths into its
 JSON result (``ToolCall.outputs`` + ``ToolCall.output_fields``, e.g. ``"flights.0.flight_id"``),
 and later arguments hold :class:`~toolmend.Ref` values naming them. Calls that do not depend on
-each other can run in parallel; :attr:`Task.levels` tells which.
+each other can run in parallel; :attr:`Task.levels` tells which. A call can also need an earlier
+one through the world's state rather than an output (the checkout needs the cart that adding to it
+filled): :meth:`Chain.order` records such a dependency in :attr:`Task.after`.
 
 >>> tasks = generate_tasks(seed=0)
 >>> t = next(t for t in tasks if t.depth >= 2)
@@ -21,8 +23,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from toolmend._errors import DatasetError
 from toolmend._schema import Message, Ref, Sample, ToolCall
 from toolmend.world._state import WorldState
 from toolmend.world._world import World
@@ -36,6 +39,7 @@ class Chain:
 
     def __init__(self) -> None:
         self.calls: list[ToolCall] = []
+        self.after: dict[int, list[int]] = {}
         self._next = 0
 
     def call(self, tool: str, fields: tuple[str, ...] | list[str] = (), /, **arguments: Any) -> list[Ref]:
@@ -46,6 +50,13 @@ class Chain:
             ToolCall(name=tool, arguments=arguments, outputs=outputs, output_fields=list(fields))
         )
         return [Ref(target=o) for o in outputs]
+
+    def order(self, first: int, then: int) -> None:
+        """Call ``then`` needs call ``first`` to have run, through the state (it uses no output of
+        it): for example a checkout needs the cart that an earlier call filled."""
+        if not 0 <= first < then < len(self.calls):
+            raise DatasetError(f"order({first}, {then}): needs 0 <= first < then < {len(self.calls)}")
+        self.after.setdefault(then, []).append(first)
 
 
 TaskTemplate = Callable[[WorldState, random.Random, Chain], str]
@@ -61,16 +72,35 @@ class Task(BaseModel):
     query: str
     calls: list[ToolCall]
     domains: list[str] = Field(default_factory=list)
+    after: dict[int, list[int]] = Field(default_factory=dict)
+    """Per call index, the earlier calls it needs through the world's state (beyond the calls
+    whose outputs it uses)."""
+
+    @model_validator(mode="after")
+    def _earlier(self) -> Task:
+        for later, firsts in self.after.items():
+            if not 0 <= later < len(self.calls) or any(not 0 <= f < later for f in firsts):
+                raise ValueError(f"after[{later}] = {firsts}: each must name an earlier call")
+        return self
+
+    def dependencies(self) -> list[set[int]]:
+        """Per call, the calls that must run before it: those whose outputs it uses, and those of
+        :attr:`after`."""
+        producer: dict[str, int] = {}
+        deps: list[set[int]] = []
+        for i, call in enumerate(self.calls):
+            deps.append(
+                {producer[r] for r in _refs(call.arguments) if r in producer} | set(self.after.get(i, ()))
+            )
+            producer.update({o: i for o in call.outputs})
+        return deps
 
     @property
     def levels(self) -> list[int]:
         """Per call, how many calls must run before it (0 = can start at once)."""
-        bound: dict[str, int] = {}
         levels: list[int] = []
-        for i, call in enumerate(self.calls):
-            deps = [bound[r] for r in _refs(call.arguments) if r in bound]
+        for deps in self.dependencies():
             levels.append(1 + max(levels[d] for d in deps) if deps else 0)
-            bound.update({o: i for o in call.outputs})
         return levels
 
     @property
@@ -140,6 +170,7 @@ def generate_tasks(seed: int = 0, per_template: int = 5) -> list[Task]:
                     query=query,
                     calls=chain.calls,
                     domains=domains,
+                    after=chain.after,
                 )
             )
     return tasks

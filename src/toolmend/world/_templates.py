@@ -376,6 +376,7 @@ def shop_buy_product(s: WorldState, rng: random.Random, c: Chain) -> str:
     (pid,) = c.call("shop_search_products", ["products.0.product_id"], query=product.name)
     c.call("shop_add_to_cart", product_id=pid, quantity=qty)
     c.call("shop_checkout", payment_account_id=account, shipping_address=address)
+    c.order(1, 2)  # the checkout needs the cart filled: an empty one fails with empty_cart
     return (
         f"Order {qty} x {product.name}, pay with account {account} and ship to {address['street']}, "
         f"{city} {address['postal_code']}."

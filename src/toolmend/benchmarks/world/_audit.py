@@ -5,10 +5,10 @@ For each task the audit checks that
 1. every gold call succeeds and the gold trajectory, replayed as a model's replies through the
    benchmark's own loop (checker in front), scores success and the all-or-nothing verdict;
 2. executing the gold trajectory twice gives the same final state (no hidden nondeterminism);
-3. every other order of the gold calls that respects their data dependencies (each call after
-   the calls whose outputs it uses) — each is an equally valid gold trajectory — succeeds and
-   ends in the same state. An order that breaks this shows a dependency through the state that
-   the task's dependency levels do not record.
+3. every other order of the gold calls that respects their dependencies (each call after the
+   calls whose outputs it uses and those :attr:`Task.after` names) — each is an equally valid
+   gold trajectory — succeeds and ends in the same state. An order that breaks this shows a
+   dependency through the state that the task does not record.
 
 BFCL's multi-turn set held items that no model could pass (gorilla issue #1367); this is the check
 that finds such items before models are blamed for them.
@@ -26,7 +26,7 @@ from toolmend.env._environment import Environment
 from toolmend.world import WORLD_TOOLS, World
 from toolmend.world._episode import Episode
 from toolmend.world._grading import diff_state, gold_run
-from toolmend.world._tasks import Task, _refs
+from toolmend.world._tasks import Task
 
 __all__ = ["AuditIssue", "AuditReport", "audit_tasks"]
 
@@ -67,8 +67,7 @@ class AuditReport(BaseModel):
 
 def _orders(task: Task) -> Iterator[tuple[int, ...]]:
     """Orders of the gold calls in which each call comes after the calls whose outputs it uses."""
-    producer: dict[str, int] = {o: i for i, c in enumerate(task.calls) for o in c.outputs}
-    deps = [{producer[r] for r in _refs(c.arguments) if r in producer} for c in task.calls]
+    deps = task.dependencies()
     for order in itertools.permutations(range(len(task.calls))):
         position = {i: p for p, i in enumerate(order)}
         if all(position[d] < position[i] for i in order for d in deps[i]):

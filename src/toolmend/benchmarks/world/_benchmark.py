@@ -120,6 +120,7 @@ class WorldBenchmark(Benchmark):
     reply_format = "tags"
     headline = "success"
     detail_keys = ("template", "fault_schedule", "ended")
+    count_keys = ("tasks", "trials", "faults_injected", "fault/*/injected", "invalid/*/calls")
 
     def load(
         self,
