@@ -62,7 +62,7 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         reward: Annotated[
             list[str] | None,
             typer.Option(
-                help="GRPO reward, repeatable: schema, call_match, reflection, reflection_released."
+                help="GRPO reward, repeatable: schema, call_match, reflection, reflection_released, world."
             ),
         ] = None,
         vllm: Annotated[

@@ -21,6 +21,7 @@ from toolmend.train._rewards import (
     schema_score,
     structured_reflection_reward,
 )
+from toolmend.train._world_reward import WorldRewardConfig, world_reward, world_score
 
 __all__ = [
     "GRPO_PRESETS",
@@ -32,6 +33,7 @@ __all__ = [
     "Prepared",
     "SchemaRewardConfig",
     "TrainResult",
+    "WorldRewardConfig",
     "build_dataset",
     "build_rows",
     "call_match_reward",
@@ -43,4 +45,6 @@ __all__ = [
     "schema_score",
     "train",
     "verify_injection",
+    "world_reward",
+    "world_score",
 ]
