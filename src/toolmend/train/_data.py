@@ -162,7 +162,10 @@ def gold_json(calls: Sequence[ToolCall]) -> str:
 
 
 def _tools_json(tools: Sequence[Tool]) -> str:
-    return json.dumps([to_openai_tool(t) for t in tools], ensure_ascii=False, sort_keys=True)
+    # Keys in to_openai_tool's order, not sorted: chat templates render them as they come
+    # (``tojson`` keeps the order), and the hf/ backend renders to_openai_tool's dicts, so a
+    # model trained on this column sees the same prompt when it is sampled or benchmarked.
+    return json.dumps([to_openai_tool(t) for t in tools], ensure_ascii=False)
 
 
 def _fingerprint(trace: Trace, calls: Sequence[ToolCall]) -> tuple[bool, str]:
