@@ -10,6 +10,7 @@ recipes need the ``train`` extra (``pip install 'toolmend[train]'``) and say so 
 """
 
 from toolmend.train._data import KINDS, BuildReport, Kind, build_dataset, build_rows, verify_injection
+from toolmend.train._iterate import EvalSet, IterateConfig, IterateResult, RoundResult, iterate
 from toolmend.train._recipes import GRPO_PRESETS, REWARDS, Prepared, TrainResult, prepare, train
 from toolmend.train._rewards import (
     CallMatchConfig,
@@ -29,8 +30,12 @@ __all__ = [
     "REWARDS",
     "BuildReport",
     "CallMatchConfig",
+    "EvalSet",
+    "IterateConfig",
+    "IterateResult",
     "Kind",
     "Prepared",
+    "RoundResult",
     "SchemaRewardConfig",
     "TrainResult",
     "WorldRewardConfig",
@@ -38,6 +43,7 @@ __all__ = [
     "build_rows",
     "call_match_reward",
     "call_match_score",
+    "iterate",
     "prepare",
     "reflection_config",
     "structured_reflection_reward",

@@ -190,7 +190,11 @@ def _self_refine(row: dict[str, Any], attempt: str) -> dict[str, Any]:
     gold_text = row["completion"][0]["content"]
     right = calls_match(parse_calls(attempt).calls, gold)
     feedback = feedback_text([], attempt, Checker(tools), len(gold))
-    prompt = [*row["prompt"], {"role": "assistant", "content": attempt}, {"role": "user", "content": feedback}]
+    prompt = [
+        *row["prompt"],
+        {"role": "assistant", "content": attempt},
+        {"role": "user", "content": feedback},
+    ]
     answer = f"{KEEP_IT}\n{gold_text}" if right else gold_text
     return {**row, "prompt": prompt, "completion": [{"role": "assistant", "content": answer}],
             "code": "correct" if right else "model_attempt", "operator": "self_refine"}  # fmt: skip
@@ -285,7 +289,9 @@ def _train_round(
     trained.save_pretrained(str(out))
     trainer.processing_class.save_pretrained(str(out))
     log = trainer.state.log_history
-    loss = next((e.get("train_loss", e.get("loss")) for e in reversed(log) if "loss" in e or "train_loss" in e), None)
+    loss = next(
+        (e.get("train_loss", e.get("loss")) for e in reversed(log) if "loss" in e or "train_loss" in e), None
+    )
     return int(trainer.state.global_step), (float(loss) if loss is not None else None)
 
 
@@ -336,7 +342,9 @@ def iterate(
     def evaluate(round_no: int, checkpoint: Path, **fields: Any) -> RoundResult:
         texts = [t[0] for t in _sample(sample(checkpoint), eval_rows, 1, greedy)]
         scores = _evaluate(eval_rows, texts)
-        result = RoundResult(round=round_no, model=str(checkpoint), eval_tasks=len(eval_rows), **scores, **fields)
+        result = RoundResult(
+            round=round_no, model=str(checkpoint), eval_tasks=len(eval_rows), **scores, **fields
+        )
         say(f"round {round_no}: exact {scores['exact']:.3f}, overlap {scores['overlap']:.3f}, "
             f"schema-valid {scores['schema_valid']:.3f}")  # fmt: skip
         return result
@@ -367,7 +375,13 @@ def iterate(
                 if keep:
                     kept.append(row)
                     counts[part] += 1
-                record = {"trace_id": row["trace_id"], "part": part, "difficulty": d, "kept": keep, "answers": texts}
+                record = {
+                    "trace_id": row["trace_id"],
+                    "part": part,
+                    "difficulty": d,
+                    "kept": keep,
+                    "answers": texts,
+                }
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
         say(f"round {round_no}: {len(ds)} samples, kept {counts['task']} tasks + {counts['refine']} refine "
             f"({cfg.alpha} < D < {cfg.beta})")  # fmt: skip
