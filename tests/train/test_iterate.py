@@ -137,3 +137,27 @@ def test_missing_model_and_cli_errors(tmp_path: Path) -> None:
                               "--alpha", "1", "--beta", "0.5"])  # fmt: skip
     assert bad.exit_code == 2 and "alpha must be below beta" in bad.output
     assert IterateConfig.load({"sft": {"max_steps": 3}}).sft == {"max_steps": 3}
+
+
+def test_nestools_tasks_and_a_merged_lora_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
+    tasks = build_rows("sft", source="nestools", seed=0, limit=2)[0]
+    gold = {r["prompt"][0]["content"]: r["completion"][0]["content"] for r in tasks}
+    seen: Counter[str] = Counter()
+
+    def script(messages: list[Message]) -> str:
+        seen[repr(messages)] += 1  # every sample: right once, then wrong (D = 0.5)
+        return gold.get(messages[0].content, "") if seen[repr(messages)] % 2 else "no"
+
+    config = {**TINY, "source": "nestools", "rounds": 1, "lora": True, "refine": "none",
+              "eval_set": {"offset": 2, "limit": 2}}  # fmt: skip
+    result = iterate(tiny_model, tmp_path, config, sampler=lambda _: ScriptedModel(script))
+    assert result.rounds[1].kept_tasks == 2 and result.rounds[1].kept_refine == 0
+    final = result.final_model
+    # The adapter is merged: the next round (and the hf/ backend) loads a plain checkpoint.
+    assert (final / "config.json").is_file() and not (final / "adapter_config.json").exists()
+    from transformers import AutoModelForCausalLM
+
+    assert AutoModelForCausalLM.from_pretrained(final).num_parameters() > 0
+    records = _lines(tmp_path / "round-1" / "difficulty.jsonl")
+    assert {r["trace_id"] for r in records} == {r["trace_id"] for r in tasks}
+    assert result.rounds[1].eval_tasks == 2

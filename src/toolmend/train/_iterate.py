@@ -60,12 +60,17 @@ class EvalSet(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: str = "world"
+    source: str | None = None
+    """Default: the training set's source."""
     seed: int = 1
+    """For ``world``, another seed is another world with other tasks (held out)."""
+    offset: int = Field(0, ge=0)
+    """Skip this many tasks first (``nestools`` / ``bfcl``, whose tasks do not depend on the seed)."""
     limit: int | None = Field(50, ge=1)
     max_tools: int | None = Field(None, ge=1)
     """Default: the training set's ``max_tools``."""
     data: str | None = None
+    """Default: the training set's data folder."""
 
 
 class IterateConfig(BaseModel):
@@ -323,21 +328,29 @@ def iterate(
         raise ConfigError(f"no training tasks could be built from {cfg.source!r}")
     builder_refine = build_rows("refine", source=cfg.source, **common)[0] if cfg.refine == "builder" else []
     ev = cfg.eval_set
-    eval_rows, _ = build_rows("sft", source=ev.source, seed=ev.seed, limit=ev.limit,
-                              max_tools=ev.max_tools or cfg.max_tools, data=ev.data)  # fmt: skip
-    train_ids = {(r["source"], r["seed"], r["trace_id"]) for r in tasks}
-    eval_rows = [r for r in eval_rows if (r["source"], r["seed"], r["trace_id"]) not in train_ids]
+    eval_source = ev.source or cfg.source
+    eval_rows, _ = build_rows(
+        "sft",
+        source=eval_source,
+        seed=ev.seed,
+        limit=None if ev.limit is None else ev.offset + ev.limit,
+        max_tools=ev.max_tools or cfg.max_tools,
+        data=ev.data or (cfg.data if eval_source == cfg.source else None),
+    )
+    # Tasks also trained on are no test; for the world, the id names the seed too.
+    train_ids = {(r["source"], r["trace_id"]) for r in tasks}
+    eval_rows = [r for r in eval_rows[ev.offset :] if (r["source"], r["trace_id"]) not in train_ids]
     if not eval_rows:
         raise ConfigError(
-            f"the eval set ({ev.source}, seed {ev.seed}) has no task outside the training set; "
-            "pick another eval seed, source or a larger limit"
+            f"the eval set ({eval_source}, seed {ev.seed}, offset {ev.offset}) has no task outside the "
+            "training set; pick another eval seed (world), an offset past the training tasks, or another source"
         )
     from toolmend.models import GenerateConfig
 
     greedy = GenerateConfig(max_tokens=cfg.max_new_tokens)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    say(f"{len(tasks)} training tasks ({cfg.source}), {len(eval_rows)} held-out eval tasks ({ev.source})")
+    say(f"{len(tasks)} training tasks ({cfg.source}), {len(eval_rows)} held-out eval tasks ({eval_source})")
 
     def evaluate(round_no: int, checkpoint: Path, **fields: Any) -> RoundResult:
         texts = [t[0] for t in _sample(sample(checkpoint), eval_rows, 1, greedy)]
