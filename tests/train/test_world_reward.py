@@ -68,3 +68,19 @@ def test_bad_rows_raise() -> None:
 def test_gold_gets_the_maximum_reward(task: Task) -> None:
     config = WorldRewardConfig()
     assert _score(task, task.calls) == config.max_reward
+
+
+def test_grpo_trains_with_the_world_reward(tiny_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from datasets import Dataset
+
+    from toolmend.train import build_rows, prepare
+
+    rows = build_rows("sft", source="world", seed=0, limit=2, max_tools=2)[0]
+    config = {"max_steps": 1, "logging_steps": 1, "per_device_train_batch_size": 2, "num_generations": 2,
+              "max_completion_length": 8}  # fmt: skip
+    prepared = prepare("grpo", model=tiny_model, data=Dataset.from_list(rows), out=tmp_path, config=config,
+                       rewards=["world"])  # fmt: skip
+    assert prepared.trainer.reward_func_names == ["world_state"]
+    prepared.trainer.train()
+    logged = next(e for e in prepared.trainer.state.log_history if "rewards/world_state/mean" in e)
+    assert logged["rewards/world_state/mean"] == -1.0  # an untrained model writes no call: the floor

@@ -9,7 +9,15 @@ recipes need the ``train`` extra (``pip install 'toolmend[train]'``) and say so 
 (['checker_version', 'code', 'completion', 'gold_calls'], 2)
 """
 
-from toolmend.train._data import KINDS, BuildReport, Kind, build_dataset, build_rows, verify_injection
+from toolmend.train._data import (
+    KINDS,
+    SOURCE_KINDS,
+    BuildReport,
+    Kind,
+    build_dataset,
+    build_rows,
+    verify_injection,
+)
 from toolmend.train._iterate import EvalSet, IterateConfig, IterateResult, RoundResult, iterate
 from toolmend.train._recipes import GRPO_PRESETS, REWARDS, Prepared, TrainResult, prepare, train
 from toolmend.train._rewards import (
@@ -28,6 +36,7 @@ __all__ = [
     "GRPO_PRESETS",
     "KINDS",
     "REWARDS",
+    "SOURCE_KINDS",
     "BuildReport",
     "CallMatchConfig",
     "EvalSet",

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS",
+    "SOURCE_KINDS",
     "BuildReport",
     "Kind",
     "build_dataset",
@@ -76,6 +77,17 @@ __all__ = [
 
 Kind = Literal["sft", "kto", "refine", "reflect", "critique"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
+
+SOURCE_KINDS: dict[str, tuple[Kind, ...]] = {
+    "world": KINDS,
+    "bfcl": KINDS,
+    "nestools": KINDS,
+    "traces:DIR": TRACE_KINDS,
+}
+"""Which kinds each source builds. World tools execute, so schema-invisible corruptions are
+verified by their outcome; BFCL and NesTools tools cannot run, so only corruptions the parser or
+checklist sees are kept (and ``reflect`` shows schema-shaped simulated results); guard traces
+hold no gold trajectory to perturb, so they build no ``reflect`` or ``critique`` data."""
 
 CHECKER_VERSION = f"toolmend-{__version__}"
 """Written into every row's provenance: which checklist verified the label."""
@@ -441,7 +453,10 @@ def build_rows(
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown dataset kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if source.startswith("traces:") and kind not in TRACE_KINDS:
+    key = "traces:DIR" if source.startswith("traces:") else source
+    if key not in SOURCE_KINDS:
+        raise ConfigError(f"unknown trajectory source {source!r}; expected {', '.join(SOURCE_KINDS)}")
+    if kind not in SOURCE_KINDS[key]:
         raise ConfigError(
             f"the traces: source builds {', '.join(TRACE_KINDS)} data; {kind} needs gold trajectories "
             "with executed steps (use --source world, bfcl or nestools)"

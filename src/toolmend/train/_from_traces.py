@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from toolmend._errors import ConfigError, DatasetError, ToolmendError
 from toolmend._schema import Finding, Tool, ToolCall
@@ -39,7 +39,7 @@ from toolmend.formats._result import CallFormat
 
 __all__ = ["TRACE_KINDS", "TraceAnswer", "read_trace_file", "trace_examples"]
 
-TRACE_KINDS = ("sft", "kto", "refine")
+TRACE_KINDS: tuple[Literal["sft", "kto", "refine"], ...] = ("sft", "kto", "refine")
 """The dataset kinds a ``traces:`` source can build."""
 
 
