@@ -161,3 +161,20 @@ def test_nestools_tasks_and_a_merged_lora_checkpoint(tiny_model: Path, tmp_path:
     records = _lines(tmp_path / "round-1" / "difficulty.jsonl")
     assert {r["trace_id"] for r in records} == {r["trace_id"] for r in tasks}
     assert result.rounds[1].eval_tasks == 2
+
+
+def test_builder_refine_rows_and_an_empty_band_train_nothing(tiny_model: Path, tmp_path: Path) -> None:
+    tasks = [
+        r for seed in (0, 1) for r in build_rows("sft", source="world", seed=seed, limit=2, max_tools=2)[0]
+    ]
+    gold = {r["prompt"][0]["content"]: r["completion"][0]["content"] for r in tasks}
+    perfect = ScriptedModel(lambda messages: gold[messages[0].content])  # D = 0 everywhere: too easy
+    config = {**TINY, "rounds": 1, "refine": "builder"}
+    result = iterate(tiny_model, tmp_path, config, sampler=lambda _: perfect)
+    records = _lines(tmp_path / "round-1" / "difficulty.jsonl")
+    refine = build_rows("refine", source="world", seed=0, limit=2, max_tools=2)[0]
+    assert sum(r["part"] == "refine" for r in records) == len(refine) > 0
+    assert all(r["difficulty"] == 0.0 and not r["kept"] for r in records)
+    point = result.rounds[1]
+    assert (point.too_easy, point.steps, point.exact) == (len(records), 0, 1.0)
+    assert result.final_model == tiny_model and not (tmp_path / "round-1" / "model").exists()

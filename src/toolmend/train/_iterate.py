@@ -322,11 +322,15 @@ def iterate(
     current = _model_dir(model)
     say = log or (lambda _line: None)
     sample = sampler or _hf_sampler(cfg)
-    common = {"seed": cfg.seed, "limit": cfg.limit, "max_tools": cfg.max_tools, "data": cfg.data}
-    tasks, _ = build_rows("sft", source=cfg.source, **common)
+
+    def training_rows(kind: str) -> list[dict[str, Any]]:
+        return build_rows(kind, source=cfg.source, seed=cfg.seed, limit=cfg.limit, max_tools=cfg.max_tools,
+                          data=cfg.data)[0]  # fmt: skip
+
+    tasks = training_rows("sft")
     if not tasks:
         raise ConfigError(f"no training tasks could be built from {cfg.source!r}")
-    builder_refine = build_rows("refine", source=cfg.source, **common)[0] if cfg.refine == "builder" else []
+    builder_refine = training_rows("refine") if cfg.refine == "builder" else []
     ev = cfg.eval_set
     eval_source = ev.source or cfg.source
     eval_rows, _ = build_rows(
