@@ -22,6 +22,15 @@ again. A desirable answer must pass the parser and the checklist (else ``gold_fa
 undesirable one is kept only when they report a problem in it (``verified_by`` ``parser`` or
 ``checker``; else ``unverified:guard_<outcome>``). History turns are written in the dataset's
 reply format, like every other source.
+
+>>> from toolmend.check import Checker
+>>> tools = load_tools([{"type": "function", "function": {"name": "f", "parameters": {
+...     "type": "object", "properties": {"n": {"type": "integer"}}}}}])
+>>> original = {"role": "assistant", "tool_calls": [
+...     {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"n": "2"}'}}]}
+>>> answer = TraceAnswer(original, Checker(tools), "tags")
+>>> answer.verified_by, [f.code for f in answer.findings], answer.calls[0].id
+('checker', ['invalid_type'], None)
 """
 
 from __future__ import annotations

@@ -24,6 +24,14 @@ A round with no sample in the band trains nothing and keeps the checkpoint. The 
 gets ``round-N/difficulty.jsonl`` (every sample's D, its k answers and whether it was kept),
 ``round-N/model`` (the checkpoint) and, updated after every round, ``curves.json``,
 ``curves.md`` and (with matplotlib) ``curves.png``; round 0 is the starting model.
+
+>>> cfg = IterateConfig.load({"rounds": 2, "k": 4, "sft": {"max_steps": 50}})
+>>> (cfg.alpha, cfg.beta, cfg.refine, cfg.eval_set.seed)
+(0.0, 0.9, 'model', 1)
+>>> IterateConfig.load({"alpha": 0.5, "beta": 0.5})
+Traceback (most recent call last):
+...
+toolmend._errors.ConfigError: iterate config: alpha must be below beta (got alpha=0.5, beta=0.5)
 """
 
 from __future__ import annotations
@@ -122,8 +130,9 @@ class IterateConfig(BaseModel):
             return cls.model_validate(value or {})
         except ValidationError as exc:
             err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "config"
-            raise ConfigError(f"{where}iterate config field {field!r}: {err['msg']}") from None
+            field = ".".join(str(p) for p in err["loc"])
+            what = f"iterate config field {field!r}" if field else "iterate config"
+            raise ConfigError(f"{where}{what}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
 class RoundResult(BaseModel):
