@@ -269,6 +269,8 @@ def _write_curves(out: Path, config: IterateConfig, rounds: list[RoundResult]) -
     right.bar([x + 0.2 for x in xs], [r.kept_refine for r in rounds], width=0.4, label="kept refine")
     right.set(xlabel="round", ylabel="samples", title=f"{config.alpha} < D < {config.beta}")
     right.legend(fontsize=8)
+    for ax in (left, right):
+        ax.set_xticks(xs)
     fig.tight_layout()
     fig.savefig(out / "curves.png", dpi=100)
     plt.close(fig)
