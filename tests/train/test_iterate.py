@@ -4,6 +4,7 @@ difficulty filter driven by D, and bad input refused before anything is sampled.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,12 @@ def test_builder_refine_rows_and_an_empty_band_train_nothing(tiny_model: Path, t
     point = result.rounds[1]
     assert (point.too_easy, point.steps, point.exact) == (len(records), 0, 1.0)
     assert result.final_model == tiny_model and not (tmp_path / "round-1" / "model").exists()
+
+
+def test_missing_train_extra_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tiny_model: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "trl", None)  # Python's own way to make an import fail
+    result = CliRunner().invoke(app, ["train", "iterate", "--model", str(tiny_model), "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "pip install 'toolmend[train]'" in result.output and not list(tmp_path.iterdir())
