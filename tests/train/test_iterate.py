@@ -3,6 +3,7 @@ difficulty filter driven by D, and bad input refused before anything is sampled.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections import Counter
@@ -37,6 +38,8 @@ def test_two_rounds_on_the_tiny_model(tiny_model: Path, tmp_path: Path) -> None:
     curves = json.loads((tmp_path / "curves.json").read_text())
     assert [r["round"] for r in curves["rounds"]] == [0, 1, 2]
     assert curves["config"]["k"] == 2 and (tmp_path / "curves.md").read_text().count("\n") == 5
+    if importlib.util.find_spec("matplotlib") is not None:  # the optional viz extra
+        assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
     assert result.final_model == tmp_path / "round-2" / "model"
     assert (result.final_model / "model.safetensors").is_file()
     # Round 2 sampled and trained from round 1's checkpoint, not the starting model.

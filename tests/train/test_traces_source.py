@@ -109,6 +109,7 @@ def test_kto_labels_originals_undesirable_with_their_code(traces: Path) -> None:
     bad = next(r for r in rows if r["trace_id"] == "s1" and not r["label"])
     assert _calls(bad) == [("get_weather", {"city": "Oslo", "days": "2"})]  # the model's own original
     assert report.codes == {"correct": 3, "invalid_type": 1, "missing_required": 1}
+    assert report.verified_by == {"checker": 2}
 
 
 def test_refine_goes_from_the_original_and_feedback_to_the_repair(traces: Path) -> None:

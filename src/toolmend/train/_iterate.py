@@ -253,14 +253,13 @@ def _write_curves(out: Path, config: IterateConfig, rounds: list[RoundResult]) -
     (out / "curves.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (out / "curves.md").write_text(curves_table(rounds), encoding="utf-8")
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        # A bare Figure: no pyplot, so no global backend switch in the caller's process.
+        from matplotlib.figure import Figure
     except ImportError:  # the viz extra is optional: the JSON and the table are the record
         return
     xs = [r.round for r in rounds]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig = Figure(figsize=(9, 3.2))
+    left, right = fig.subplots(1, 2)
     for key in ("exact", "overlap", "schema_valid"):
         left.plot(xs, [getattr(r, key) for r in rounds], marker="o", label=key)
     left.set(xlabel="round", ylabel="eval", ylim=(-0.02, 1.02), title="held-out tasks")
@@ -273,7 +272,6 @@ def _write_curves(out: Path, config: IterateConfig, rounds: list[RoundResult]) -
         ax.set_xticks(xs)
     fig.tight_layout()
     fig.savefig(out / "curves.png", dpi=100)
-    plt.close(fig)
 
 
 # -- the loop --------------------------------------------------------------------------------------
