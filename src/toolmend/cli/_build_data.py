@@ -25,7 +25,9 @@ __all__ = ["register"]
 def _command(kind: str):  # type: ignore[no-untyped-def]
     def build_kind(
         out: Annotated[Path, typer.Option("--out", help="JSON Lines file to write.")],
-        source: Annotated[str, typer.Option(help="Gold trajectories: world, bfcl or nestools.")] = "world",
+        source: Annotated[
+            str, typer.Option(help="world, bfcl, nestools, or traces:DIR (toolmend serve --traces DIR).")
+        ] = "world",
         seed: Annotated[int, typer.Option(help="Same seed, same file byte for byte.")] = 0,
         limit: Annotated[int | None, typer.Option(help="Use at most this many trajectories.")] = None,
         max_tools: Annotated[

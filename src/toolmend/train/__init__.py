@@ -9,7 +9,16 @@ recipes need the ``train`` extra (``pip install 'toolmend[train]'``) and say so 
 (['checker_version', 'code', 'completion', 'gold_calls'], 2)
 """
 
-from toolmend.train._data import KINDS, BuildReport, Kind, build_dataset, build_rows, verify_injection
+from toolmend.train._data import (
+    KINDS,
+    SOURCE_KINDS,
+    BuildReport,
+    Kind,
+    build_dataset,
+    build_rows,
+    verify_injection,
+)
+from toolmend.train._iterate import EvalSet, IterateConfig, IterateResult, RoundResult, iterate
 from toolmend.train._recipes import GRPO_PRESETS, REWARDS, Prepared, TrainResult, prepare, train
 from toolmend.train._rewards import (
     CallMatchConfig,
@@ -21,21 +30,29 @@ from toolmend.train._rewards import (
     schema_score,
     structured_reflection_reward,
 )
+from toolmend.train._world_reward import WorldRewardConfig, world_reward, world_score
 
 __all__ = [
     "GRPO_PRESETS",
     "KINDS",
     "REWARDS",
+    "SOURCE_KINDS",
     "BuildReport",
     "CallMatchConfig",
+    "EvalSet",
+    "IterateConfig",
+    "IterateResult",
     "Kind",
     "Prepared",
+    "RoundResult",
     "SchemaRewardConfig",
     "TrainResult",
+    "WorldRewardConfig",
     "build_dataset",
     "build_rows",
     "call_match_reward",
     "call_match_score",
+    "iterate",
     "prepare",
     "reflection_config",
     "structured_reflection_reward",
@@ -43,4 +60,6 @@ __all__ = [
     "schema_score",
     "train",
     "verify_injection",
+    "world_reward",
+    "world_score",
 ]

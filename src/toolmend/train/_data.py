@@ -49,13 +49,14 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from toolmend._errors import ConfigError
-from toolmend._schema import Tool, ToolCall
+from toolmend._schema import Finding, Tool, ToolCall
 from toolmend._version import __version__
 from toolmend.benchmarks.critic._traces import Trace, load_traces
 from toolmend.check import Checker, describe
 from toolmend.formats import parse_calls, to_openai_tool, write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.synth.inject import Injection, applicable, inject, operator_names
+from toolmend.train._from_traces import TRACE_KINDS, trace_examples, trace_path
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS",
+    "SOURCE_KINDS",
     "BuildReport",
     "Kind",
     "build_dataset",
@@ -75,6 +77,17 @@ __all__ = [
 
 Kind = Literal["sft", "kto", "refine", "reflect", "critique"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
+
+SOURCE_KINDS: dict[str, tuple[Kind, ...]] = {
+    "world": KINDS,
+    "bfcl": KINDS,
+    "nestools": KINDS,
+    "traces:DIR": TRACE_KINDS,
+}
+"""Which kinds each source builds. World tools execute, so schema-invisible corruptions are
+verified by their outcome; BFCL and NesTools tools cannot run, so only corruptions the parser or
+checklist sees are kept (and ``reflect`` shows schema-shaped simulated results); guard traces
+hold no gold trajectory to perturb, so they build no ``reflect`` or ``critique`` data."""
 
 CHECKER_VERSION = f"toolmend-{__version__}"
 """Written into every row's provenance: which checklist verified the label."""
@@ -162,7 +175,10 @@ def gold_json(calls: Sequence[ToolCall]) -> str:
 
 
 def _tools_json(tools: Sequence[Tool]) -> str:
-    return json.dumps([to_openai_tool(t) for t in tools], ensure_ascii=False, sort_keys=True)
+    # Keys in to_openai_tool's order, not sorted: chat templates render them as they come
+    # (``tojson`` keeps the order), and the hf/ backend renders to_openai_tool's dicts, so a
+    # model trained on this column sees the same prompt when it is sampled or benchmarked.
+    return json.dumps([to_openai_tool(t) for t in tools], ensure_ascii=False)
 
 
 def _fingerprint(trace: Trace, calls: Sequence[ToolCall]) -> tuple[bool, str]:
@@ -215,11 +231,16 @@ def _code(inj: Injection) -> str:
     return inj.expected_codes[0] if inj.expected_codes else inj.label
 
 
-def feedback_text(calls: Sequence[ToolCall], text: str | None, checker: Checker, expected: int) -> str:
+def feedback_text(calls: Sequence[ToolCall], text: str | None, checker: Checker, expected: int | None) -> str:
     """The feedback a refine sample shows after the first attempt: the checklist's findings."""
     findings = list(parse_calls(text).findings) if text is not None else []
     parsed = parse_calls(text).calls if text is not None else list(calls)
     findings += checker.check(parsed, expected_count=expected)
+    return findings_feedback(findings)
+
+
+def findings_feedback(findings: Sequence[Finding]) -> str:
+    """The refine feedback for these findings (the "no problem" text when there are none)."""
     if not findings:
         return "The checker found no problem in these calls. Keep them if they do what the user asked."
     lines = [
@@ -359,6 +380,64 @@ def _critique(ctx: _Ctx, limit: int | None, data: Path | None, max_tools: int | 
         ctx.add(row, trace, label, "critic_suite", label, "critic_suite")
 
 
+def _from_traces(ctx: _Ctx, path: Path, limit: int | None) -> None:
+    """Rows from ``toolmend serve`` traces (see :mod:`toolmend.train._from_traces`)."""
+    for trace_id, prompt, tools, outcome, good, bad in trace_examples(path, ctx.fmt, limit):
+        ctx.report.traces += 1
+        if not tools:
+            ctx.drop("no_tools")
+            continue
+        if good is not None and good.findings:
+            ctx.drop("gold_failed")
+            good = None
+        if bad is not None and bad.verified_by is None:
+            ctx.drop(f"unverified:guard_{outcome}")
+            bad = None
+        if ctx.kind == "refine" and outcome != "accepted" and bad is None:
+            continue  # nothing to refine from
+        if bad is not None and bad.verified_by and (ctx.kind == "kto" or (ctx.kind == "refine" and good)):
+            ctx.report.verified_by[bad.verified_by] = ctx.report.verified_by.get(bad.verified_by, 0) + 1
+        tools_json = _tools_json(tools)
+        trace = Trace(trace_id, "", tools, good.calls if good is not None else [], ctx.source, _no_env)
+        op = f"guard:{outcome}"
+        if ctx.kind == "sft" and good is not None:
+            ctx.add(
+                {"prompt": prompt, "completion": _assistant(good.text), "tools": tools_json},
+                trace,
+                "correct",
+                op,
+            )
+        elif ctx.kind == "kto":
+            if good is not None:
+                row = {
+                    "prompt": prompt,
+                    "completion": _assistant(good.text),
+                    "label": True,
+                    "tools": tools_json,
+                }
+                ctx.add(row, trace, "correct", op)
+            if bad is not None:
+                row = {
+                    "prompt": prompt,
+                    "completion": _assistant(bad.text),
+                    "label": False,
+                    "tools": tools_json,
+                }
+                ctx.add(row, trace, bad.findings[0].code, op, verified_by=bad.verified_by or "")
+        elif ctx.kind == "refine" and good is not None:
+            first = good if bad is None else bad
+            turns = [
+                *prompt,
+                *_assistant(first.text),
+                {"role": "user", "content": findings_feedback(first.findings)},
+            ]
+            answer = good.text if bad is not None else f"{KEEP_IT}\n{good.text}"
+            code = bad.findings[0].code if bad is not None else "correct"
+            how = (bad.verified_by or "") if bad is not None else "gold"
+            ctx.add({"prompt": turns, "completion": _assistant(answer), "tools": tools_json}, trace, code, op,
+                    verified_by=how)  # fmt: skip
+
+
 def build_rows(
     kind: Kind | str,
     *,
@@ -376,15 +455,21 @@ def build_rows(
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown dataset kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if source.startswith("traces:"):
+    key = "traces:DIR" if source.startswith("traces:") else source
+    if key not in SOURCE_KINDS:
+        raise ConfigError(f"unknown trajectory source {source!r}; expected {', '.join(SOURCE_KINDS)}")
+    if kind not in SOURCE_KINDS[key]:
         raise ConfigError(
-            "the traces: source needs the guard's trace files, which this version cannot read yet"
+            f"the traces: source builds {', '.join(TRACE_KINDS)} data; {kind} needs gold trajectories "
+            "with executed steps (use --source world, bfcl or nestools)"
         )
     report = BuildReport(kind=kind, source=source, seed=seed)
     ctx = _Ctx(
         kind, source, seed, reply_format, report, random.Random(f"toolmend-train:{kind}:{source}:{seed}")
     )
-    if kind == "critique":
+    if source.startswith("traces:"):
+        _from_traces(ctx, trace_path(source), limit)
+    elif kind == "critique":
         _critique(ctx, limit, Path(data) if data is not None else None, max_tools)
     else:
         traces = load_traces(source, seed=seed, data=data)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from toolmend._errors import ConfigError, DatasetError
 from toolmend.train._deps import require
 from toolmend.train._rewards import RewardFn, call_match_reward, schema_reward, structured_reflection_reward
+from toolmend.train._world_reward import world_reward
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -78,6 +79,7 @@ REWARDS: dict[str, tuple[Callable[[], RewardFn], str]] = {
     "call_match": (call_match_reward, "gold_calls"),
     "reflection": (structured_reflection_reward, "ground_truth"),
     "reflection_released": (lambda: structured_reflection_reward("released"), "ground_truth"),
+    "world": (world_reward, "trace_id"),
 }
 """GRPO reward names for ``rewards=`` / ``--reward``: the factory and the column it reads."""
 
