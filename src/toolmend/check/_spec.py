@@ -443,9 +443,10 @@ def _prepare(original: dict[str, Any]) -> dict[str, Any]:
             if types is not None and "null" not in types:
                 node["type"] = [*types, "null"]
         props = node.get("properties")
-        # The tool's own parameter list is closed even when empty: a tool without parameters
-        # takes no arguments; a nested object is closed when it declares what it takes.
-        closable = (props or not loc) and id(node) not in composed
+        # An object is closed when it declares what it takes; the tool's own parameter list
+        # even when it declares none (``"properties": {}``: a tool without parameters). With
+        # no ``properties`` at all (bare ``{"type": "object"}``) any arguments are allowed.
+        closable = (props or (not loc and isinstance(props, dict))) and id(node) not in composed
         if closable and not any(k in node for k in _OPENERS):
             if any(k in node for k in _APPLIERS):
                 node["unevaluatedProperties"] = False

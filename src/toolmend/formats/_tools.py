@@ -244,8 +244,9 @@ def load_tool(spec: Mapping[str, Any], dialect: Dialect = "auto") -> Tool:
                 f"tool {name!r}: schema at {unknown}: unknown type name; expected one of {sorted(_JSON_TYPES)}"
             )
         parameters = _normalise_schema(raw)
+        # No "properties" is kept as it is: such an object takes any arguments (JSON Schema);
+        # only a spec that gives no parameters at all declares an empty parameter list.
         parameters.setdefault("type", "object")
-        parameters.setdefault("properties", {})
         if parameters.get("type") != "object":
             raise SpecError(f"tool {name!r}: parameters must be of type object, got {raw.get('type')!r}")
         if "response" in spec and isinstance(spec["response"], Mapping):
