@@ -47,6 +47,7 @@ from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
 from toolmend._errors import SpecError
+from toolmend._jsontext import depth
 
 __all__ = [
     "MAX_SCHEMA_DEPTH",
@@ -271,23 +272,8 @@ def _walk(schema: Any) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any]]]
                 stack.extend(((*loc, key, i), v) for i, v in enumerate(sub))
 
 
-def _depth(value: Any, limit: int) -> int:
-    """JSON nesting depth of ``value``, counted without recursion and stopping past ``limit``."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Mapping | list | tuple):
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-            children = node.values() if isinstance(node, Mapping) else node
-            stack.extend((c, depth + 1) for c in children)
-    return deepest
-
-
 def value_too_deep(value: Any) -> bool:
-    return _depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH
+    return depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH
 
 
 def _meta_check(tool: str, schema: dict[str, Any]) -> None:
@@ -471,6 +457,8 @@ def compile_parameters(tool: str, parameters: Mapping[str, Any]) -> CompiledSpec
 
     Raises :class:`~toolmend.SpecError` naming the tool and the JSON pointer of the problem.
     """
+    if depth(parameters, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:  # before anything recursive meets it
+        raise SpecError(f"tool {tool!r}: schema nested deeper than {MAX_SCHEMA_DEPTH} levels")
     try:
         key = json.dumps(parameters, default=repr)  # key order kept: messages list parameters as declared
     except (TypeError, ValueError, RecursionError):
@@ -483,8 +471,6 @@ def _compile(tool: str, text: str) -> CompiledSpec:
     from toolmend.check._fast import build_fast_path
 
     original = json.loads(text)
-    if _depth(original, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
-        raise SpecError(f"tool {tool!r}: schema nested deeper than {MAX_SCHEMA_DEPTH} levels")
     _meta_check(tool, original)
     recursive = _check_refs(tool, original)
     prepared = _prepare(original)
