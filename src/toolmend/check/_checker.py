@@ -379,8 +379,8 @@ class Checker:
             if tool is None:
                 return None
             spec = self._specs[name] = compile_parameters(name, tool.parameters)
-            if spec.fast is not None and not spec.recursive:
-                self._fast[name] = spec.fast
+            if spec.fast_unbound is not None and not spec.recursive:
+                self._fast[name] = spec.fast_unbound  # check_call binds no references
         return spec
 
     def verify(self) -> None:
@@ -485,9 +485,10 @@ class Checker:
             )
             return
         args = call.arguments
-        if spec.fast is not None:
+        fast = spec.fast if bound is not None else spec.fast_unbound
+        if fast is not None:
             try:
-                clean = spec.fast(args)
+                clean = fast(args)
             except Exception:  # a value the generated test cannot take: the full check decides
                 clean = False
             if clean and not (spec.recursive and value_too_deep(args)):

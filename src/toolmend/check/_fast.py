@@ -52,6 +52,7 @@ _WRITTEN = frozenset(
 )  # fmt: skip
 _ASSERTING = frozenset(ToolValidator.VALIDATORS) - {"format"}  # formats are annotations here
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_SET = frozenset(_SCALARS)
 _BOUNDS = (("minimum", "<"), ("maximum", ">"), ("exclusiveMinimum", "<="), ("exclusiveMaximum", ">="))
 _SIZES: tuple[tuple[str, str, tuple[type, ...]], ...] = (
     ("minLength", "<", (str,)), ("maxLength", ">", (str,)),
@@ -62,13 +63,16 @@ _SIZES: tuple[tuple[str, str, tuple[type, ...]], ...] = (
 def _plain(value: Any) -> bool:
     """Whether ``value`` is plain JSON data (no :class:`~toolmend.Ref` anywhere inside)."""
     kind = type(value)
-    if kind in _SCALARS:
-        return True
     if kind is dict:
-        return all(_plain(v) for v in value.values())
-    if kind is list or kind is tuple:
-        return all(_plain(v) for v in value)
-    return False
+        values = value.values()
+    elif kind is list or kind is tuple:
+        values = value
+    else:
+        return kind in _SCALAR_SET
+    for v in values:  # noqa: SIM110 - a loop, not all(<generator>): no generator frame per container
+        if type(v) not in _SCALAR_SET and not _plain(v):
+            return False
+    return True
 
 
 def _enum(value: Any, allowed: list[Any]) -> bool:
@@ -76,10 +80,15 @@ def _enum(value: Any, allowed: list[Any]) -> bool:
 
 
 class _Writer:
-    def __init__(self, root: dict[str, Any], validator: Any) -> None:
+    def __init__(self, root: dict[str, Any], validator: Any, *, unbound: bool = False) -> None:
         self.root = root
         self.validator = validator
-        self.env: dict[str, Any] = {"_plain": _plain, "_enum": _enum, "_equal": equal, "_M": object()}
+        self.unbound = unbound
+        self.walks = False
+        self.env: dict[str, Any] = {
+            "_plain": _plain, "_enum": _enum, "_equal": equal, "_M": object(),
+            "_SC": _SCALAR_SET, "_HS": frozenset((str, int, float)),
+        }  # fmt: skip
         self.defs: list[str] = []
         self.funcs: dict[tuple[int, bool], str] = {}
         self.safe = False
@@ -106,13 +115,15 @@ class _Writer:
             outer, self.safe = self.safe, safe
             self.emit(schema, "x", body, 1)
             self.safe = outer
-            self.defs.append("\n".join([f"def {name}(x):", *body, "    return True"]))
+            self.defs.append("\n".join([f"def {name}(x):", *_drop_passes(body), "    return True"]))
         return self.funcs[key]
 
     def emit(self, schema: Any, var: str, out: list[str], depth: int) -> None:
         pad = "    " * depth
         if schema is True:
-            out.append(f"{pad}if not _plain({var}): return False")
+            test = self.plain(var)
+            if test is not None:
+                out.append(f"{pad}if {test}: return False")
             return
         if schema is False or not isinstance(schema, dict):
             out.append(f"{pad}return False")
@@ -143,14 +154,21 @@ class _Writer:
             out.append(f"{pad}if type({var}) is not {self._type(exact)}: return False")
         elif py:
             out.append(f"{pad}if type({var}) not in {self.name('t', frozenset(py))}: return False")
-        elif "enum" not in schema and "const" not in schema:
-            out.append(f"{pad}if not _plain({var}): return False")
+        elif "enum" not in schema and "const" not in schema and (test := self.plain(var)) is not None:
+            out.append(f"{pad}if {test}: return False")
+        if py and set(py) <= {list, tuple}:
+            exact = list  # an array, list or tuple alike: the tests below need no type guard
         if nonempty and exact is None:
             out.append(f'{pad}if {var} == "" and type({var}) is str: return False')
         if enum is not None:
-            if str_enum:
+            if isinstance(enum, list) and all(type(e) in (str, int, float) for e in enum):
+                # Python's == on str, int and float is jsonschema's equality (1 == 1.0; "1" != 1);
+                # only bool differs from it (True == 1), and bool is no member type here.
                 members = self.name("e", frozenset(enum))
-                out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
+                if exact in (str, int, float):
+                    out.append(f"{pad}if {var} not in {members}: return False")
+                else:
+                    out.append(f"{pad}if type({var}) not in _HS or {var} not in {members}: return False")
             else:
                 out.append(f"{pad}if not _enum({var}, {self.name('e', list(enum))}): return False")
         self.values(schema, var, out, pad, exact)
@@ -160,6 +178,15 @@ class _Writer:
         if (list in py or any(k in schema for k in ("items", "prefixItems"))) and exact in (None, list):
             self.array(schema, var, out, depth, exact)
         self.applicators(schema, var, out, depth)
+
+    def plain(self, var: str) -> str | None:
+        """The test that a free-form ``var`` is *not* plain JSON (a scalar costs no call), or
+        ``None`` where no call declares outputs: the full check then ignores references in
+        free-form values, so the fast path need not walk them."""
+        if self.unbound:
+            return None
+        self.walks = True
+        return f"type({var}) not in _SC and not _plain({var})"
 
     def _guard(self, var: str, kinds: tuple[type, ...], exact: type | None) -> str | None:
         """The test that ``var`` is of ``kinds``: ``""`` when known true, ``None`` when known false."""
@@ -217,15 +244,20 @@ class _Writer:
             else:
                 within = self.name("w", frozenset(props).issuperset)
                 out.append(f"{inner}if len({var}) != {count} and not {within}({var}): return False")
-        else:
+        elif isinstance(extra, dict):
             key, item = self.name("q"), self.name("y")
             out.append(f"{inner}for {key}, {item} in {var}.items():")
-            if isinstance(extra, dict):
-                out.append(f"{inner}    if {key} not in {known}:")
-                out.append(f"{inner}        pass")
-                self.emit(extra, item, out, depth + 2)
-            else:
-                out.append(f"{inner}    if {key} not in {known} and not _plain({item}): return False")
+            out.append(f"{inner}    if {key} not in {known}:")
+            out.append(f"{inner}        pass")
+            self.emit(extra, item, out, depth + 2)
+        elif (test := self.plain(item := self.name("y"))) is not None:
+            if props:
+                key = self.name("q")
+                out.append(f"{inner}for {key}, {item} in {var}.items():")
+                out.append(f"{inner}    if {key} not in {known} and {test}: return False")
+            else:  # a free-form object: only its values matter
+                out.append(f"{inner}for {item} in {var}.values():")
+                out.append(f"{inner}    if {test}: return False")
         for prop, sub in props.items():
             item = self.name("y")
             if prop in required:
@@ -293,14 +325,39 @@ class _Writer:
             )
 
 
-def build_fast_path(schema: dict[str, Any], validator: Any) -> Callable[[Any], bool] | None:
-    """A compiled test that is ``True`` only for arguments the full checker finds clean.
+Test = Callable[[Any], bool]
+
+
+def _drop_passes(body: list[str]) -> list[str]:
+    """``body`` without the ``pass`` lines that open blocks which got statements after all
+    (each would cost a NOP per call)."""
+    out = []
+    for i, line in enumerate(body):
+        if line.strip() == "pass" and i + 1 < len(body):
+            after = body[i + 1]
+            if len(after) - len(after.lstrip()) >= len(line) - len(line.lstrip()):
+                continue
+        out.append(line)
+    return out
+
+
+def build_fast_path(schema: dict[str, Any], validator: Any) -> tuple[Test | None, Test | None]:
+    """Compiled tests that are ``True`` only for arguments the full checker finds clean: one for
+    any call list, and one for a list in which no call declares outputs (references are then not
+    bound, so free-form values need not be searched for them; the same test where none are).
 
     ``None`` when the schema holds something the generator cannot write (an anchor reference).
     """
-    writer = _Writer(schema, validator)
+    bound = _build(_Writer(schema, validator))
+    if bound is None or not bound[1].walks:
+        return (bound[0], bound[0]) if bound is not None else (None, None)
+    unbound = _build(_Writer(schema, validator, unbound=True))
+    return bound[0], unbound[0] if unbound is not None else None
+
+
+def _build(writer: _Writer) -> tuple[Test, _Writer] | None:
     try:
-        entry = writer.function(schema)
+        entry = writer.function(writer.root)
     except Exception:  # an exotic reference: the full validator handles it alone
         return None
     source = "\n\n".join(writer.defs)
@@ -310,5 +367,5 @@ def build_fast_path(schema: dict[str, Any], validator: Any) -> Callable[[Any], b
     except (SyntaxError, RecursionError, MemoryError):  # nesting beyond what Python compiles
         return None
     exec(code, namespace)  # noqa: S102 - generated by us; spec strings enter only as repr() literals
-    test: Callable[[Any], bool] = namespace[entry]
-    return test
+    test: Test = namespace[entry]
+    return test, writer

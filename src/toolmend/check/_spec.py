@@ -240,6 +240,10 @@ class CompiledSpec:
     validator: Validator
     recursive: bool
     fast: Callable[[Any], bool] | None
+    """Proves a call clean in any call list (a reference anywhere is left to the full check)."""
+    fast_unbound: Callable[[Any], bool] | None
+    """The same where no call declares outputs, so that references are not bound: then the full
+    check ignores those in free-form values, and so does this test (it does not walk them)."""
 
 
 def _pointer(parts: Any) -> str:
@@ -475,4 +479,4 @@ def _compile(tool: str, text: str) -> CompiledSpec:
     recursive = _check_refs(tool, original)
     prepared = _prepare(original)
     validator = ToolValidator(prepared, registry=_LOCAL_ONLY)
-    return CompiledSpec(prepared, validator, recursive, build_fast_path(prepared, validator))
+    return CompiledSpec(prepared, validator, recursive, *build_fast_path(prepared, validator))
