@@ -21,6 +21,9 @@ proved clean here: it needs the call list, which only the full checker has.
 
 from __future__ import annotations
 
+import builtins
+import itertools
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +56,33 @@ _WRITTEN = frozenset(
 _ASSERTING = frozenset(ToolValidator.VALIDATORS) - {"format"}  # formats are annotations here
 _SCALARS = (str, int, float, bool, type(None))
 _SCALAR_SET = frozenset(_SCALARS)
+_SHARED_TYPES = {frozenset((list, tuple)): "_ARR", frozenset((int, float)): "_NUM"}
+_NAMES_USED = itertools.count(1)
+# Every generated test lives in one module-like namespace rather than one per tool: a clean
+# call then reads the globals (``type``, ``len``, the shared sets) from memory that every call
+# keeps warm. It is replaced by a fresh one past _NAMESPACE_SIZE names, so that a long-running
+# process compiling ever new tools holds only the tests still referenced.
+_NAMESPACE_SIZE = 100_000
+_namespaces: list[dict[str, Any]] = []
+
+
+def _namespace() -> dict[str, Any]:
+    if not _namespaces or len(_namespaces[-1]) > _NAMESPACE_SIZE:
+        _namespaces[:] = [
+            {
+                "__builtins__": builtins,
+                "_plain": _plain,
+                "_enum": _enum,
+                "_equal": equal,
+                "_M": object(),
+                "_SC": _SCALAR_SET,
+                "_HS": frozenset((str, int, float)),
+                **{name: kinds for kinds, name in _SHARED_TYPES.items()},
+            }
+        ]
+    return _namespaces[-1]
+
+
 _BOUNDS = (("minimum", "<"), ("maximum", ">"), ("exclusiveMinimum", "<="), ("exclusiveMaximum", ">="))
 _SIZES: tuple[tuple[str, str, tuple[type, ...]], ...] = (
     ("minLength", "<", (str,)), ("maxLength", ">", (str,)),
@@ -85,18 +115,13 @@ class _Writer:
         self.validator = validator
         self.unbound = unbound
         self.walks = False
-        self.env: dict[str, Any] = {
-            "_plain": _plain, "_enum": _enum, "_equal": equal, "_M": object(),
-            "_SC": _SCALAR_SET, "_HS": frozenset((str, int, float)),
-        }  # fmt: skip
+        self.env: dict[str, Any] = {}
         self.defs: list[str] = []
         self.funcs: dict[tuple[int, bool], str] = {}
         self.safe = False
-        self.count = 0
 
     def name(self, prefix: str, value: Any = None) -> str:
-        self.count += 1
-        name = f"{prefix}{self.count}"
+        name = f"{prefix}{next(_NAMES_USED)}"  # unique across tools: they share a namespace
         if value is not None:
             self.env[name] = value
         return name
@@ -144,7 +169,7 @@ class _Writer:
         str_enum = isinstance(enum, list) and all(type(e) is str for e in enum)
         if exact is str and str_enum:
             # A string enum without "" already refuses the empty string and every other type.
-            members = self.name("e", frozenset(enum))  # type: ignore[arg-type]
+            members = self.members(enum)  # type: ignore[arg-type]
             out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
             enum = None
         elif exact is str and nonempty:
@@ -153,7 +178,7 @@ class _Writer:
         elif exact is not None:
             out.append(f"{pad}if type({var}) is not {self._type(exact)}: return False")
         elif py:
-            out.append(f"{pad}if type({var}) not in {self.name('t', frozenset(py))}: return False")
+            out.append(f"{pad}if type({var}) not in {self.types(py)}: return False")
         elif "enum" not in schema and "const" not in schema and (test := self.plain(var)) is not None:
             out.append(f"{pad}if {test}: return False")
         if py and set(py) <= {list, tuple}:
@@ -164,7 +189,7 @@ class _Writer:
             if isinstance(enum, list) and all(type(e) in (str, int, float) for e in enum):
                 # Python's == on str, int and float is jsonschema's equality (1 == 1.0; "1" != 1);
                 # only bool differs from it (True == 1), and bool is no member type here.
-                members = self.name("e", frozenset(enum))
+                members = self.members(enum)
                 if exact in (str, int, float):
                     out.append(f"{pad}if {var} not in {members}: return False")
                 else:
@@ -194,7 +219,7 @@ class _Writer:
             return "" if exact in kinds else None
         if len(kinds) == 1:
             return f"type({var}) is {self._type(kinds[0])}"
-        return f"type({var}) in {self.name('t', frozenset(kinds))}"
+        return f"type({var}) in {self.types(kinds)}"
 
     def values(self, schema: dict[str, Any], var: str, out: list[str], pad: str, exact: type | None) -> None:
         if "const" in schema:
@@ -227,7 +252,7 @@ class _Writer:
         props = schema.get("properties") or {}
         required = [r for r in schema.get("required", ()) if isinstance(r, str)]
         extra = schema.get("additionalProperties", True)
-        known = self.name("k", frozenset(props))
+        known = self.members(list(props))
         out.append(f"{inner}pass")
         # A required property is read with ``[]``: a KeyError sends the call to the full check.
         for key in required:
@@ -260,20 +285,21 @@ class _Writer:
                 out.append(f"{inner}    if {test}: return False")
         for prop, sub in props.items():
             item = self.name("y")
+            # ``in`` and ``[]`` rather than ``.get()``: two specialised operations, no method call.
             if prop in required:
-                out.append(
-                    f"{inner}{item} = {var}[{prop!r}]"
-                    if not self.safe
-                    else f"{inner}{item} = {var}.get({prop!r}, _M)"
-                )
                 if self.safe:
-                    out.append(f"{inner}if {item} is _M: return False")
+                    out.append(f"{inner}if {prop!r} not in {var}: return False")
+                out.append(f"{inner}{item} = {var}[{prop!r}]")
                 self.emit(sub, item, out, depth)
                 continue
-            out.append(f"{inner}{item} = {var}.get({prop!r})")
-            out.append(f"{inner}if {item} is not None:")
-            out.append(f"{inner}    pass")
-            self.emit(sub, item, out, depth + 1)
+            start = len(out)
+            out.append(f"{inner}if {prop!r} in {var}:")
+            out.append(f"{inner}    {item} = {var}[{prop!r}]")
+            out.append(f"{inner}    if {item} is not None:")
+            out.append(f"{inner}        pass")
+            self.emit(sub, item, out, depth + 2)
+            if len(out) == start + 4:  # nothing to test: any value will do
+                del out[start:]
 
     def array(self, schema: dict[str, Any], var: str, out: list[str], depth: int, exact: type | None) -> None:
         if exact is None:
@@ -297,12 +323,25 @@ class _Writer:
             out.append(f"{inner}    pass")
             self.emit(items, item, out, depth + 1)
 
+    def types(self, kinds: tuple[type, ...]) -> str:
+        """The name of a frozenset of ``kinds``, one per distinct set."""
+        key = frozenset(kinds)
+        name = _SHARED_TYPES.get(key)
+        if name is None:
+            name = self.name("t", key)
+        return name
+
+    def members(self, values: list[Any]) -> str:
+        """A set of str, int or float values for ``in`` tests: a set literal, which Python
+        compiles to a frozenset constant (no name to look up), where every value has one."""
+        if values and all(type(v) is not float or math.isfinite(v) for v in values):
+            return "{" + ", ".join(repr(v) for v in dict.fromkeys(values)) + "}"
+        return self.name("e", frozenset(values))
+
     def _type(self, kind: type) -> str:
         return _NAMES.get(kind) or self.name("t", kind)
 
     def _arrays(self) -> str:
-        if "_ARR" not in self.env:
-            self.env["_ARR"] = frozenset((list, tuple))
         return "_ARR"
 
     def applicators(self, schema: dict[str, Any], var: str, out: list[str], depth: int) -> None:
@@ -361,11 +400,12 @@ def _build(writer: _Writer) -> tuple[Test, _Writer] | None:
     except Exception:  # an exotic reference: the full validator handles it alone
         return None
     source = "\n\n".join(writer.defs)
-    namespace = dict(writer.env)
     try:
         code = compile(source, "<toolmend fast path>", "exec")
     except (SyntaxError, RecursionError, MemoryError):  # nesting beyond what Python compiles
         return None
+    namespace = _namespace()
+    namespace.update(writer.env)
     exec(code, namespace)  # noqa: S102 - generated by us; spec strings enter only as repr() literals
     test: Test = namespace[entry]
     return test, writer
