@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import random
 import statistics
 import time
 from typing import Any
@@ -171,14 +172,19 @@ def main() -> None:
     runners["toolmend Checker"] = lambda: _toolmend(pairs, checkers)
     for run in runners.values():
         run()  # warm-up
-    # Round robin, in a rotating order: a busy machine slows whichever row runs while it is
-    # busy, so every row gets passes spread over the same stretch of time, none always first.
+    # Round robin, in a new random order each pass: a busy machine slows whichever row runs
+    # while it is busy, so every row gets passes spread over the same stretch of time, and no
+    # row always follows the same one (a rotation would keep the neighbours). Before each pass
+    # the heap is collected: jsonschema leaves garbage behind that would cool the next row.
     # Each call's time is its median over the passes: a pause of the machine (this one is
     # shared) lands on one pass of one row, while a call that is slow is slow in every pass.
     passes: dict[str, list[list[float]]] = {label: [] for label in runners}
-    order = list(runners)
-    for i in range(args.repeat):
-        for label in order[i % len(order) :] + order[: i % len(order)]:
+    shuffle = random.Random(0).shuffle
+    for _ in range(args.repeat):
+        order = list(runners)
+        shuffle(order)
+        for label in order:
+            gc.collect()
             passes[label].append(runners[label]())
     best = {label: [statistics.median(t) for t in zip(*runs, strict=True)] for label, runs in passes.items()}
     # The rebuild-per-call row, a thousand times slower, is timed once, after the others: in the

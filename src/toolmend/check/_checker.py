@@ -365,8 +365,6 @@ class Checker:
         self._outputs: dict[str, dict[str, tuple[str, ...]]] = {}
         # The proven-clean tests of compiled tools whose clean answer needs no depth walk.
         self._fast: dict[str, Callable[[Any], bool]] = {}
-        if type(self).check_call is Checker.check_call:  # a subclass's own check_call stays
-            self.check_call = _fast_check_call(self._fast, self._check_one)  # type: ignore[method-assign]
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -436,15 +434,14 @@ class Checker:
 
     def check_call(self, call: ToolCall, index: int = 0) -> list[Finding]:
         """Findings for one call on its own (no duplicate, count or reference-binding checks)."""
-        # Each Checker answers this through _fast_check_call (same result, less per-call work);
-        # this body serves subclasses that override the method and call super().
-        fast = self._fast.get(call.name)
-        if fast is not None:
-            try:
-                if fast(call.arguments):
-                    return []
-            except Exception:  # noqa: S110 - a value the generated test cannot take: the full check decides
-                pass
+        fields = call.__dict__  # read once: a pydantic attribute read is slow
+        try:
+            # A tool not compiled yet (or without a fast path) is a KeyError: the slow path
+            # compiles it, and puts its test in _fast for the next call.
+            if self._fast[fields["name"]](fields["arguments"]):
+                return []
+        except Exception:  # noqa: S110 - unknown tool, or a value the test cannot take: the full check decides
+            pass
         return self._check_one(call, index)
 
     def _check_one(self, call: ToolCall, index: int) -> list[Finding]:
@@ -500,27 +497,6 @@ class Checker:
             if clean and not (spec.recursive and value_too_deep(args)):
                 return
         out.extend(_full_check(spec, _Call(index, call.name, args, []), bound))
-
-
-def _fast_check_call(
-    fast: dict[str, Callable[[Any], bool]], slow: Callable[[ToolCall, int], list[Finding]]
-) -> Callable[[ToolCall, int], list[Finding]]:
-    """:meth:`Checker.check_call` as a closure: a clean call costs one frame, the model's field
-    dict read once (a pydantic attribute read is slow), and two dict subscripts."""
-
-    def check_call(call: ToolCall, index: int = 0) -> list[Finding]:
-        fields = call.__dict__
-        try:
-            # A tool not compiled yet (or without a fast path) is a KeyError: the slow path
-            # compiles it, and puts its test in ``fast`` for the next call.
-            if fast[fields["name"]](fields["arguments"]):
-                return []
-        except Exception:  # noqa: S110 - unknown tool, or a value the test cannot take: the full check decides
-            pass
-        return slow(call, index)
-
-    check_call.__doc__ = Checker.check_call.__doc__
-    return check_call
 
 
 def _full_check(spec: CompiledSpec, call: _Call, bound: Bound | None) -> list[Finding]:
