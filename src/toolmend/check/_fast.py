@@ -258,17 +258,19 @@ class _Writer:
         for key in required:
             if key not in props:
                 out.append(f"{inner}if {key!r} not in {var}: return False")
+        counter = None
         if extra is False:
             # Every required property is read below, so a count equal to theirs plus the optional
-            # ones given proves that no other key is there.
+            # ones given proves that no other key is there. Up to four optional ones are counted
+            # here; more are counted where each is looked up below (no pass over them all).
             count = sum(1 for key in set(required) if key in props)
             optional = [key for key in props if key not in required]
             if len(optional) <= 4:
                 given = "".join(f" + ({key!r} in {var})" for key in optional)
                 out.append(f"{inner}if len({var}) != {count}{given}: return False")
             else:
-                within = self.name("w", frozenset(props).issuperset)
-                out.append(f"{inner}if len({var}) != {count} and not {within}({var}): return False")
+                counter = self.name("n")
+                out.append(f"{inner}{counter} = {count}")
         elif isinstance(extra, dict):
             key, item = self.name("q"), self.name("y")
             out.append(f"{inner}for {key}, {item} in {var}.items():")
@@ -292,14 +294,18 @@ class _Writer:
                 out.append(f"{inner}{item} = {var}[{prop!r}]")
                 self.emit(sub, item, out, depth)
                 continue
-            start = len(out)
             out.append(f"{inner}if {prop!r} in {var}:")
+            if counter is not None:
+                out.append(f"{inner}    {counter} += 1")
+            start = len(out)
             out.append(f"{inner}    {item} = {var}[{prop!r}]")
             out.append(f"{inner}    if {item} is not None:")
             out.append(f"{inner}        pass")
             self.emit(sub, item, out, depth + 2)
-            if len(out) == start + 4:  # nothing to test: any value will do
-                del out[start:]
+            if len(out) == start + 3:  # nothing to test: any value will do
+                del out[start - (counter is None) :]
+        if counter is not None:
+            out.append(f"{inner}if len({var}) != {counter}: return False")
 
     def array(self, schema: dict[str, Any], var: str, out: list[str], depth: int, exact: type | None) -> None:
         if exact is None:
