@@ -108,6 +108,26 @@ def test_fast_path_agrees_with_full_checker(schema: Any, definition: Any, value:
     assert _fast_verdict(spec.fast_unbound, args) is (full == []), (parameters, value, full)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(st.sampled_from("abcdef"), _leaf(), min_size=5, max_size=6),
+    st.lists(st.sampled_from("abcdef"), max_size=2),
+    st.dictionaries(st.sampled_from("abcdefg"), VALUES, max_size=7),
+)
+def test_wide_closed_objects_agree(props: dict[str, Any], required: list[str], value: dict[str, Any]) -> None:
+    """More than four optional properties: the fast path counts the keys it finds as it goes."""
+    parameters = {"type": "object", "properties": props, "required": sorted(set(required))}
+    try:
+        spec = compile_parameters("f", parameters)
+    except SpecError:
+        assume(False)
+        return
+    assert spec.fast is not None and spec.fast_unbound is not None
+    full = _full_check(spec, _Call(0, "f", value, []), None)
+    assert _fast_verdict(spec.fast, value) is (full == []), (parameters, value, full)
+    assert _fast_verdict(spec.fast_unbound, value) is (full == []), (parameters, value, full)
+
+
 def _fast_verdict(fast: Any, args: Any) -> bool:
     """As the checker reads the fast path: an exception (a required key read with ``[]``) is a no."""
     try:
