@@ -74,7 +74,6 @@ def _namespace() -> dict[str, Any]:
                 "_plain": _plain,
                 "_enum": _enum,
                 "_equal": equal,
-                "_M": object(),
                 "_SC": _SCALAR_SET,
                 "_HS": frozenset((str, int, float)),
                 **{name: kinds for kinds, name in _SHARED_TYPES.items()},
@@ -252,7 +251,6 @@ class _Writer:
         props = schema.get("properties") or {}
         required = [r for r in schema.get("required", ()) if isinstance(r, str)]
         extra = schema.get("additionalProperties", True)
-        known = self.members(list(props))
         out.append(f"{inner}pass")
         # A required property is read with ``[]``: a KeyError sends the call to the full check.
         for key in required:
@@ -274,14 +272,14 @@ class _Writer:
         elif isinstance(extra, dict):
             key, item = self.name("q"), self.name("y")
             out.append(f"{inner}for {key}, {item} in {var}.items():")
-            out.append(f"{inner}    if {key} not in {known}:")
+            out.append(f"{inner}    if {key} not in {self.members(list(props))}:")
             out.append(f"{inner}        pass")
             self.emit(extra, item, out, depth + 2)
         elif (test := self.plain(item := self.name("y"))) is not None:
             if props:
                 key = self.name("q")
                 out.append(f"{inner}for {key}, {item} in {var}.items():")
-                out.append(f"{inner}    if {key} not in {known} and {test}: return False")
+                out.append(f"{inner}    if {key} not in {self.members(list(props))} and {test}: return False")
             else:  # a free-form object: only its values matter
                 out.append(f"{inner}for {item} in {var}.values():")
                 out.append(f"{inner}    if {test}: return False")
