@@ -1,6 +1,6 @@
 """Speed of the checker on every BFCL gold call, side by side with the fastest validators, in one run.
 
-    .venv/bin/python benchmarks/check_speed.py [--repeat 3]
+    .venv/bin/python benchmarks/check_speed.py [--repeat 7] [--gc]
 
 Every row sees the same calls and the same (normalised) schemas, in one process:
 
@@ -11,17 +11,20 @@ Every row sees the same calls and the same (normalised) schemas, in one process:
 - ``toolmend Checker``: one ``Checker`` per record (compiled up front, as a guard holds it),
   ``check_call`` per call — a clean call takes the generated fast path.
 
-The gold calls are clean, so these are clean-call figures; toolmend also checks more per call
-than the peers (closed objects, empty values, BFCL's float-is-not-integer rule). Ratios are
-against the fastest peer measured in the same run.
+Each timer covers the same work for every row: find the tool's validator by name among the
+record's tools, and validate the arguments (toolmend: ``check_call(call)``, which reads both
+from the call). The gold calls are clean, so these are clean-call figures; toolmend also checks
+more per call than the peers (closed objects, empty values, BFCL's float-is-not-integer rule).
+Per call, the median over the passes is kept. Ratios are against the fastest peer measured in
+the same run.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
+import random
 import statistics
 import time
 from typing import Any
@@ -67,41 +70,51 @@ def _baseline(pairs: list[tuple[list[Tool], ToolCall]]) -> list[float]:
     for tools, call in pairs:
         t0 = time.perf_counter()
         schema = next(t.parameters for t in tools if t.name == call.name)
-        with contextlib.suppress(jsonschema.ValidationError):
+        try:  # noqa: SIM105 - contextlib.suppress would add its own cost to the timed call
             jsonschema.validate(call.arguments, schema)
+        except jsonschema.ValidationError:
+            pass
         times.append(time.perf_counter() - t0)
     return times
 
 
-def _compiled(pairs: list[tuple[list[Tool], ToolCall]], tests: dict[tuple[int, str], Any]) -> list[float]:
-    """Time ``tests[tool](arguments)`` per call; exceptions (fastjsonschema's "invalid") are caught."""
+Validators = dict[int, dict[str, Any]]
+
+
+def _compiled(pairs: list[tuple[list[Tool], ToolCall]], tests: Validators) -> list[float]:
+    """Time ``tests[record][name](arguments)`` per call, as toolmend's row times
+    ``checkers[record].check_call(call)``: the record's validators are found outside the timer
+    (as its Checker is), the tool's by name inside it (as check_call does). Name and arguments
+    are read from the call outside the timer: a peer gets them in the cheapest form.
+
+    A bare ``try`` catches fastjsonschema's "invalid" and costs nothing until something is
+    raised; ``with contextlib.suppress(...)`` would add a context manager (hundreds of ns, more
+    than jsonschema-rs's own time) to every timed peer call and none to toolmend's."""
     times = []
     for tools, call in pairs:
-        test = tests[(id(tools), call.name)]
-        args = call.arguments
+        validators = tests[id(tools)]
+        name, args = call.name, call.arguments
         t0 = time.perf_counter()
-        with contextlib.suppress(fastjsonschema.JsonSchemaException):
-            test(args)
+        try:  # noqa: SIM105 - see the docstring
+            validators[name](args)
+        except fastjsonschema.JsonSchemaException:
+            pass
         times.append(time.perf_counter() - t0)
     return times
 
 
-def _compile_peers(pairs: list[tuple[list[Tool], ToolCall]]) -> dict[str, dict[tuple[int, str], Any]]:
+def _compile_peers(pairs: list[tuple[list[Tool], ToolCall]]) -> dict[str, Validators]:
     tools_by_id = {id(tools): tools for tools, _ in pairs}
-    peers: dict[str, dict[tuple[int, str], Any]] = {
-        "jsonschema-rs": {},
-        "fastjsonschema": {},
-        "jsonschema (cached)": {},
-    }
+    peers: dict[str, Validators] = {"jsonschema-rs": {}, "fastjsonschema": {}, "jsonschema (cached)": {}}
     for key, tools in tools_by_id.items():
+        for label in peers:
+            peers[label][key] = {}
         for t in tools:
-            peers["jsonschema-rs"][(key, t.name)] = jsonschema_rs.validator_for(t.parameters).is_valid
+            peers["jsonschema-rs"][key][t.name] = jsonschema_rs.validator_for(t.parameters).is_valid
             # use_default=False: by default fastjsonschema writes defaults into the arguments it
             # checks, which would change the calls every later row sees.
-            peers["fastjsonschema"][(key, t.name)] = fastjsonschema.compile(t.parameters, use_default=False)
-            peers["jsonschema (cached)"][(key, t.name)] = jsonschema.Draft202012Validator(
-                t.parameters
-            ).is_valid
+            peers["fastjsonschema"][key][t.name] = fastjsonschema.compile(t.parameters, use_default=False)
+            peers["jsonschema (cached)"][key][t.name] = jsonschema.Draft202012Validator(t.parameters).is_valid
     return peers
 
 
@@ -109,6 +122,9 @@ def _toolmend(pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Chec
     times = []
     for tools, call in pairs:
         check_call = checkers[id(tools)].check_call
+        # The same reads as the peers' rows make before their timer (results unused here), so
+        # that every row starts from a call its caller has just touched, as after parsing.
+        call.name, call.arguments  # noqa: B018
         t0 = time.perf_counter()
         check_call(call)
         times.append(time.perf_counter() - t0)
@@ -122,7 +138,14 @@ def _pct(times: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--repeat", type=int, default=5, help="passes over all calls (best pass is kept)")
+    parser.add_argument(
+        "--repeat", type=int, default=7, help="passes over all calls (each call's median is kept)"
+    )
+    parser.add_argument(
+        "--gc",
+        action="store_true",
+        help="leave the garbage collector on while timing (loaded data frozen first)",
+    )
     args = parser.parse_args()
     gold = _gold()
     checkers: dict[int, Checker] = {}
@@ -137,26 +160,41 @@ def main() -> None:
     pairs = [(tools, call) for tools, call in gold if not checkers[id(tools)].check_call(call)]
     n_tools = sum(len(c.tools) for c in checkers.values())
     peers = _compile_peers(pairs)
-    # As timeit does: a collection of the big heap of loaded data would land on whichever row
-    # and call happens to allocate the triggering object.
+    # As timeit does, the collector is off while timing, for every row alike: a collection of
+    # the big heap of loaded data would land on whichever row and call happens to allocate the
+    # triggering object. With --gc it stays on, the loaded data frozen out of its reach.
     gc.collect()
-    gc.disable()
+    if args.gc:
+        gc.freeze()
+    else:
+        gc.disable()
     runners: dict[str, Any] = {label: (lambda t=tests: _compiled(pairs, t)) for label, tests in peers.items()}
-    runners["jsonschema.validate"] = lambda: _baseline(pairs)
     runners["toolmend Checker"] = lambda: _toolmend(pairs, checkers)
     for run in runners.values():
         run()  # warm-up
-    # Round robin, best pass per row: a busy machine slows whichever row runs while it is busy,
-    # so every row gets passes spread over the same stretch of time.
-    best: dict[str, list[float]] = {}
+    # Round robin, in a new random order each pass: a busy machine slows whichever row runs
+    # while it is busy, so every row gets passes spread over the same stretch of time, and no
+    # row always follows the same one (a rotation would keep the neighbours). Before each pass
+    # the heap is collected: jsonschema leaves garbage behind that would cool the next row.
+    # Each call's time is its median over the passes: a pause of the machine (this one is
+    # shared) lands on one pass of one row, while a call that is slow is slow in every pass.
+    passes: dict[str, list[list[float]]] = {label: [] for label in runners}
+    shuffle = random.Random(0).shuffle
     for _ in range(args.repeat):
-        for label, run in runners.items():
-            times = run()
-            if label not in best or sum(times) < sum(best[label]):
-                best[label] = times
+        order = list(runners)
+        shuffle(order)
+        for label in order:
+            gc.collect()
+            passes[label].append(runners[label]())
+    best = {label: [statistics.median(t) for t in zip(*runs, strict=True)] for label, runs in passes.items()}
+    # The rebuild-per-call row, a thousand times slower, is timed once, after the others: in the
+    # round robin its heap of short-lived validators (with the collector off, never collected)
+    # would have cooled every row timed after it.
+    best["jsonschema.validate"] = _baseline(pairs)
     gc.enable()
-    rows = list(best.items())
-    ours = best["toolmend Checker"]
+    gc.unfreeze()
+    ours = best.pop("toolmend Checker")
+    rows = [*best.items(), ("toolmend Checker", ours)]
     print(
         f"BFCL gold calls: {len(pairs)} clean ({len(gold) - len(pairs)} left out as not clean); "
         f"tool schemas: {n_tools}, compiled by toolmend in {compile_s:.2f} s"

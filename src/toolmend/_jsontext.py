@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-__all__ = ["dumps", "escape_surrogates", "load_model", "model_json", "printable", "utf8"]
+__all__ = ["depth", "dumps", "escape_surrogates", "load_model", "model_json", "printable", "utf8"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 M = TypeVar("M", bound=BaseModel)
@@ -42,6 +42,26 @@ def printable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [printable(v) for v in value]
     return value
+
+
+def depth(value: Any, limit: int) -> int:
+    """JSON nesting depth of ``value`` (objects and lists count), measured without recursion and
+    stopping as soon as it passes ``limit``, so that any nesting can be refused before recursive
+    code meets it.
+
+    >>> depth({"a": [[1]]}, 10), depth(1, 10), depth([[[[[]]]]], 2)
+    (3, 0, 3)
+    """
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict | list | tuple):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                return deepest
+            stack.extend((c, level + 1) for c in (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def utf8(text: str) -> bytes:

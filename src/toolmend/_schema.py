@@ -17,7 +17,7 @@ nothing in the middle of the package handles a foreign format's raw dicts.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
@@ -117,6 +117,12 @@ class ToolCall(_Model):
     those are known. Later calls refer to them through :class:`Ref` argument values.
     """
 
+    MAX_DEPTH: ClassVar[int] = 100
+    """Deepest nesting ``arguments`` may have (the arguments object is level 1). A call nested
+    deeper is refused (a ``ValidationError`` naming the limit): no real tool takes such a value,
+    and every consumer of a call (validation, copies, JSON writers) can then walk it without
+    exhausting Python's stack."""
+
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
@@ -127,17 +133,30 @@ class ToolCall(_Model):
     @classmethod
     def _revive_refs(cls, value: Any) -> Any:
         # Dumped Refs come back as {"$ref": "API_call_0"}; turn them into Refs again so that a
-        # dump/validate round trip is lossless.
-        return _revive(value) if isinstance(value, dict) else value
+        # dump/validate round trip is lossless. The same walk stops a value nested too deep.
+        if not isinstance(value, dict):
+            return value
+        try:
+            return _revive(value, cls.MAX_DEPTH)
+        except _TooDeep:
+            raise ValueError(f"arguments are nested deeper than {cls.MAX_DEPTH} levels") from None
 
 
-def _revive(value: Any) -> Any:
+class _TooDeep(Exception):  # noqa: N818 - never leaves ToolCall's validator
+    pass
+
+
+def _revive(value: Any, room: int) -> Any:
     if isinstance(value, dict):
+        if not room:
+            raise _TooDeep
         if len(value) == 1 and isinstance(value.get("$ref"), str):
             return Ref(target=value["$ref"])
-        return {k: _revive(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_revive(v) for v in value]
+        return {k: _revive(v, room - 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        if not room:
+            raise _TooDeep
+        return [_revive(v, room - 1) for v in value] if isinstance(value, list) else value
     return value
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolmend._schema import Finding, Ref, Tool, ToolCall
-from toolmend.check import Checker, check, format_path
+from toolmend.check import Checker, check, format_path, repair
 
 WEATHER: dict[str, Any] = {
     "name": "get_weather",
@@ -166,6 +166,28 @@ def test_free_form_object_and_additional_properties_stay_open() -> None:
     assert check([ToolCall(name="f", arguments={"meta": {"any": 1}, "counts": {"a": 1}})], [tool]) == []
     assert _codes(check([ToolCall(name="f", arguments={"counts": {"a": "x"}})], [tool])) == [
         ("invalid_type", "counts.a")
+    ]
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [{"type": "object"}, {}, {"type": "object", "required": ["a"]}, {"type": "object", "description": "x"}],
+)
+def test_parameters_without_properties_take_any_arguments(parameters: dict[str, Any]) -> None:
+    """No ``properties`` and no ``additionalProperties: false``: every argument is allowed."""
+    args = {"a": 1, "b": {"c": [1, "x"]}, "d": None}
+    for tools in ([{"name": "f", "parameters": parameters}], [Tool(name="f", parameters=parameters)]):
+        checker = Checker(tools)
+        call = ToolCall(name="f", arguments=args)
+        assert checker.check([call]) == []
+        assert checker.check_call(call) == []
+        result = repair([call], checker)
+        assert result.calls[0].arguments == args and not result.fixes and result.clean
+    # Still a JSON Schema object: "required" and "additionalProperties: false" keep their meaning.
+    closed = {"type": "object", "required": ["a"], "additionalProperties": False}
+    assert _codes(check([ToolCall(name="f", arguments={"b": 1})], [{"name": "f", "parameters": closed}])) == [
+        ("redundant_parameter", "b"),
+        ("missing_required", "a"),
     ]
 
 

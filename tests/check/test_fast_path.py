@@ -101,10 +101,31 @@ def test_fast_path_agrees_with_full_checker(schema: Any, definition: Any, value:
         assume(False)
         return
     assume(spec.fast is not None)
-    assert spec.fast is not None
+    assert spec.fast is not None and spec.fast_unbound is not None
     args = {"v": value}
     full = _full_check(spec, _Call(0, "f", args, []), None)
     assert _fast_verdict(spec.fast, args) is (full == []), (parameters, value, full)
+    assert _fast_verdict(spec.fast_unbound, args) is (full == []), (parameters, value, full)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(st.sampled_from("abcdef"), _leaf(), min_size=5, max_size=6),
+    st.lists(st.sampled_from("abcdef"), max_size=2),
+    st.dictionaries(st.sampled_from("abcdefg"), VALUES, max_size=7),
+)
+def test_wide_closed_objects_agree(props: dict[str, Any], required: list[str], value: dict[str, Any]) -> None:
+    """More than four optional properties: the fast path counts the keys it finds as it goes."""
+    parameters = {"type": "object", "properties": props, "required": sorted(set(required))}
+    try:
+        spec = compile_parameters("f", parameters)
+    except SpecError:
+        assume(False)
+        return
+    assert spec.fast is not None and spec.fast_unbound is not None
+    full = _full_check(spec, _Call(0, "f", value, []), None)
+    assert _fast_verdict(spec.fast, value) is (full == []), (parameters, value, full)
+    assert _fast_verdict(spec.fast_unbound, value) is (full == []), (parameters, value, full)
 
 
 def _fast_verdict(fast: Any, args: Any) -> bool:
@@ -123,6 +144,12 @@ def test_refs_never_pass_the_fast_path() -> None:
     assert spec.fast({"x": 1, "o": {"k": [1]}})
     assert not spec.fast({"x": Ref(target="API_call_0")})
     assert not spec.fast({"o": {"k": [Ref(target="API_call_0")]}})
+    # Where no call declares outputs, references are not bound and the full check ignores those
+    # in free-form values: so does the test it then uses, which need not walk them.
+    assert spec.fast_unbound is not None and spec.fast_unbound({"o": {"k": [Ref(target="API_call_0")]}})
+    assert spec.fast_unbound({"x": Ref(target="API_call_0")})
+    unbound = ToolCall(name="f", arguments={"o": {"k": [Ref(target="API_call_0")]}})
+    assert Checker([tool]).check_call(unbound) == [] and Checker([tool]).check([unbound]) == []
     (f,) = Checker([tool]).check(
         [
             ToolCall(name="f", arguments={"o": {"k": Ref(target="API_call_3")}}),

@@ -71,8 +71,25 @@ def _cases(f: dict[str, Path]) -> list[tuple[str, list[Any]]]:
         ("build --out under a file", ["build", "critic", "--limit", "2", "--out", f["a_file"] / "suite"]),
         ("score unknown benchmark", ["score", "nope", "--predictions", calls]),
         ("score unknown -o key", ["score", "bfcl", "--predictions", calls, "-o", "colour=red"]),
+        *_usage_cases(f),
     ]
     return cases
+
+
+def _usage_cases(f: dict[str, Path]) -> list[tuple[str, list[Any]]]:
+    """Errors click itself finds while parsing the command line."""
+    tools, calls = f["tools"], f["calls"]
+    return [
+        ("build --limit negative, no --out", ["build", "critic", "--limit", "-1"]),
+        ("check unknown option", ["check", "--tools", tools, "--calls", calls, "--colour", "red"]),
+        ("check option without its value", ["check", "--calls", calls, "--tools"]),
+        ("score missing argument", ["score"]),
+        ("bench --limit not an int", ["bench", "bfcl", "--model", "scripted", "--limit", "x"]),
+        ("unknown command", ["nope"]),
+        ("unknown root option", ["--colour"]),
+        ("cache unknown subcommand", ["cache", "nope"]),
+        ("build unknown suite", ["build", "nope"]),
+    ]
 
 
 def test_every_command_answers_bad_input_with_exit_2_and_one_line(
@@ -86,10 +103,26 @@ def test_every_command_answers_bad_input_with_exit_2_and_one_line(
         result = CliRunner().invoke(app, [str(a) for a in args])
         output = result.output
         errors = [ln for ln in output.splitlines() if ln.startswith("error:")]
-        usage_box = "Usage:" in output or "╭" in output  # typer's own option parsing errors
-        ok = result.exit_code == 2 and "Traceback" not in output and (len(errors) == 1 or usage_box)
+        ok = result.exit_code == 2 and "Traceback" not in output and len(errors) == 1
         if not ok or (result.exception is not None and not isinstance(result.exception, SystemExit)):
             failures.append((name, result.exit_code, output[-300:], repr(result.exception)))
         seen.append((name, result.exit_code, errors[0] if errors else output.strip().splitlines()[-1:]))
     print(*seen, sep="\n")
     assert len(seen) >= 30 and failures == []
+
+
+def test_click_usage_errors_are_one_line_on_stderr(files: dict[str, Path]) -> None:
+    """No usage box: the error line alone, on stderr, naming where help is."""
+    for name, args in _usage_cases(files):
+        result = CliRunner().invoke(app, [str(a) for a in args])
+        assert result.exit_code == 2, name
+        assert result.stdout == "", name
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (name, result.stderr)
+        assert "Usage:" not in result.stderr and "╭" not in result.stderr, name
+    assert "(see 'toolmend build critic -h')" in CliRunner().invoke(app, ["build", "critic"]).stderr
+    # Help still works, short and long, and a command without its arguments still shows it.
+    for args in (["-h"], ["check", "-h"], ["build", "critic", "--help"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0 and "Usage:" in result.stdout, args
+    assert "Usage:" in CliRunner().invoke(app, ["build"]).output

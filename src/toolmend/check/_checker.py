@@ -379,8 +379,8 @@ class Checker:
             if tool is None:
                 return None
             spec = self._specs[name] = compile_parameters(name, tool.parameters)
-            if spec.fast is not None and not spec.recursive:
-                self._fast[name] = spec.fast
+            if spec.fast_unbound is not None and not spec.recursive:
+                self._fast[name] = spec.fast_unbound  # check_call binds no references
         return spec
 
     def verify(self) -> None:
@@ -434,14 +434,17 @@ class Checker:
 
     def check_call(self, call: ToolCall, index: int = 0) -> list[Finding]:
         """Findings for one call on its own (no duplicate, count or reference-binding checks)."""
-        fields = call.__dict__  # one lookup instead of two model attribute reads on the hot path
-        fast = self._fast.get(fields["name"])
-        if fast is not None:
-            try:
-                if fast(fields["arguments"]):
-                    return []
-            except Exception:  # noqa: S110 - a value the generated test cannot take: the full check decides
-                pass
+        fields = call.__dict__  # read once: a pydantic attribute read is slow
+        try:
+            # A tool not compiled yet (or without a fast path) is a KeyError: the slow path
+            # compiles it, and puts its test in _fast for the next call.
+            if self._fast[fields["name"]](fields["arguments"]):
+                return []
+        except Exception:  # noqa: S110 - unknown tool, or a value the test cannot take: the full check decides
+            pass
+        return self._check_one(call, index)
+
+    def _check_one(self, call: ToolCall, index: int) -> list[Finding]:
         out: list[Finding] = []
         self._check_call(call, index, out, None)
         return out
@@ -485,9 +488,10 @@ class Checker:
             )
             return
         args = call.arguments
-        if spec.fast is not None:
+        fast = spec.fast if bound is not None else spec.fast_unbound
+        if fast is not None:
             try:
-                clean = spec.fast(args)
+                clean = fast(args)
             except Exception:  # a value the generated test cannot take: the full check decides
                 clean = False
             if clean and not (spec.recursive and value_too_deep(args)):

@@ -21,6 +21,9 @@ proved clean here: it needs the call list, which only the full checker has.
 
 from __future__ import annotations
 
+import builtins
+import itertools
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +55,33 @@ _WRITTEN = frozenset(
 )  # fmt: skip
 _ASSERTING = frozenset(ToolValidator.VALIDATORS) - {"format"}  # formats are annotations here
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_SET = frozenset(_SCALARS)
+_SHARED_TYPES = {frozenset((list, tuple)): "_ARR", frozenset((int, float)): "_NUM"}
+_NAMES_USED = itertools.count(1)
+# Every generated test lives in one module-like namespace rather than one per tool: a clean
+# call then reads the globals (``type``, ``len``, the shared sets) from memory that every call
+# keeps warm. It is replaced by a fresh one past _NAMESPACE_SIZE names, so that a long-running
+# process compiling ever new tools holds only the tests still referenced.
+_NAMESPACE_SIZE = 100_000
+_namespaces: list[dict[str, Any]] = []
+
+
+def _namespace() -> dict[str, Any]:
+    if not _namespaces or len(_namespaces[-1]) > _NAMESPACE_SIZE:
+        _namespaces[:] = [
+            {
+                "__builtins__": builtins,
+                "_plain": _plain,
+                "_enum": _enum,
+                "_equal": equal,
+                "_SC": _SCALAR_SET,
+                "_HS": frozenset((str, int, float)),
+                **{name: kinds for kinds, name in _SHARED_TYPES.items()},
+            }
+        ]
+    return _namespaces[-1]
+
+
 _BOUNDS = (("minimum", "<"), ("maximum", ">"), ("exclusiveMinimum", "<="), ("exclusiveMaximum", ">="))
 _SIZES: tuple[tuple[str, str, tuple[type, ...]], ...] = (
     ("minLength", "<", (str,)), ("maxLength", ">", (str,)),
@@ -62,13 +92,16 @@ _SIZES: tuple[tuple[str, str, tuple[type, ...]], ...] = (
 def _plain(value: Any) -> bool:
     """Whether ``value`` is plain JSON data (no :class:`~toolmend.Ref` anywhere inside)."""
     kind = type(value)
-    if kind in _SCALARS:
-        return True
     if kind is dict:
-        return all(_plain(v) for v in value.values())
-    if kind is list or kind is tuple:
-        return all(_plain(v) for v in value)
-    return False
+        values = value.values()
+    elif kind is list or kind is tuple:
+        values = value
+    else:
+        return kind in _SCALAR_SET
+    for v in values:  # noqa: SIM110 - a loop, not all(<generator>): no generator frame per container
+        if type(v) not in _SCALAR_SET and not _plain(v):
+            return False
+    return True
 
 
 def _enum(value: Any, allowed: list[Any]) -> bool:
@@ -76,18 +109,18 @@ def _enum(value: Any, allowed: list[Any]) -> bool:
 
 
 class _Writer:
-    def __init__(self, root: dict[str, Any], validator: Any) -> None:
+    def __init__(self, root: dict[str, Any], validator: Any, *, unbound: bool = False) -> None:
         self.root = root
         self.validator = validator
-        self.env: dict[str, Any] = {"_plain": _plain, "_enum": _enum, "_equal": equal, "_M": object()}
+        self.unbound = unbound
+        self.walks = False
+        self.env: dict[str, Any] = {}
         self.defs: list[str] = []
         self.funcs: dict[tuple[int, bool], str] = {}
         self.safe = False
-        self.count = 0
 
     def name(self, prefix: str, value: Any = None) -> str:
-        self.count += 1
-        name = f"{prefix}{self.count}"
+        name = f"{prefix}{next(_NAMES_USED)}"  # unique across tools: they share a namespace
         if value is not None:
             self.env[name] = value
         return name
@@ -106,13 +139,15 @@ class _Writer:
             outer, self.safe = self.safe, safe
             self.emit(schema, "x", body, 1)
             self.safe = outer
-            self.defs.append("\n".join([f"def {name}(x):", *body, "    return True"]))
+            self.defs.append("\n".join([f"def {name}(x):", *_drop_passes(body), "    return True"]))
         return self.funcs[key]
 
     def emit(self, schema: Any, var: str, out: list[str], depth: int) -> None:
         pad = "    " * depth
         if schema is True:
-            out.append(f"{pad}if not _plain({var}): return False")
+            test = self.plain(var)
+            if test is not None:
+                out.append(f"{pad}if {test}: return False")
             return
         if schema is False or not isinstance(schema, dict):
             out.append(f"{pad}return False")
@@ -133,7 +168,7 @@ class _Writer:
         str_enum = isinstance(enum, list) and all(type(e) is str for e in enum)
         if exact is str and str_enum:
             # A string enum without "" already refuses the empty string and every other type.
-            members = self.name("e", frozenset(enum))  # type: ignore[arg-type]
+            members = self.members(enum)  # type: ignore[arg-type]
             out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
             enum = None
         elif exact is str and nonempty:
@@ -142,15 +177,22 @@ class _Writer:
         elif exact is not None:
             out.append(f"{pad}if type({var}) is not {self._type(exact)}: return False")
         elif py:
-            out.append(f"{pad}if type({var}) not in {self.name('t', frozenset(py))}: return False")
-        elif "enum" not in schema and "const" not in schema:
-            out.append(f"{pad}if not _plain({var}): return False")
+            out.append(f"{pad}if type({var}) not in {self.types(py)}: return False")
+        elif "enum" not in schema and "const" not in schema and (test := self.plain(var)) is not None:
+            out.append(f"{pad}if {test}: return False")
+        if py and set(py) <= {list, tuple}:
+            exact = list  # an array, list or tuple alike: the tests below need no type guard
         if nonempty and exact is None:
             out.append(f'{pad}if {var} == "" and type({var}) is str: return False')
         if enum is not None:
-            if str_enum:
-                members = self.name("e", frozenset(enum))
-                out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
+            if isinstance(enum, list) and all(type(e) in (str, int, float) for e in enum):
+                # Python's == on str, int and float is jsonschema's equality (1 == 1.0; "1" != 1);
+                # only bool differs from it (True == 1), and bool is no member type here.
+                members = self.members(enum)
+                if exact in (str, int, float):
+                    out.append(f"{pad}if {var} not in {members}: return False")
+                else:
+                    out.append(f"{pad}if type({var}) not in _HS or {var} not in {members}: return False")
             else:
                 out.append(f"{pad}if not _enum({var}, {self.name('e', list(enum))}): return False")
         self.values(schema, var, out, pad, exact)
@@ -161,13 +203,22 @@ class _Writer:
             self.array(schema, var, out, depth, exact)
         self.applicators(schema, var, out, depth)
 
+    def plain(self, var: str) -> str | None:
+        """The test that a free-form ``var`` is *not* plain JSON (a scalar costs no call), or
+        ``None`` where no call declares outputs: the full check then ignores references in
+        free-form values, so the fast path need not walk them."""
+        if self.unbound:
+            return None
+        self.walks = True
+        return f"type({var}) not in _SC and not _plain({var})"
+
     def _guard(self, var: str, kinds: tuple[type, ...], exact: type | None) -> str | None:
         """The test that ``var`` is of ``kinds``: ``""`` when known true, ``None`` when known false."""
         if exact is not None:
             return "" if exact in kinds else None
         if len(kinds) == 1:
             return f"type({var}) is {self._type(kinds[0])}"
-        return f"type({var}) in {self.name('t', frozenset(kinds))}"
+        return f"type({var}) in {self.types(kinds)}"
 
     def values(self, schema: dict[str, Any], var: str, out: list[str], pad: str, exact: type | None) -> None:
         if "const" in schema:
@@ -200,48 +251,59 @@ class _Writer:
         props = schema.get("properties") or {}
         required = [r for r in schema.get("required", ()) if isinstance(r, str)]
         extra = schema.get("additionalProperties", True)
-        known = self.name("k", frozenset(props))
         out.append(f"{inner}pass")
         # A required property is read with ``[]``: a KeyError sends the call to the full check.
         for key in required:
             if key not in props:
                 out.append(f"{inner}if {key!r} not in {var}: return False")
+        counter = None
         if extra is False:
             # Every required property is read below, so a count equal to theirs plus the optional
-            # ones given proves that no other key is there.
+            # ones given proves that no other key is there. Up to four optional ones are counted
+            # here; more are counted where each is looked up below (no pass over them all).
             count = sum(1 for key in set(required) if key in props)
             optional = [key for key in props if key not in required]
             if len(optional) <= 4:
                 given = "".join(f" + ({key!r} in {var})" for key in optional)
                 out.append(f"{inner}if len({var}) != {count}{given}: return False")
             else:
-                within = self.name("w", frozenset(props).issuperset)
-                out.append(f"{inner}if len({var}) != {count} and not {within}({var}): return False")
-        else:
+                counter = self.name("n")
+                out.append(f"{inner}{counter} = {count}")
+        elif isinstance(extra, dict):
             key, item = self.name("q"), self.name("y")
             out.append(f"{inner}for {key}, {item} in {var}.items():")
-            if isinstance(extra, dict):
-                out.append(f"{inner}    if {key} not in {known}:")
-                out.append(f"{inner}        pass")
-                self.emit(extra, item, out, depth + 2)
-            else:
-                out.append(f"{inner}    if {key} not in {known} and not _plain({item}): return False")
+            out.append(f"{inner}    if {key} not in {self.members(list(props))}:")
+            out.append(f"{inner}        pass")
+            self.emit(extra, item, out, depth + 2)
+        elif (test := self.plain(item := self.name("y"))) is not None:
+            if props:
+                key = self.name("q")
+                out.append(f"{inner}for {key}, {item} in {var}.items():")
+                out.append(f"{inner}    if {key} not in {self.members(list(props))} and {test}: return False")
+            else:  # a free-form object: only its values matter
+                out.append(f"{inner}for {item} in {var}.values():")
+                out.append(f"{inner}    if {test}: return False")
         for prop, sub in props.items():
             item = self.name("y")
+            # ``in`` and ``[]`` rather than ``.get()``: two specialised operations, no method call.
             if prop in required:
-                out.append(
-                    f"{inner}{item} = {var}[{prop!r}]"
-                    if not self.safe
-                    else f"{inner}{item} = {var}.get({prop!r}, _M)"
-                )
                 if self.safe:
-                    out.append(f"{inner}if {item} is _M: return False")
+                    out.append(f"{inner}if {prop!r} not in {var}: return False")
+                out.append(f"{inner}{item} = {var}[{prop!r}]")
                 self.emit(sub, item, out, depth)
                 continue
-            out.append(f"{inner}{item} = {var}.get({prop!r})")
-            out.append(f"{inner}if {item} is not None:")
-            out.append(f"{inner}    pass")
-            self.emit(sub, item, out, depth + 1)
+            out.append(f"{inner}if {prop!r} in {var}:")
+            if counter is not None:
+                out.append(f"{inner}    {counter} += 1")
+            start = len(out)
+            out.append(f"{inner}    {item} = {var}[{prop!r}]")
+            out.append(f"{inner}    if {item} is not None:")
+            out.append(f"{inner}        pass")
+            self.emit(sub, item, out, depth + 2)
+            if len(out) == start + 3:  # nothing to test: any value will do
+                del out[start - (counter is None) :]
+        if counter is not None:
+            out.append(f"{inner}if len({var}) != {counter}: return False")
 
     def array(self, schema: dict[str, Any], var: str, out: list[str], depth: int, exact: type | None) -> None:
         if exact is None:
@@ -265,12 +327,25 @@ class _Writer:
             out.append(f"{inner}    pass")
             self.emit(items, item, out, depth + 1)
 
+    def types(self, kinds: tuple[type, ...]) -> str:
+        """The name of a frozenset of ``kinds``, one per distinct set."""
+        key = frozenset(kinds)
+        name = _SHARED_TYPES.get(key)
+        if name is None:
+            name = self.name("t", key)
+        return name
+
+    def members(self, values: list[Any]) -> str:
+        """A set of str, int or float values for ``in`` tests: a set literal, which Python
+        compiles to a frozenset constant (no name to look up), where every value has one."""
+        if values and all(type(v) is not float or math.isfinite(v) for v in values):
+            return "{" + ", ".join(repr(v) for v in dict.fromkeys(values)) + "}"
+        return self.name("e", frozenset(values))
+
     def _type(self, kind: type) -> str:
         return _NAMES.get(kind) or self.name("t", kind)
 
     def _arrays(self) -> str:
-        if "_ARR" not in self.env:
-            self.env["_ARR"] = frozenset((list, tuple))
         return "_ARR"
 
     def applicators(self, schema: dict[str, Any], var: str, out: list[str], depth: int) -> None:
@@ -293,22 +368,48 @@ class _Writer:
             )
 
 
-def build_fast_path(schema: dict[str, Any], validator: Any) -> Callable[[Any], bool] | None:
-    """A compiled test that is ``True`` only for arguments the full checker finds clean.
+Test = Callable[[Any], bool]
+
+
+def _drop_passes(body: list[str]) -> list[str]:
+    """``body`` without the ``pass`` lines that open blocks which got statements after all
+    (each would cost a NOP per call)."""
+    out = []
+    for i, line in enumerate(body):
+        if line.strip() == "pass" and i + 1 < len(body):
+            after = body[i + 1]
+            if len(after) - len(after.lstrip()) >= len(line) - len(line.lstrip()):
+                continue
+        out.append(line)
+    return out
+
+
+def build_fast_path(schema: dict[str, Any], validator: Any) -> tuple[Test | None, Test | None]:
+    """Compiled tests that are ``True`` only for arguments the full checker finds clean: one for
+    any call list, and one for a list in which no call declares outputs (references are then not
+    bound, so free-form values need not be searched for them; the same test where none are).
 
     ``None`` when the schema holds something the generator cannot write (an anchor reference).
     """
-    writer = _Writer(schema, validator)
+    bound = _build(_Writer(schema, validator))
+    if bound is None or not bound[1].walks:
+        return (bound[0], bound[0]) if bound is not None else (None, None)
+    unbound = _build(_Writer(schema, validator, unbound=True))
+    return bound[0], unbound[0] if unbound is not None else None
+
+
+def _build(writer: _Writer) -> tuple[Test, _Writer] | None:
     try:
-        entry = writer.function(schema)
+        entry = writer.function(writer.root)
     except Exception:  # an exotic reference: the full validator handles it alone
         return None
     source = "\n\n".join(writer.defs)
-    namespace = dict(writer.env)
     try:
         code = compile(source, "<toolmend fast path>", "exec")
     except (SyntaxError, RecursionError, MemoryError):  # nesting beyond what Python compiles
         return None
+    namespace = _namespace()
+    namespace.update(writer.env)
     exec(code, namespace)  # noqa: S102 - generated by us; spec strings enter only as repr() literals
-    test: Callable[[Any], bool] = namespace[entry]
-    return test
+    test: Test = namespace[entry]
+    return test, writer

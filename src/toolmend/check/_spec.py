@@ -47,6 +47,7 @@ from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
 from toolmend._errors import SpecError
+from toolmend._jsontext import depth
 
 __all__ = [
     "MAX_SCHEMA_DEPTH",
@@ -239,6 +240,10 @@ class CompiledSpec:
     validator: Validator
     recursive: bool
     fast: Callable[[Any], bool] | None
+    """Proves a call clean in any call list (a reference anywhere is left to the full check)."""
+    fast_unbound: Callable[[Any], bool] | None
+    """The same where no call declares outputs, so that references are not bound: then the full
+    check ignores those in free-form values, and so does this test (it does not walk them)."""
 
 
 def _pointer(parts: Any) -> str:
@@ -271,23 +276,8 @@ def _walk(schema: Any) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any]]]
                 stack.extend(((*loc, key, i), v) for i, v in enumerate(sub))
 
 
-def _depth(value: Any, limit: int) -> int:
-    """JSON nesting depth of ``value``, counted without recursion and stopping past ``limit``."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Mapping | list | tuple):
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-            children = node.values() if isinstance(node, Mapping) else node
-            stack.extend((c, depth + 1) for c in children)
-    return deepest
-
-
 def value_too_deep(value: Any) -> bool:
-    return _depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH
+    return depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH
 
 
 def _meta_check(tool: str, schema: dict[str, Any]) -> None:
@@ -443,9 +433,10 @@ def _prepare(original: dict[str, Any]) -> dict[str, Any]:
             if types is not None and "null" not in types:
                 node["type"] = [*types, "null"]
         props = node.get("properties")
-        # The tool's own parameter list is closed even when empty: a tool without parameters
-        # takes no arguments; a nested object is closed when it declares what it takes.
-        closable = (props or not loc) and id(node) not in composed
+        # An object is closed when it declares what it takes; the tool's own parameter list
+        # even when it declares none (``"properties": {}``: a tool without parameters). With
+        # no ``properties`` at all (bare ``{"type": "object"}``) any arguments are allowed.
+        closable = (props or (not loc and isinstance(props, dict))) and id(node) not in composed
         if closable and not any(k in node for k in _OPENERS):
             if any(k in node for k in _APPLIERS):
                 node["unevaluatedProperties"] = False
@@ -470,6 +461,8 @@ def compile_parameters(tool: str, parameters: Mapping[str, Any]) -> CompiledSpec
 
     Raises :class:`~toolmend.SpecError` naming the tool and the JSON pointer of the problem.
     """
+    if depth(parameters, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:  # before anything recursive meets it
+        raise SpecError(f"tool {tool!r}: schema nested deeper than {MAX_SCHEMA_DEPTH} levels")
     try:
         key = json.dumps(parameters, default=repr)  # key order kept: messages list parameters as declared
     except (TypeError, ValueError, RecursionError):
@@ -482,10 +475,8 @@ def _compile(tool: str, text: str) -> CompiledSpec:
     from toolmend.check._fast import build_fast_path
 
     original = json.loads(text)
-    if _depth(original, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
-        raise SpecError(f"tool {tool!r}: schema nested deeper than {MAX_SCHEMA_DEPTH} levels")
     _meta_check(tool, original)
     recursive = _check_refs(tool, original)
     prepared = _prepare(original)
     validator = ToolValidator(prepared, registry=_LOCAL_ONLY)
-    return CompiledSpec(prepared, validator, recursive, build_fast_path(prepared, validator))
+    return CompiledSpec(prepared, validator, recursive, *build_fast_path(prepared, validator))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
+
+# typer ships its own copy of click (typer._click) and raises its exception classes.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from toolmend._version import __version__
@@ -46,9 +49,29 @@ def _os_reason(exc: OSError | UnicodeError) -> str:
     return f"{name}: {reason.lower()}" if name is not None else reason
 
 
+def _click_reason(exc: ClickException) -> str:
+    """Click's own message on one line, with where to find help for a usage error."""
+    text = " ".join(exc.format_message().split())
+    ctx = exc.ctx if isinstance(exc, UsageError) else None
+    return f"{text} (see '{ctx.command_path} -h')" if ctx is not None else text
+
+
 class _OneLineErrors(TyperGroup):
-    """Unreadable or unwritable paths end as one ``error:`` line and exit 2, never a traceback,
-    whichever command hits them (an ``--out`` that is a file, a folder without write access)."""
+    """Every error ends as one ``error:`` line on stderr, never a traceback or a box:
+
+    - unreadable or unwritable paths, whichever command hits them (an ``--out`` that is a file, a
+      folder without write access), exit 2;
+    - click's own parse errors (an unknown option or command, a missing argument, a value that
+      is not an int or below an option's minimum) exit 2, as click's do. A command given without
+      its arguments still shows its help (``no_args_is_help``).
+    """
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        # The root's own options are parsed here, before invoke() runs.
+        try:
+            return super().make_context(*args, **kwargs)
+        except ClickException as exc:
+            _fail(exc)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -56,6 +79,15 @@ class _OneLineErrors(TyperGroup):
         except (OSError, UnicodeError) as exc:
             typer.echo(f"error: {_os_reason(exc)}", err=True)
             raise typer.Exit(2) from None
+        except ClickException as exc:
+            _fail(exc)
+
+
+def _fail(exc: ClickException) -> NoReturn:
+    if isinstance(exc, NoArgsIsHelpError):
+        raise exc  # typer prints the help it carries
+    typer.echo(f"error: {_click_reason(exc)}", err=True)
+    raise typer.Exit(exc.exit_code) from None
 
 
 app = typer.Typer(

@@ -141,8 +141,9 @@ def action_to_result(obj: Any, result: ParseResult, *, where: str = "action") ->
     if problem is None and isinstance(raw_args, str) and raw_args.strip():
         problem = "arguments were a JSON string, not an object; decoded"
     call_id = extras.pop("id", None)
-    call = ToolCall(name=name, arguments=arguments, id=call_id if isinstance(call_id, str) else None)
-    idx = result.add(call, extras)
+    idx = result.add_call(
+        where, extras, name=name, arguments=arguments, id=call_id if isinstance(call_id, str) else None
+    )
     if problem:
         result.flag("invalid_format", f"{where}: {problem}", call=idx, raw=raw_args)
 
@@ -158,8 +159,9 @@ def openai_item_to_result(obj: Mapping[str, Any], result: ParseResult, *, where:
     call_id = obj.get("id")
     extras = {k: v for k, v in obj.items() if k not in ("function", "id", "type")}
     extras.update({k: v for k, v in fn.items() if k not in ("name", "arguments")})
-    call = ToolCall(name=fn["name"], arguments=arguments, id=call_id if isinstance(call_id, str) else None)
-    idx = result.add(call, extras)
+    idx = result.add_call(
+        where, extras, name=fn["name"], arguments=arguments, id=call_id if isinstance(call_id, str) else None
+    )
     if problem:
         result.flag("invalid_format", f"{where}: {problem}", call=idx, raw=raw_args)
     result.format = "openai"

@@ -82,13 +82,14 @@ def calls_from_nestools(chain: Any, result: ParseResult | None = None) -> ParseR
             params = {}
         outputs, fields = _responses(item.get("responses"), problems)
         extras = {k: v for k, v in item.items() if k not in _KNOWN}
-        call = ToolCall(
+        idx = result.add_call(
+            where,
+            extras,
             name=item["api_name"],
             arguments={str(k): _refs(v) for k, v in params.items()},
             outputs=outputs,
             output_fields=fields,
         )
-        idx = result.add(call, extras)
         for p in problems:
             result.flag("invalid_format", f"{where}: {p}", call=idx, raw=item)
     return result

@@ -233,8 +233,8 @@ class _Converter:
                     )
                 )
             arguments[kw.arg] = self.value(kw.value, kw.arg)
-        idx = result.add(
-            ToolCall(name=name, arguments=arguments), {"positional_args": positional} if positional else {}
+        idx = result.add_call(
+            name, {"positional_args": positional} if positional else {}, name=name, arguments=arguments
         )
         for p in self.problems:
             result.findings.append(_finding(p, idx))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from toolmend._schema import ErrorCode, Finding, ToolCall
 
@@ -65,6 +65,19 @@ class ParseResult(BaseModel):
         self.calls.append(call)
         self.extras.append(dict(extras or {}))
         return len(self.calls) - 1
+
+    def add_call(self, where: str, extras: dict[str, Any] | None = None, **fields: Any) -> int:
+        """Append ``ToolCall(**fields)`` and return its index. Arguments nested deeper than
+        :attr:`ToolCall.MAX_DEPTH <toolmend.ToolCall.MAX_DEPTH>` are a finding: the call is kept
+        with no arguments."""
+        try:
+            call = ToolCall(**fields)
+        except ValidationError:
+            idx = self.add(ToolCall(**{**fields, "arguments": {}}), extras)
+            self.flag("invalid_format", f"{where}: arguments are nested deeper than {ToolCall.MAX_DEPTH} "
+                      "levels; the call is kept with no arguments", call=idx)  # fmt: skip
+            return idx
+        return self.add(call, extras)
 
     def flag(
         self,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolmend._errors import DatasetError, SpecError
+from toolmend._jsontext import depth
 from toolmend._schema import Tool
 
 __all__ = ["Dialect", "detect_dialect", "load_tool", "load_tools", "to_openai_tool"]
@@ -35,6 +36,9 @@ __all__ = ["Dialect", "detect_dialect", "load_tool", "load_tools", "to_openai_to
 Dialect = Literal["auto", "openai", "bfcl", "nestools", "critictool", "apibank"]
 
 ORIGINAL_TYPE = "x-original-type"
+MAX_SPEC_DEPTH = 100
+"""Deepest nesting a tool spec may have: refused before the recursive readers here meet it
+(the checker then allows its parameter schemas less, ``check._spec.MAX_SCHEMA_DEPTH``)."""
 
 # Type names of the non-JSON-Schema dialects → JSON Schema type (None: no constraint).
 _TYPE_MAP: dict[str, str | None] = {
@@ -204,6 +208,9 @@ def load_tool(spec: Mapping[str, Any], dialect: Dialect = "auto") -> Tool:
     """
     if not isinstance(spec, Mapping):
         raise SpecError(f"a tool spec must be an object, got {type(spec).__name__}")
+    if depth(spec, MAX_SPEC_DEPTH) > MAX_SPEC_DEPTH:
+        name = next((spec[k] for k in ("name", "api_name") if isinstance(spec.get(k), str)), None)
+        raise SpecError(f"tool {name!r}: spec nested deeper than {MAX_SPEC_DEPTH} levels")
     kind = detect_dialect(spec) if dialect == "auto" else dialect
     if kind == "openai" and isinstance(spec.get("function"), Mapping):
         spec = spec["function"]
@@ -244,8 +251,9 @@ def load_tool(spec: Mapping[str, Any], dialect: Dialect = "auto") -> Tool:
                 f"tool {name!r}: schema at {unknown}: unknown type name; expected one of {sorted(_JSON_TYPES)}"
             )
         parameters = _normalise_schema(raw)
+        # No "properties" is kept as it is: such an object takes any arguments (JSON Schema);
+        # only a spec that gives no parameters at all declares an empty parameter list.
         parameters.setdefault("type", "object")
-        parameters.setdefault("properties", {})
         if parameters.get("type") != "object":
             raise SpecError(f"tool {name!r}: parameters must be of type object, got {raw.get('type')!r}")
         if "response" in spec and isinstance(spec["response"], Mapping):
@@ -296,7 +304,10 @@ def load_tools(source: str | Path | list[Any] | Mapping[str, Any], dialect: Dial
             raise DatasetError(
                 f"tool specs are not UTF-8 text ({exc.reason} at byte {exc.start})", path=path
             ) from exc
-        data = _parse_json_or_jsonl(text, path)
+        try:
+            data = _parse_json_or_jsonl(text, path)
+        except RecursionError:  # json's decoder recurses per level
+            raise DatasetError("nested too deeply to read as JSON", path=path) from None
     else:
         data = source
     try:

@@ -9,6 +9,9 @@ hosted APIs)::
 One connection pool per model, sized by ``max_connections``; ``$HTTPS_PROXY``/``$HTTP_PROXY`` and
 ``$NO_PROXY`` are honoured (read when the pool opens). The API key is read from the
 argument, else from the environment variable ``api_key_env``; it is never part of the cache key.
+Credentials in the base URL (``http://user:pass@host/v1``, a proxy with basic auth) are sent as
+basic auth instead of a key from the default ``$OPENAI_API_KEY`` and kept out of every message,
+cache key and manifest; together with a key given on purpose they are a ``ConfigError``.
 Tools go out natively (``tool_mode="native"``, names made API-safe and mapped back, see
 :mod:`toolmend.models._tool_names`) or inside the system prompt (``tool_mode="prompt"``).
 """
@@ -16,6 +19,7 @@ Tools go out natively (``tool_mode="native"``, names made API-safe and mapped ba
 from __future__ import annotations
 
 import asyncio
+import base64
 import errno
 import hashlib
 import json
@@ -52,6 +56,21 @@ def _env_proxy(url: str) -> str | None:
     return urllib.request.getproxies().get(urllib.parse.urlsplit(url).scheme)
 
 
+def _url_login(parts: urllib.parse.SplitResult) -> tuple[str, str] | None:
+    if "@" not in parts.netloc:
+        return None
+    return urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")
+
+
+def _redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``."""
+    head, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if not sep or "@" not in netloc:
+        return url
+    return f"{head}://***@{netloc.rpartition('@')[2]}{slash}{path}"
+
+
 class OpenAIModel(Model):
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
 
@@ -74,6 +93,7 @@ class OpenAIModel(Model):
             raise ConfigError("openai/ needs a model name, as in openai/gpt-4o-mini")
         if api_key is None and api_key_env is not None and not os.environ.get(api_key_env):
             raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
+        explicit_env = api_key_env is not None
         api_key_env = api_key_env or "OPENAI_API_KEY"
         super().__init__(f"openai/{model}", cache=cache, max_connections=max_connections, retry=retry)
         if tool_mode not in ("native", "prompt"):
@@ -86,16 +106,36 @@ class OpenAIModel(Model):
             parts = urllib.parse.urlsplit(self.base_url)
             valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
         except ValueError as exc:
-            raise EndpointError(self.base_url, f"not a valid URL ({exc})") from None
+            raise EndpointError(_redact_url(self.base_url), f"not a valid URL ({exc})") from None
         if not valid:
-            raise EndpointError(self.base_url, "not a valid URL: it needs http:// or https:// and a host")
+            raise EndpointError(
+                _redact_url(self.base_url), "not a valid URL: it needs http:// or https:// and a host"
+            )
         key = api_key if api_key is not None else os.environ.get(api_key_env)
+        # Credentials in the URL (a proxy with basic auth in front of the server) are sent as
+        # basic auth and taken out of the URL, so that no message, cache key or manifest holds
+        # them. They take the place of a key read from the default $OPENAI_API_KEY, as httpx and
+        # the openai SDK let them; a key asked for (api_key=, api_key_env=) as well is ambiguous.
+        login = _url_login(parts)
+        if login is not None:
+            self.base_url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+            if api_key is not None or explicit_env:
+                source = "api_key=" if api_key is not None else f"${api_key_env}"
+                raise ConfigError(
+                    f"{_redact_url(parts.geturl())}: credentials in the URL and an API key ({source}) "
+                    "would both be the Authorization header; give one of them"
+                )
+            key = None
         if not key and self.base_url == _OPENAI_URL:
             raise ConfigError(f"no API key for {self.base_url}: pass api_key= or set ${api_key_env}")
         self.tool_mode: ToolMode = tool_mode
         self.tool_prompt = tool_prompt
         self.timeout = timeout
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        if login is not None:
+            token = base64.b64encode(":".join(login).encode()).decode()
+            self._headers = {"Authorization": f"Basic {token}"}
+        else:
+            self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._headers.update(headers or {})
         self._http: aiohttp.ClientSession | None = None
         self._http_loop: asyncio.AbstractEventLoop | None = None
