@@ -1,6 +1,6 @@
 """Time per byte of every parser and scorer on degenerate model output, checked to stay flat.
 
-    .venv/bin/python benchmarks/adversarial_scaling.py [--sizes 16000,128000,1000000] [--bound 4]
+    .venv/bin/python benchmarks/adversarial_scaling.py [--sizes 16000,128000,1000000] [--bound 4] [--limit-us 5]
 
 Models in a repetition loop emit the same fragment thousands of times ("aaaa…", "<tool_call>"
 again and again, "{{{{", "f(a=f(a=…"). A scorer that is quadratic in such text blocks the run
@@ -8,9 +8,12 @@ again and again, "{{{{", "f(a=f(a=…"). A scorer that is quadratic in such text
 target on the fragment repeated to each size, and prints the time per byte at the largest size
 divided by the time per byte at the smallest one. Linear code keeps that ratio near 1; the
 script exits 1 when any ratio exceeds ``--bound`` (a quadratic target at these sizes reads
-about 60). Targets: ``parse_calls`` in every format, BFCL's decoder and relevance classifier,
-the Tool-Reflection-Bench extractors and reward, and ``score`` of BFCL, Tool-Reflection-Bench,
-NesTools and CriticTool on a real sample.
+about 60). It also prints the time per byte at the largest size and exits 1 when one exceeds
+``--limit-us`` microseconds: linear but slow is a blocked run too (1 MB at 24 µs/B is 24 s).
+Targets: ``parse_calls`` in every format, BFCL's decoder and relevance classifier, the
+Tool-Reflection-Bench extractors and reward, and ``score`` in both modes of BFCL,
+Tool-Reflection-Bench, NesTools, CriticTool (the test fixtures when the shared data has no
+CriticTool files), ToolAlpaca, API-Bank and Seal-Tools on a real sample.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import functools
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 FRAGMENTS = [
@@ -80,6 +84,11 @@ def targets() -> dict[str, Callable[[str], Any]]:
     from toolmend._shared import shared_dir
 
     data = shared_dir() / "data"
+    critictool = data / "critictool"
+    if not (critictool / "internal_error").is_dir():
+        critictool = (
+            Path(__file__).resolve().parent.parent / "tests" / "benchmarks" / "fixtures" / "critictool"
+        )
     loads = {
         "bfcl": lambda b: (
             b.load(data / "bfcl", categories=["irrelevance"])[:1]
@@ -87,7 +96,10 @@ def targets() -> dict[str, Callable[[str], Any]]:
         ),
         "reflection-bench": lambda b: b.load(data / "tool-reflection-bench")[:1],
         "nestools": lambda b: b.load(data / "nestools", limit=1),
-        "critictool": lambda b: b.load(data / "critictool")[:1],
+        "critictool": lambda b: b.load(critictool)[:1],
+        "toolalpaca": lambda b: b.load(data / "toolalpaca")[:1],
+        "api-bank": lambda b: b.load(data / "api-bank")[:1],
+        "seal-tools": lambda b: b.load(data / "seal-tools")[:1],
     }
     for name, load in loads.items():
         try:
@@ -116,6 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="16000,128000,1000000")
     parser.add_argument("--bound", type=float, default=4.0)
+    parser.add_argument(
+        "--limit-us", type=float, default=5.0, help="bound on µs per byte at the largest size"
+    )
     parser.add_argument("--only", default="", help="run only targets whose name contains this")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -132,14 +147,20 @@ def main() -> None:
             ratio = per_byte[-1] / max(per_byte[0], FLOOR)
             worst.append((ratio, name, frag, per_byte[-1]))
     worst.sort(reverse=True)
-    print(f"{'target':38} {'fragment':34} {'us/KB @max':>10} {'ratio':>7}")
+    print(f"{'target':38} {'fragment':34} {'us/B @max':>9} {'ratio':>7}")
     for ratio, name, frag, pb in worst[:15]:
-        print(f"{name:38} {frag!r:34} {pb * 1e9:10.1f} {ratio:7.2f}")
+        print(f"{name:38} {frag!r:34} {pb * 1e6:9.2f} {ratio:7.2f}")
+    slowest = sorted(worst, key=lambda w: w[3], reverse=True)
+    print(f"slowest per byte at {sizes[-1]:,} bytes:")
+    for _, name, frag, pb in slowest[:10]:
+        print(f"{name:38} {frag!r:34} {pb * 1e6:9.2f} µs/B (limit {args.limit_us})")
     bad = [w for w in worst if w[0] > args.bound]
+    slow = [w for w in worst if w[3] * 1e6 > args.limit_us]
     print(
-        f"{len(worst)} target x fragment pairs, sizes {sizes}; worst ratio {worst[0][0]:.2f} (bound {args.bound})"
+        f"{len(worst)} target x fragment pairs, sizes {sizes}; worst ratio {worst[0][0]:.2f} (bound {args.bound}); "
+        f"slowest {slowest[0][3] * 1e6:.2f} µs/B (limit {args.limit_us}); {len(slow)} over the limit"
     )
-    sys.exit(1 if bad else 0)
+    sys.exit(1 if bad or slow else 0)
 
 
 if __name__ == "__main__":
