@@ -1,6 +1,7 @@
 """Time per byte of every parser and scorer on degenerate model output, checked to stay flat.
 
     .venv/bin/python benchmarks/adversarial_scaling.py [--sizes 16000,128000,1000000] [--bound 4] [--limit-us 5]
+        [--only NAME] [--repeat 2]
 
 Models in a repetition loop emit the same fragment thousands of times ("aaaa…", "<tool_call>"
 again and again, "{{{{", "f(a=f(a=…"). A scorer that is quadratic in such text blocks the run
@@ -132,16 +133,22 @@ def main() -> None:
         "--limit-us", type=float, default=5.0, help="bound on µs per byte at the largest size"
     )
     parser.add_argument("--only", default="", help="run only targets whose name contains this")
+    parser.add_argument("--repeat", type=int, default=2, help="timings per size (the fastest is kept)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     worst: list[tuple[float, str, str, float]] = []
+    crashed: list[str] = []
     for name, fn in targets().items():
         if args.only and args.only not in name:
             continue
         for frag in FRAGMENTS:
             texts = [(frag * (n // len(frag) + 1))[:n] for n in sizes]
-            _time(fn, texts[0])  # warm up
-            per_byte = [min(_time(fn, t) for _ in range(2)) / len(t) for t in texts]
+            try:
+                _time(fn, texts[0])  # warm up
+                per_byte = [min(_time(fn, t) for _ in range(args.repeat)) / len(t) for t in texts]
+            except Exception as exc:  # a parser or scorer must take any text: this is a defect
+                crashed.append(f"{name} on {frag!r}: {type(exc).__name__}: {exc}"[:200])
+                continue
             # Fixed costs and timer noise dominate below 100 ns per byte (0.1 s per MB, harmless
             # at any size), so growth is measured from that floor.
             ratio = per_byte[-1] / max(per_byte[0], FLOOR)
@@ -160,7 +167,9 @@ def main() -> None:
         f"{len(worst)} target x fragment pairs, sizes {sizes}; worst ratio {worst[0][0]:.2f} (bound {args.bound}); "
         f"slowest {slowest[0][3] * 1e6:.2f} µs/B (limit {args.limit_us}); {len(slow)} over the limit"
     )
-    sys.exit(1 if bad or slow else 0)
+    for line in crashed:
+        print(f"CRASHED {line}")
+    sys.exit(1 if bad or slow or crashed else 0)
 
 
 if __name__ == "__main__":
