@@ -24,6 +24,7 @@ Truncated text is *not* completed: closing a cut-off object would invent a call.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -172,7 +173,10 @@ def find_spans(text: str, openers: str = "{[") -> list[Span]:
         start = _next_opener(text, pos, openers)
         if start < 0:
             break
-        end = closes[start] if start in closes else _scan(text, start, closes)
+        if start + 1 < n and text[start + 1] == _OPEN[text[start]]:
+            end: int | None = start + 2  # "{}" or "[]": the common degenerate case, without a scan
+        else:
+            end = closes[start] if start in closes else _scan(text, start, closes)
         if end is None:
             spans.append(Span(start, n, False))
             restarts += 1
@@ -217,8 +221,16 @@ def _scan(text: str, start: int, closes: dict[int, int | None]) -> int | None:
 
 
 def _next_opener(text: str, pos: int, openers: str) -> int:
-    hits = [i for i in (text.find(o, pos) for o in openers) if i >= 0]
-    return min(hits) if hits else -1
+    """The first of ``openers`` at or after ``pos`` (-1: none); one search that stops at the
+    first hit (a ``str.find`` per opener would scan to the end for one that never occurs, on
+    every call: quadratic over many small spans)."""
+    m = _opener_pattern(openers).search(text, pos)
+    return m.start() if m else -1
+
+
+@functools.cache
+def _opener_pattern(openers: str) -> re.Pattern[str]:
+    return re.compile(f"[{re.escape(openers)}]")
 
 
 def _opens_single_quote(text: str, i: int) -> bool:
