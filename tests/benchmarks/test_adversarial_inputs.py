@@ -32,7 +32,7 @@ THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 PIECES = ["{", "}", " ", '"name"', ":", '"f"', ",", '"arguments"', "<tool_call>", "</tool_call>",
           "<call>", "</CALL>", "\n", "x", "<TOOL_CALL>", '"', "<think>", "</think>"]  # fmt: skip
-FRAGMENTS = ["a", " ", "a(", "f(a=", "a.", "{", "[", "(", '"', "'", "}", '{"name": ',
+FRAGMENTS = ["a", " ", "a(", "f(a=", "a.", "{", "{}", "[", "(", '"', "'", "}", '{"name": ',
              '{"name": "f", "arguments": {', "<tool_call>", "<tool_call>{", "</tool_call>",
              "<call>", "<reflect>", "<final>", "<think>", "</think>", "< ", "```json\n",
              "api_name", "[f(a=1), ", "f(a=1)\n", "f(a=1) x "]  # fmt: skip
