@@ -1,6 +1,7 @@
 """Time per byte of every parser and scorer on degenerate model output, checked to stay flat.
 
-    .venv/bin/python benchmarks/adversarial_scaling.py [--sizes 16000,128000,1000000] [--bound 4]
+    .venv/bin/python benchmarks/adversarial_scaling.py [--sizes 16000,128000,1000000] [--bound 4] [--limit-us 5]
+        [--only NAME] [--repeat 2]
 
 Models in a repetition loop emit the same fragment thousands of times ("aaaa…", "<tool_call>"
 again and again, "{{{{", "f(a=f(a=…"). A scorer that is quadratic in such text blocks the run
@@ -8,9 +9,12 @@ again and again, "{{{{", "f(a=f(a=…"). A scorer that is quadratic in such text
 target on the fragment repeated to each size, and prints the time per byte at the largest size
 divided by the time per byte at the smallest one. Linear code keeps that ratio near 1; the
 script exits 1 when any ratio exceeds ``--bound`` (a quadratic target at these sizes reads
-about 60). Targets: ``parse_calls`` in every format, BFCL's decoder and relevance classifier,
-the Tool-Reflection-Bench extractors and reward, and ``score`` of BFCL, Tool-Reflection-Bench,
-NesTools and CriticTool on a real sample.
+about 60). It also prints the time per byte at the largest size and exits 1 when one exceeds
+``--limit-us`` microseconds: linear but slow is a blocked run too (1 MB at 24 µs/B is 24 s).
+Targets: ``parse_calls`` in every format, BFCL's decoder and relevance classifier, the
+Tool-Reflection-Bench extractors and reward, and ``score`` in both modes of BFCL,
+Tool-Reflection-Bench, NesTools, CriticTool (the test fixtures when the shared data has no
+CriticTool files), ToolAlpaca, API-Bank and Seal-Tools on a real sample.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import functools
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 FRAGMENTS = [
@@ -29,6 +34,7 @@ FRAGMENTS = [
     "f(a=",
     "a.",
     "{",
+    "{}",
     "[",
     "(",
     '"',
@@ -80,6 +86,11 @@ def targets() -> dict[str, Callable[[str], Any]]:
     from toolmend._shared import shared_dir
 
     data = shared_dir() / "data"
+    critictool = data / "critictool"
+    if not (critictool / "internal_error").is_dir():
+        critictool = (
+            Path(__file__).resolve().parent.parent / "tests" / "benchmarks" / "fixtures" / "critictool"
+        )
     loads = {
         "bfcl": lambda b: (
             b.load(data / "bfcl", categories=["irrelevance"])[:1]
@@ -87,7 +98,10 @@ def targets() -> dict[str, Callable[[str], Any]]:
         ),
         "reflection-bench": lambda b: b.load(data / "tool-reflection-bench")[:1],
         "nestools": lambda b: b.load(data / "nestools", limit=1),
-        "critictool": lambda b: b.load(data / "critictool")[:1],
+        "critictool": lambda b: b.load(critictool)[:1],
+        "toolalpaca": lambda b: b.load(data / "toolalpaca")[:1],
+        "api-bank": lambda b: b.load(data / "api-bank")[:1],
+        "seal-tools": lambda b: b.load(data / "seal-tools")[:1],
     }
     for name, load in loads.items():
         try:
@@ -116,30 +130,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="16000,128000,1000000")
     parser.add_argument("--bound", type=float, default=4.0)
+    parser.add_argument(
+        "--limit-us", type=float, default=5.0, help="bound on µs per byte at the largest size"
+    )
     parser.add_argument("--only", default="", help="run only targets whose name contains this")
+    parser.add_argument("--repeat", type=int, default=2, help="timings per size (the fastest is kept)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     worst: list[tuple[float, str, str, float]] = []
+    crashed: list[str] = []
     for name, fn in targets().items():
         if args.only and args.only not in name:
             continue
         for frag in FRAGMENTS:
             texts = [(frag * (n // len(frag) + 1))[:n] for n in sizes]
-            _time(fn, texts[0])  # warm up
-            per_byte = [min(_time(fn, t) for _ in range(2)) / len(t) for t in texts]
+            try:
+                _time(fn, texts[0])  # warm up
+                per_byte = [min(_time(fn, t) for _ in range(args.repeat)) / len(t) for t in texts]
+            except Exception as exc:  # a parser or scorer must take any text: this is a defect
+                crashed.append(f"{name} on {frag!r}: {type(exc).__name__}: {exc}"[:200])
+                continue
             # Fixed costs and timer noise dominate below 100 ns per byte (0.1 s per MB, harmless
             # at any size), so growth is measured from that floor.
             ratio = per_byte[-1] / max(per_byte[0], FLOOR)
             worst.append((ratio, name, frag, per_byte[-1]))
     worst.sort(reverse=True)
-    print(f"{'target':38} {'fragment':34} {'us/KB @max':>10} {'ratio':>7}")
+    print(f"{'target':38} {'fragment':34} {'us/B @max':>9} {'ratio':>7}")
     for ratio, name, frag, pb in worst[:15]:
-        print(f"{name:38} {frag!r:34} {pb * 1e9:10.1f} {ratio:7.2f}")
+        print(f"{name:38} {frag!r:34} {pb * 1e6:9.2f} {ratio:7.2f}")
+    slowest = sorted(worst, key=lambda w: w[3], reverse=True)
+    print(f"slowest per byte at {sizes[-1]:,} bytes:")
+    for _, name, frag, pb in slowest[:10]:
+        print(f"{name:38} {frag!r:34} {pb * 1e6:9.2f} µs/B (limit {args.limit_us})")
     bad = [w for w in worst if w[0] > args.bound]
+    slow = [w for w in worst if w[3] * 1e6 > args.limit_us]
     print(
-        f"{len(worst)} target x fragment pairs, sizes {sizes}; worst ratio {worst[0][0]:.2f} (bound {args.bound})"
+        f"{len(worst)} target x fragment pairs, sizes {sizes}; worst ratio {worst[0][0]:.2f} (bound {args.bound}); "
+        f"slowest {slowest[0][3] * 1e6:.2f} µs/B (limit {args.limit_us}); {len(slow)} over the limit"
     )
-    sys.exit(1 if bad else 0)
+    for line in crashed:
+        print(f"CRASHED {line}")
+    sys.exit(1 if bad or slow or crashed else 0)
 
 
 if __name__ == "__main__":

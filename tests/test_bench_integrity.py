@@ -146,6 +146,40 @@ def test_each_generation_gets_its_own_recorded_seed(tmp_path: Path, data_dir: Pa
     assert json.loads((result.run_dir / "manifest.json").read_text())["config"]["bench"]["seed"] == 11
 
 
+def test_no_seed_is_sent_or_recorded_unless_the_user_sets_one(tmp_path: Path, data_dir: Path) -> None:
+    server = _serve(lambda body: Reply(text="no idea"))
+    try:
+        result = _bench(
+            "reflection-bench", server, tmp_path, data=data_dir / "tool-reflection-bench", limit=2, samples=3
+        )
+        bodies = list(server.bodies)
+    finally:
+        server.stop()
+    assert len(bodies) == 6 and not any("seed" in body for body in bodies)
+    for record in RunDir(result.run_dir).read_records():
+        assert record.seeds == [None, None, None]
+    assert json.loads((result.run_dir / "manifest.json").read_text())["config"]["bench"]["seed"] is None
+
+
+def test_the_cli_sends_no_seed_by_default(tmp_path: Path, data_dir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolmend.cli import app
+
+    server = _serve(lambda body: Reply(text="no idea"))
+    try:
+        args = ["bench", "reflection-bench", "--model", "openai/tiny", "--base-url", server.base_url,
+                "--data", str(data_dir / "tool-reflection-bench"), "--limit", "2", "--no-cache",
+                "--runs-dir", str(tmp_path / "runs"), "--json", "--no-report"]  # fmt: skip
+        out = CliRunner().invoke(app, args)
+        bodies = list(server.bodies)
+    finally:
+        server.stop()
+    assert out.exit_code == 0, out.output
+    assert len(bodies) == 2 and not any("seed" in body for body in bodies)
+    assert json.loads(out.stdout)["settings"]["seed"] is None
+
+
 def _fast_retries(n: int = 2) -> dict[str, Any]:
     from toolmend.models import RetryPolicy
 

@@ -86,6 +86,10 @@ schema and native calls are written back into the benchmark's reply format befor
 
 SETTINGS_VERSION = 1
 
+DATA_SEED = 0
+"""The seed of data building and sample shuffles when the run sets none (``--seed`` unset): a
+run without a seed still reads the same, reproducible data; only the model gets no seed."""
+
 
 class BenchSettings(BaseModel):
     """Everything that decides a run's results; stored in ``manifest.json`` (``config.bench``)
@@ -100,7 +104,9 @@ class BenchSettings(BaseModel):
     data: str | None = None
     """The data path as given (``None``: the shared data, or the suite's build for the seed)."""
     limit: int | None = Field(default=None, ge=1)
-    seed: int = 0
+    seed: int | None = None
+    """The run seed: sent with every generation (each epoch its own, derived from it) and used to
+    build and shuffle the data. ``None``: no seed is sent, and data use :data:`DATA_SEED`."""
     mode: Mode = "compat"
     tool_mode: BenchToolMode = "prompt"
     samples: int = Field(default=1, ge=1)
@@ -115,6 +121,11 @@ class BenchSettings(BaseModel):
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     """Options of the strategies (``max_refine``, ``n``, guard policy fields), each taken by the
     strategies that know it."""
+
+    @property
+    def data_seed(self) -> int:
+        """The seed of data building and sample shuffles: the run seed, or :data:`DATA_SEED`."""
+        return DATA_SEED if self.seed is None else self.seed
 
     @classmethod
     def from_manifest(cls, run: RunDir) -> BenchSettings:
@@ -250,7 +261,8 @@ def _resolve(benchmark: str | Benchmark, settings: BenchSettings, cache_root: Pa
     if settings.data is not None:
         path = Path(settings.data)
     elif suite is not None:
-        path = suite.build(settings.seed, cache_root / "suites" / name / f"seed-{settings.seed}")
+        seed = settings.data_seed
+        path = suite.build(seed, cache_root / "suites" / name / f"seed-{seed}")
     else:
         path = shared_dir() / bench.default_data
     if not path.exists():
@@ -264,7 +276,7 @@ def _load_samples(plan: _Plan) -> list[Sample]:
     if s.categories:
         options["categories"] = list(s.categories)
     plan.bench.check_load_options(options)
-    samples = plan.bench.load_run(plan.path, options, limit=s.limit, seed=s.seed)
+    samples = plan.bench.load_run(plan.path, options, limit=s.limit, seed=s.data_seed)
     if not samples:
         raise DatasetError(f"no {plan.bench.name} samples found", path=plan.path)
     return plan.bench.for_native_tools(samples) if s.tool_mode == "native" else samples
@@ -300,7 +312,7 @@ async def arun_bench(
     data: str | Path | None = None,
     limit: int | None = None,
     max_connections: int = 16,
-    seed: int = 0,
+    seed: int | None = None,
     mode: Mode = "compat",
     base_url: str | None = None,
     api_key_env: str | None = None,
@@ -658,7 +670,7 @@ def run_bench(
     data: str | Path | None = None,
     limit: int | None = None,
     max_connections: int = 16,
-    seed: int = 0,
+    seed: int | None = None,
     mode: Mode = "compat",
     base_url: str | None = None,
     api_key_env: str | None = None,
@@ -685,7 +697,9 @@ def run_bench(
     object, e.g. with a custom similarity); ``model`` a model string, a
     :class:`~toolmend.models.Model`, or ``None`` for a suite's default model. ``data`` (default:
     the shared data or the suite's build for ``seed``), ``limit`` (the first N samples),
-    ``max_connections``, ``seed``, ``mode`` (``compat``/``improved``), ``base_url``,
+    ``max_connections``, ``seed`` (sent with every generation, each epoch its own derived seed;
+    ``None``, the default: no seed is sent and the data use ``DATA_SEED``), ``mode``
+    (``compat``/``improved``), ``base_url``,
     ``api_key_env``, ``tool_mode`` (``prompt``/``native``), ``cache``, ``cache_dir``, ``resume`` (a
     run directory: its :class:`BenchSettings` are reused), ``retry_errors`` (with ``resume``),
     ``runs_dir``, ``samples`` (generations per sample, for benchmarks that take several; the

@@ -32,7 +32,7 @@ THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 PIECES = ["{", "}", " ", '"name"', ":", '"f"', ",", '"arguments"', "<tool_call>", "</tool_call>",
           "<call>", "</CALL>", "\n", "x", "<TOOL_CALL>", '"', "<think>", "</think>"]  # fmt: skip
-FRAGMENTS = ["a", " ", "a(", "f(a=", "a.", "{", "[", "(", '"', "'", "}", '{"name": ',
+FRAGMENTS = ["a", " ", "a(", "f(a=", "a.", "{", "{}", "[", "(", '"', "'", "}", '{"name": ',
              '{"name": "f", "arguments": {', "<tool_call>", "<tool_call>{", "</tool_call>",
              "<call>", "<reflect>", "<final>", "<think>", "</think>", "< ", "```json\n",
              "api_name", "[f(a=1), ", "f(a=1)\n", "f(a=1) x "]  # fmt: skip
@@ -48,17 +48,32 @@ def test_linear_extractors_find_what_the_harness_regexes_find(text: str) -> None
     assert tags.remove_think(text) == re.sub(r"\n\s*\n", "\n", THINK.sub("", text)).strip()
 
 
+CRITICTOOL_FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
+
+
+class _Scorers(list):  # type: ignore[type-arg]
+    """The (benchmark, sample, mode) triples; a short repr, as Hypothesis prints its arguments."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} scorers>"
+
+
 @pytest.fixture(scope="module")
 def scorers(data_dir: Path) -> list[Any]:
     load_builtin_benchmarks()
-    bfcl, reflection, nestools = (BENCHMARKS.get(n)() for n in ("bfcl", "reflection-bench", "nestools"))
+    get = {n: BENCHMARKS.get(n)() for n in ("bfcl", "reflection-bench", "nestools", "critictool",
+                                            "toolalpaca", "api-bank", "seal-tools")}  # fmt: skip
+    bfcl = get["bfcl"]
     pairs = [
         (bfcl, bfcl.load(data_dir / "bfcl", categories=["irrelevance"])[0]),
         (bfcl, bfcl.load(data_dir / "bfcl", categories=["simple_python"])[0]),
-        (reflection, reflection.load(data_dir / "tool-reflection-bench")[0]),
-        (nestools, nestools.load(data_dir / "nestools", limit=1)[0]),
+        (get["reflection-bench"], get["reflection-bench"].load(data_dir / "tool-reflection-bench")[0]),
+        (get["nestools"], get["nestools"].load(data_dir / "nestools", limit=1)[0]),
+        # The shared folder has no CriticTool files (Hub only); the fixtures follow its layout.
+        (get["critictool"], get["critictool"].load(CRITICTOOL_FIXTURES)[0]),
+        *((get[n], get[n].load(data_dir / n)[0]) for n in ("toolalpaca", "api-bank", "seal-tools")),
     ]
-    return [(b, s, mode) for b, s in pairs for mode in ("compat", "improved")]
+    return _Scorers((b, s, mode) for b, s in pairs for mode in ("compat", "improved"))
 
 
 def _repeat(fragment: str, size: int) -> str:
@@ -81,9 +96,31 @@ def test_parsers_take_a_megabyte_of_repetition(fragment: str, size: int) -> None
     tags.split_reply(text)
 
 
-@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(fragment=st.sampled_from(FRAGMENTS), size=st.integers(1, 65_536), which=st.integers(0, 7))
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fragment=st.sampled_from(FRAGMENTS), size=st.integers(1, 65_536), which=st.integers(0, 15))
 def test_scorers_take_degenerate_repetition(scorers: list[Any], fragment: str, size: int, which: int) -> None:
+    assert len(scorers) == 16  # eight samples, two modes: the range of ``which``
     bench, sample, mode = scorers[which]
     score = bench.score(sample, _repeat(fragment, size), mode)
     assert all(v is None or isinstance(v, float) for v in score.values.values())
+
+
+# The fragments that drove a scorer into a quadratic regex, a parser's MemoryError or a slow
+# loop before (issue 16, item 7), each at 1 MB through every scorer in both modes.
+MEGABYTE_FRAGMENTS = [
+    "a",
+    "<tool_call>",
+    "<tool_call></tool_call>",
+    "<tool_call>{",
+    "{",
+    "[f(a=1), ",
+    "f(a=1)\n",
+]
+
+
+@pytest.mark.parametrize("fragment", MEGABYTE_FRAGMENTS)
+def test_scorers_take_a_megabyte_of_repetition(scorers: list[Any], fragment: str) -> None:
+    text = _repeat(fragment, 1_000_000)
+    for bench, sample, mode in scorers:
+        score = bench.score(sample, text, mode)
+        assert all(v is None or isinstance(v, float) for v in score.values.values()), (bench.name, mode)

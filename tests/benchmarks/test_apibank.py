@@ -72,5 +72,5 @@ def test_bad_dialogue_line(tmp_path: Path, data_dir: Path) -> None:
     with pytest.raises(DatasetError, match=r"X-level-1-1.jsonl, line 2, field 'role'"):
         load_api_bank(tmp_path)
     (tmp_path / "X-level-1-1.jsonl").write_text('{"role": "API", "api_name": "Nope", "param_dict": {}}\n')
-    with pytest.raises(DatasetError, match="without a description"):
+    with pytest.raises(DatasetError, match=r"line 1, field 'api_name': API 'Nope' has no description"):
         load_api_bank(tmp_path)

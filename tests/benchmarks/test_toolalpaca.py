@@ -79,7 +79,9 @@ def test_gold_fed_back(samples: list[Sample]) -> None:
 def test_bad_file(tmp_path: Path) -> None:
     bad = tmp_path / "eval_real.json"
     bad.write_text(json.dumps([{"Function_Description": {}, "Instructions": ["a"], "Golden_Answers": []}]))
-    with pytest.raises(DatasetError, match=r"eval_real.json, field '\[0\]'"):
+    with pytest.raises(
+        DatasetError, match=r"eval_real.json, line 1, field '\[0\].Golden_Answers': 0 golden answers"
+    ):
         load_toolalpaca(tmp_path)
     bad.write_text("{nope")
     with pytest.raises(DatasetError, match="not valid JSON"):

@@ -114,3 +114,14 @@ def test_call_object_with_a_non_string_name_is_flagged() -> None:
     assert r.calls == [] and codes(r) == ["invalid_format"] and "name" in r.findings[0].message
     # A JSON record that merely has a "name" field is prose, not a broken call.
     assert parse_json_calls('{"name": 42, "age": 3}').findings == []
+
+
+def test_repeated_json_calls_are_read_once_but_independent() -> None:
+    # Each distinct chunk is parsed once (a model looping on one call); the calls must not
+    # share argument objects.
+    from toolmend.formats import parse_calls
+
+    r = parse_calls('{"name": "f", "arguments": {"a": [1]}}\n' * 3 + "{}" * 50)
+    assert [c.name for c in r.calls] == ["f", "f", "f"]
+    r.calls[0].arguments["a"].append(2)
+    assert [c.arguments for c in r.calls[1:]] == [{"a": [1]}, {"a": [1]}]

@@ -109,3 +109,31 @@ def test_writer_layout() -> None:
         "done",
         [ToolCall(name="f", arguments={"a": 1})],
     )
+
+
+def test_a_loop_of_identical_blocks_counts_its_problems_once() -> None:
+    # A model repeating empty or broken tags: each problem is listed once, with how often it
+    # occurred, and the outcome (not ok, no call) is the one a single such block gives.
+    r = parse_tagged_calls("</call>" * 7 + "<tool_call></tool_call>" * 500 + "<tool_call>" * 300)
+    assert not r.ok and r.calls == []
+    counts = [(f.message, f.data.get("count", 1)) for f in r.findings]
+    assert counts == [
+        ("a stray closing tag '</call>'", 7),
+        ("<tool_call> is empty", 800),
+        ("<tool_call> is never closed", 300),
+    ]
+    broken = parse_tagged_calls("<tool_call>{oops</tool_call>" * 40)
+    assert [(f.message, f.data["count"]) for f in broken.findings] == [
+        ("<tool_call> holds no parsable call", 40)
+    ]
+
+
+def test_repeated_blocks_give_independent_calls_in_order() -> None:
+    block = '<tool_call>{"name": "f", "arguments": {"a": [1]}}</tool_call>'
+    r = parse_tagged_calls(block * 3 + '<tool_call>{"name": "g", "arguments": {}}</tool_call>' + block)
+    assert [c.name for c in r.calls] == ["f", "f", "f", "g", "f"] and r.ok and r.findings == []
+    r.calls[0].arguments["a"].append(2)
+    assert [c.arguments for c in r.calls[1:3]] == [{"a": [1]}, {"a": [1]}]
+    # Text beside the call inside each tag: one finding of the text, counted.
+    mixed = parse_tagged_calls('<tool_call>{"name": "f", "arguments": {}} extra</tool_call>' * 3)
+    assert len(mixed.calls) == 3 and [(f.call, f.data["count"]) for f in mixed.findings] == [(None, 3)]

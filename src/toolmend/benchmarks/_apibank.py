@@ -27,7 +27,7 @@ from toolmend._errors import DatasetError, SpecError
 from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._base import BENCHMARKS
 from toolmend.benchmarks._hitec import CallListBenchmark
-from toolmend.benchmarks._io import read_json, read_jsonl
+from toolmend.benchmarks._io import UniqueIds, check_flat_spec, need, read_json_doc, read_jsonl
 from toolmend.formats._tools import load_tool
 
 __all__ = ["ApiBank", "load_api_bank", "load_api_bank_specs"]
@@ -38,17 +38,24 @@ _LEVEL = re.compile(r"level-(\d+)")
 def load_api_bank_specs(path: str | Path) -> dict[str, Tool]:
     """``api_descriptions.json`` (a list of ``{name, description, input_parameters, …}``) → tools by name."""
     p = Path(path)
-    data = read_json(p)
-    if not isinstance(data, list):
+    doc = read_json_doc(p)
+    if not isinstance(doc.value, list):
         raise DatasetError("expected a list of API descriptions", path=p)
     tools: dict[str, Tool] = {}
-    for i, spec in enumerate(data):
+    unique = UniqueIds(p)
+    for i, spec in enumerate(doc.value):
+        line = doc.line(i)
+        check_flat_spec(spec, path=p, line=line, field=f"[{i}]", keys=_SPEC_KEYS)
         try:
             tool = load_tool(spec, dialect="apibank")
         except SpecError as exc:
-            raise DatasetError(str(exc), path=p, field=f"[{i}]") from exc
+            raise DatasetError(str(exc), path=p, line=line, field=f"[{i}].name") from exc
+        unique.add(tool.name, line or 0, field=f"[{i}].name")
         tools[tool.name] = tool
     return tools
+
+
+_SPEC_KEYS = ("name", "description", "input_parameters", "output_parameters", "")
 
 
 def _read_dialogue(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -59,8 +66,8 @@ def _read_dialogue(path: Path) -> list[tuple[int, dict[str, Any]]]:
             if not isinstance(row.get("text"), str):
                 raise DatasetError("expected the utterance as a string", path=path, line=n, field="text")
         elif role == "API":
-            if not isinstance(row.get("api_name"), str) or not isinstance(row.get("param_dict"), dict):
-                raise DatasetError("expected 'api_name' (str) and 'param_dict' (object)", path=path, line=n)
+            need(row.get("api_name"), str, "the API name as a string", path=path, line=n, field="api_name")
+            need(row.get("param_dict"), dict, "an object of arguments", path=path, line=n, field="param_dict")
         else:
             raise DatasetError(
                 f"expected role User, AI or API, got {role!r}", path=path, line=n, field="role"
@@ -91,10 +98,15 @@ def load_api_bank(folder: str | Path, *, first_only: bool = False) -> list[Sampl
     samples: list[Sample] = []
     for path in files:
         rows = _read_dialogue(path)
+        for n, row in rows:
+            if row["role"] == "API" and row["api_name"] not in tools:
+                raise DatasetError(
+                    f"API {row['api_name']!r} has no description in {spec_path.name}",
+                    path=path,
+                    line=n,
+                    field="api_name",
+                )
         used = list(dict.fromkeys(r["api_name"] for _, r in rows if r["role"] == "API"))
-        unknown = [u for u in used if u not in tools]
-        if unknown:
-            raise DatasetError(f"APIs without a description in {spec_path.name}: {unknown}", path=path)
         offered = [tools[u] for u in used]
         level = _LEVEL.search(path.name)
         history: list[Message] = []

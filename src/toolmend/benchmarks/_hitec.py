@@ -98,7 +98,9 @@ def _from_python(text: str) -> list[ToolCall] | None:
     # API-Bank's own answer format: [ApiName(key='value', ...)], parsed with ast, never eval.
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        # CPython's parser raises MemoryError on some long broken inputs (a model looping on
+        # "[f(a=1), "): a reply it cannot read, like any other.
         return None
     body = tree.body
     nodes = body.elts if isinstance(body, ast.List | ast.Tuple) else [body]
@@ -109,7 +111,7 @@ def _from_python(text: str) -> list[ToolCall] | None:
         name = ast.unparse(node.func)
         try:
             args = {kw.arg: _literal(kw.value) for kw in node.keywords if kw.arg is not None}
-        except (ValueError, SyntaxError, TypeError, RecursionError):
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError, OverflowError):
             return None
         calls.append(ToolCall(name=name, arguments=args))
     return calls

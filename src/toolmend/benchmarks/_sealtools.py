@@ -22,7 +22,7 @@ from toolmend._errors import ConfigError, DatasetError, SpecError
 from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._base import BENCHMARKS
 from toolmend.benchmarks._hitec import CallListBenchmark, revive_placeholders
-from toolmend.benchmarks._io import read_jsonl
+from toolmend.benchmarks._io import UniqueIds, check_flat_spec, need, read_jsonl
 from toolmend.formats._tools import load_tool
 
 __all__ = ["SealTools", "load_seal_tools", "load_seal_tools_specs"]
@@ -36,22 +36,21 @@ def load_seal_tools_specs(path: str | Path) -> dict[str, Tool]:
     """``tool.jsonl`` → tools by name (NesTools-style specs: ``api_name``, flat ``parameters``)."""
     p = Path(path)
     tools: dict[str, Tool] = {}
-    for n, spec in read_jsonl(p):
+    unique = UniqueIds(p, "api_name")
+    for n, spec in read_jsonl(p, objects=True):
+        check_flat_spec(spec, path=p, line=n)
         try:
             tool = load_tool(spec, dialect="nestools")
         except SpecError as exc:
-            raise DatasetError(str(exc), path=p, line=n) from exc
+            raise DatasetError(str(exc), path=p, line=n, field="api_name") from exc
+        unique.add(tool.name, n)
         tools[tool.name] = tool
     return tools
 
 
-def _record(row: Any, tools: dict[str, Tool], path: Path, line: int) -> Sample:
-    if (
-        not isinstance(row, dict)
-        or not isinstance(row.get("id"), str)
-        or not isinstance(row.get("query"), str)
-    ):
-        raise DatasetError("expected an object with string 'id' and 'query'", path=path, line=line)
+def _record(row: dict[str, Any], tools: dict[str, Tool], path: Path, line: int) -> Sample:
+    for key in ("id", "query"):
+        need(row.get(key), str, "a string", path=path, line=line, field=key)
     calling = row.get("calling")
     if not isinstance(calling, list) or not calling:
         raise DatasetError("expected a non-empty list of gold calls", path=path, line=line, field="calling")
@@ -61,11 +60,15 @@ def _record(row: Any, tools: dict[str, Tool], path: Path, line: int) -> Sample:
             raise DatasetError(
                 "expected {'api': str, 'parameters': {...}}", path=path, line=line, field=f"calling[{i}]"
             )
-        params = call.get("parameters") or {}
-        if not isinstance(params, dict):
-            raise DatasetError("expected an object", path=path, line=line, field=f"calling[{i}].parameters")
+        params = call.get("parameters", {})
+        need(params, dict, "an object", path=path, line=line, field=f"calling[{i}].parameters")
+        responses = need(
+            call.get("responses", []), list, "a list", path=path, line=line, field=f"calling[{i}].responses"
+        )
+        for j, out in enumerate(responses):
+            need(out, str, "a placeholder string", path=path, line=line, field=f"calling[{i}].responses[{j}]")
         spec = tools.get(call["api"])
-        outputs = [r for r in call.get("responses") or [] if isinstance(r, str)]
+        outputs = list(responses)
         fields = list(spec.returns.get("properties", {})) if spec and spec.returns else []
         target.append(
             ToolCall(
@@ -100,8 +103,10 @@ def load_seal_tools(folder: str | Path, split: Split = "all", subset: Subset = "
     samples: list[Sample] = []
     for name in names:
         path = root / _FILES[name]
-        for line, row in read_jsonl(path):
+        unique = UniqueIds(path)
+        for line, row in read_jsonl(path, objects=True):
             sample = _record(row, tools, path, line)
+            unique.add(sample.id, line)
             multi = len(sample.target) > 1 or sample.metadata["difficulty"] == "difficult"
             if subset == "all" or (subset == "multiple") == multi:
                 samples.append(sample)

@@ -32,7 +32,7 @@ from toolmend._errors import ConfigError, DatasetError
 from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._base import BENCHMARKS
 from toolmend.benchmarks._hitec import CallListBenchmark
-from toolmend.benchmarks._io import read_json
+from toolmend.benchmarks._io import JsonDoc, UniqueIds, read_json_doc
 
 __all__ = ["ToolAlpaca", "load_toolalpaca", "parse_action_input", "tools_from_descriptions"]
 
@@ -129,38 +129,21 @@ def tools_from_descriptions(descriptions: dict[str, Any]) -> list[Tool]:
 
 
 def _load_file(path: Path) -> list[Sample]:
-    data = read_json(path)
-    if not isinstance(data, list):
+    doc = read_json_doc(path)
+    if not isinstance(doc.value, list):
         raise DatasetError("expected a JSON array of tools", path=path)
     samples: list[Sample] = []
-    for t, api in enumerate(data):
-        where = f"[{t}]"
-        if not isinstance(api, dict) or not isinstance(api.get("Function_Description"), dict):
-            raise DatasetError("expected a tool with a 'Function_Description' object", path=path, field=where)
-        instructions, answers = api.get("Instructions"), api.get("Golden_Answers")
-        if (
-            not isinstance(instructions, list)
-            or not isinstance(answers, list)
-            or len(instructions) != len(answers)
-        ):
-            raise DatasetError(
-                "expected parallel 'Instructions' and 'Golden_Answers' lists", path=path, field=where
-            )
+    unique = UniqueIds(path)
+    for t, api in enumerate(doc.value):
+        _check_api(doc, t, api)
+        unique.add(api.get("Name", t), doc.line(t) or 0, field=f"[{t}].Name")
+        instructions, answers = api["Instructions"], api["Golden_Answers"]
         tools = tools_from_descriptions(api["Function_Description"])
         names = {tool.name for tool in tools}
         for i, (instruction, steps) in enumerate(zip(instructions, answers, strict=True)):
-            if not isinstance(instruction, str) or not isinstance(steps, list):
-                raise DatasetError(
-                    "expected an instruction and a list of steps", path=path, field=f"{where}[{i}]"
-                )
             target: list[ToolCall] = []
             meta: dict[str, Any] = {"api": api.get("Name"), "source": path.name}
             for s, step in enumerate(steps):
-                if not isinstance(step, dict) or not isinstance(step.get("Action"), str):
-                    field = f"{where}.Golden_Answers[{i}][{s}]"
-                    raise DatasetError(
-                        "expected {'Action': str, 'Action_Input': str}", path=path, field=field
-                    )
                 action = step["Action"]
                 if action.startswith("[Optional]"):
                     action = action.removeprefix("[Optional]").strip()
@@ -182,6 +165,40 @@ def _load_file(path: Path) -> list[Sample]:
                 )
             )
     return samples
+
+
+def _check_api(doc: JsonDoc, t: int, api: Any) -> None:
+    """The field types of tool ``t``; a wrong one is a DatasetError naming its line and field."""
+    if not isinstance(api, dict):
+        raise doc.error(t, "expected a tool object")
+    if "Name" in api and not isinstance(api["Name"], str):
+        raise doc.error(t, "expected the tool name as a string", "Name")
+    functions = api.get("Function_Description")
+    if not isinstance(functions, dict):
+        raise doc.error(t, "expected an object of function name -> description", "Function_Description")
+    for name, text in functions.items():
+        if not isinstance(text, str):
+            raise doc.error(t, "expected the description as a string", f"Function_Description.{name}")
+    instructions, answers = api.get("Instructions"), api.get("Golden_Answers")
+    if not isinstance(instructions, list):
+        raise doc.error(t, "expected a list of instructions", "Instructions")
+    if not isinstance(answers, list):
+        raise doc.error(t, "expected a list of golden answers", "Golden_Answers")
+    if len(instructions) != len(answers):
+        raise doc.error(
+            t, f"{len(answers)} golden answers for {len(instructions)} instructions", "Golden_Answers"
+        )
+    for i, (instruction, steps) in enumerate(zip(instructions, answers, strict=True)):
+        if not isinstance(instruction, str):
+            raise doc.error(t, "expected the instruction as a string", f"Instructions[{i}]")
+        if not isinstance(steps, list):
+            raise doc.error(t, "expected a list of steps", f"Golden_Answers[{i}]")
+        for s, step in enumerate(steps):
+            where = f"Golden_Answers[{i}][{s}]"
+            if not isinstance(step, dict) or not isinstance(step.get("Action"), str):
+                raise doc.error(t, "expected {'Action': str, 'Action_Input': str}", where)
+            if not isinstance(step.get("Action_Input", ""), str | dict):
+                raise doc.error(t, "expected the action input as a JSON string", f"{where}.Action_Input")
 
 
 def load_toolalpaca(folder: str | Path, split: Split = "real") -> list[Sample]:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolmend._bench import BenchResult, run_bench
+from toolmend._bench import DATA_SEED, BenchResult, run_bench
 from toolmend._errors import ToolmendError
 from toolmend.benchmarks import as_mode, benchmark_class
 from toolmend.cli._console import console, fail, key_values
@@ -98,7 +98,14 @@ def bench_command(
     max_connections: Annotated[
         int, typer.Option("--max-connections", help="Requests (and samples) in flight.", min=1)
     ] = 16,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for data building and sampling.")] = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Seed sent with every generation (each of --samples its own, derived from it) and "
+            "used for data building and shuffles. Default: no seed is sent; data use seed 0.",
+        ),
+    ] = None,
     mode: Annotated[str, typer.Option("--mode", help="compat (official numbers) or improved.")] = "compat",
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
     api_key_env: Annotated[
@@ -188,7 +195,7 @@ def bench_command(
         if value is not None:
             load_options[name] = value
     if audit:
-        _audit(benchmark, data, seed, as_json)
+        _audit(benchmark, data, DATA_SEED if seed is None else seed, as_json)
         return
     try:
         result = run_bench(

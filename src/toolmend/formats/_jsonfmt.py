@@ -22,6 +22,7 @@ an ``invalid_format`` finding although the call is returned.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolmend._schema import Ref, ToolCall
-from toolmend.formats._lenient import LoadMethod, Span, find_spans, load_lenient, split_fences
+from toolmend.formats._lenient import LoadMethod, find_spans, load_lenient, split_fences
 from toolmend.formats._result import ParseResult
 
 __all__ = [
@@ -194,32 +195,45 @@ def scan_json_values(
     scan = Scan()
     fences, outside = split_fences(text)
     prose = [body for lang, body in fences if lang not in _JSON_LANGS]
-    cache: dict[tuple[int, int], tuple[Any, LoadMethod] | None] = {}
+    # Keyed by the chunk's text: a model looping on one block repeats the same chunk thousands
+    # of times, and each distinct chunk is read and judged once.
+    verdicts: dict[str, tuple[tuple[Any, LoadMethod] | None, bool, str | None]] = {}
+    handed_out: set[str] = set()
+
+    def judge(chunk: str) -> tuple[tuple[Any, LoadMethod] | None, bool, str | None]:
+        """``(loaded value and method, accepted, why it is almost a call)`` of ``chunk``."""
+        if chunk not in verdicts:
+            try:
+                loaded: tuple[Any, LoadMethod] | None = load_lenient(chunk)
+            except ValueError:
+                loaded = None
+            ok = loaded is not None and accept(loaded[0])
+            why = near(loaded[0]) if loaded is not None and not ok and near is not None else None
+            verdicts[chunk] = (loaded, ok, why)
+        return verdicts[chunk]
+
+    def take(chunk: str, loaded: tuple[Any, LoadMethod]) -> None:
+        # A repeated chunk's value is a copy: each call gets arguments of its own.
+        value = copy.deepcopy(loaded[0]) if chunk in handed_out else loaded[0]
+        handed_out.add(chunk)
+        scan.values.append((value, loaded[1], chunk))
+
     for src in [*(body for lang, body in fences if lang in _JSON_LANGS), outside]:
         spans = find_spans(src)
         pos = 0
         in_cut_list = False
-
-        def load(span: Span, src: str = src) -> tuple[Any, LoadMethod] | None:
-            key = (span.start, span.end)
-            if key not in cache:
-                try:
-                    cache[key] = load_lenient(src[span.start : span.end])
-                except ValueError:
-                    cache[key] = None
-            return cache[key]
 
         for k, span in enumerate(spans):
             if span.start < pos:
                 continue
             chunk = src[span.start : span.end]
             if span.closed:
-                loaded = load(span)
-                if loaded is not None and accept(loaded[0]):
-                    scan.values.append((loaded[0], loaded[1], chunk))
+                loaded, ok, why = judge(chunk)
+                if loaded is not None and ok:
+                    take(chunk, loaded)
                 elif loaded is None and hint(chunk):
                     scan.broken.append((chunk, "a call-like JSON block could not be parsed"))
-                elif loaded is not None and near is not None and (why := near(loaded[0])):
+                elif why:
                     scan.broken.append((chunk, why))
                 else:
                     continue
@@ -231,9 +245,7 @@ def scan_json_values(
                     prose.append(src[pos : span.start])
                     pos = span.end
                     continue
-                taken = [
-                    s for s in spans[k + 1 :] if s.closed and (got := load(s)) is not None and accept(got[0])
-                ]
+                taken = [s for s in spans[k + 1 :] if s.closed and judge(src[s.start : s.end])[1]]
                 if taken:
                     # Complete values inside a cut-off list are kept (and the cut flagged); so are
                     # values under a key of a cut-off object ({"tool_calls": [...] with no final

@@ -24,6 +24,7 @@ Truncated text is *not* completed: closing a cut-off object would invent a call.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -161,49 +162,75 @@ def find_spans(text: str, openers: str = "{[") -> list[Span]:
     [(4, 14, True), (19, 27, True), (28, 30, False)]
     """
     spans: list[Span] = []
+    # Where the bracket opened at each position closes (None: never), from the scans so far. A
+    # restart at an opener that an earlier scan met outside a string reads its answer here: from
+    # that opener on, that scan saw the same quotes and, above the opener, the same stack.
+    # Without it, every restart scans to the end again (33 passes over a run of "{").
+    closes: dict[int, int | None] = {}
     pos, restarts = 0, 0
     n = len(text)
     while pos < n:
         start = _next_opener(text, pos, openers)
         if start < 0:
             break
-        stack: list[str] = []
-        i = start
-        quote: str | None = None
-        while i < n:
-            c = text[i]
-            if quote is not None:
-                if c == "\\":
-                    i += 2
-                    continue
-                if c == quote:
-                    quote = None
-                i += 1
-                continue
-            if c == '"' or (c == "'" and _opens_single_quote(text, i)):
-                quote = c
-            elif c in _OPEN:
-                stack.append(_OPEN[c])
-            elif c in _CLOSE and stack and c == stack[-1]:
-                stack.pop()
-                if not stack:
-                    break
-            i += 1
-        if stack:
+        if start + 1 < n and text[start + 1] == _OPEN[text[start]]:
+            end: int | None = start + 2  # "{}" or "[]": the common degenerate case, without a scan
+        else:
+            end = closes[start] if start in closes else _scan(text, start, closes)
+        if end is None:
             spans.append(Span(start, n, False))
             restarts += 1
             if restarts > _MAX_RESTARTS:
                 break
             pos = start + 1
         else:
-            spans.append(Span(start, i + 1, True))
-            pos = i + 1
+            spans.append(Span(start, end, True))
+            pos = end
     return sorted(spans, key=lambda s: s.start)
 
 
+def _scan(text: str, start: int, closes: dict[int, int | None]) -> int | None:
+    """The end of the balanced region opened at ``start`` (None when it never closes), string-
+    aware; records in ``closes`` where every bracket it meets outside strings closes."""
+    stack: list[tuple[str, int]] = []
+    n = len(text)
+    i = start
+    quote: str | None = None
+    while i < n:
+        c = text[i]
+        if quote is not None:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+            i += 1
+            continue
+        if c == '"' or (c == "'" and _opens_single_quote(text, i)):
+            quote = c
+        elif c in _OPEN:
+            stack.append((_OPEN[c], i))
+        elif c in _CLOSE and stack and c == stack[-1][0]:
+            closes[stack.pop()[1]] = i + 1
+            if not stack:
+                return i + 1
+        i += 1
+    for _, at in stack:
+        closes[at] = None
+    return None
+
+
 def _next_opener(text: str, pos: int, openers: str) -> int:
-    hits = [i for i in (text.find(o, pos) for o in openers) if i >= 0]
-    return min(hits) if hits else -1
+    """The first of ``openers`` at or after ``pos`` (-1: none); one search that stops at the
+    first hit (a ``str.find`` per opener would scan to the end for one that never occurs, on
+    every call: quadratic over many small spans)."""
+    m = _opener_pattern(openers).search(text, pos)
+    return m.start() if m else -1
+
+
+@functools.cache
+def _opener_pattern(openers: str) -> re.Pattern[str]:
+    return re.compile(f"[{re.escape(openers)}]")
 
 
 def _opens_single_quote(text: str, i: int) -> bool:

@@ -51,7 +51,9 @@ __all__ = ["parse_python_calls", "write_python_calls", "format_python_value"]
 
 _PY_LANGS = {"", "python", "py", "python3", "tool_code", "tool_call"}
 # Bounded repetitions: an unbounded ``[\w.]*`` makes the scan quadratic on long words.
-_START = re.compile(r"\[\s{0,20}[A-Za-z_][\w.]{0,200}\s{0,20}\(|[A-Za-z_][\w.]{0,200}\s{0,20}\(")
+# A name starts only where no name character precedes it (the scan skips such starts anyway):
+# without the lookbehind every letter of a long word is tried as a start, 200 characters each.
+_START = re.compile(r"\[\s{0,20}[A-Za-z_][\w.]{0,200}\s{0,20}\(|(?<![\w.])[A-Za-z_][\w.]{0,200}\s{0,20}\(")
 _MAX_UNCLOSED = 32
 _ARG_START = re.compile(r"\s*(\)|[A-Za-z_]\w*\s*=[^=])")
 _NAMED_LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "none": None}

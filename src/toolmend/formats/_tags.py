@@ -9,7 +9,8 @@ by ``<tool_call>`` blocks, or a ``<final>`` answer.
 Prose between tags is allowed (it goes to ``text``), with one exception: a bare JSON call
 outside any tag is returned but flagged ``invalid_format``, as Tool-Reflection-Bench counts it
 as a format error. Unclosed tags, empty call tags, stray closing tags and unparsable tag bodies
-are ``invalid_format`` too.
+are ``invalid_format`` too. A problem that recurs unchanged (same message, same fragment: a
+model looping on one broken block) is listed once, with ``data["count"]`` occurrences.
 
 >>> r = parse_tagged_calls('''<reflect>city was null</reflect>
 ... <tool_call>
@@ -26,9 +27,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from toolmend._schema import ToolCall
+from toolmend._schema import Finding, ToolCall
 from toolmend.formats._jsonfmt import (
     call_to_action,
     looks_like_actions,
@@ -100,8 +101,7 @@ def _parse_body(body: str, tag: str) -> ParseResult:
         if py.calls:
             sub = py
     if not sub.calls and sub.final is None:
-        what = "is empty" if not body.strip() else "holds no parsable call"
-        sub.flag("invalid_format", f"<{tag}> {what}", raw=body)
+        sub.flag("invalid_format", f"<{tag}> holds no parsable call", raw=body)
     for i, f in enumerate(sub.findings):
         if f.code == "redundant_information":
             sub.findings[i] = f.model_copy(
@@ -111,8 +111,67 @@ def _parse_body(body: str, tag: str) -> ParseResult:
     return sub
 
 
+class _Blocks:
+    """The call blocks of one text, merged into ``result``.
+
+    A model stuck in a loop repeats the same block thousands of times. Each distinct body is
+    parsed once and its later copies reuse that parse, and a problem of the text as a whole that
+    recurs unchanged (same message, same fragment) is counted in its first finding's
+    ``data["count"]`` instead of being listed again, so such text costs a dictionary lookup per
+    block instead of three readers and new findings."""
+
+    def __init__(self, result: ParseResult) -> None:
+        self.result = result
+        self.parsed: dict[tuple[str, str], ParseResult] = {}
+        self.first: dict[tuple[str, str, Any], Finding] = {}
+
+    def flag(self, message: str, raw: str) -> None:
+        """An ``invalid_format`` finding of the text as a whole."""
+        if not self._again(message, raw):
+            self.result.flag("invalid_format", message, raw=raw)
+            self.first["invalid_format", message, raw] = self.result.findings[-1]
+
+    def _again(self, message: str, raw: Any, code: str = "invalid_format") -> bool:
+        seen = self.first.get((code, message, _hashable(raw)))
+        if seen is not None:
+            seen.data["count"] = seen.data.get("count", 1) + 1
+        return seen is not None
+
+    def merge(self, body: str, tag: str) -> None:
+        """The call(s) of one call tag's ``body``."""
+        if not body.strip():
+            self.flag(f"<{tag}> is empty", body)
+            return
+        sub = self.parsed.get((body, tag))
+        if sub is None:
+            sub = self.parsed[body, tag] = _parse_body(body, tag)
+            for f in sub.findings:
+                if f.call is None:
+                    self.first.setdefault((f.code, f.message, _hashable(f.data.get("raw"))), f)
+            self.result.merge(sub)
+            return
+        findings = [
+            f
+            for f in sub.findings
+            if f.call is not None or not self._again(f.message, f.data.get("raw"), f.code)
+        ]
+        if not sub.calls and not findings and sub.final is None:
+            return
+        # Copies of the calls: a caller may edit one call's arguments.
+        calls = [c.model_copy(deep=True) for c in sub.calls]
+        self.result.merge(
+            sub.model_copy(update={"calls": calls, "findings": [f.model_copy() for f in findings]})
+        )
+
+
+def _hashable(raw: Any) -> Any:
+    return raw if isinstance(raw, str | None) else repr(raw)
+
+
 def _prose_calls(segment: str, result: ParseResult) -> str:
     """Take bare JSON calls out of a prose segment (flagged); return the remaining prose."""
+    if "{" not in segment:
+        return segment  # every JSON action is an object; most segments between tags are blank
     scan = scan_json_values(segment, looks_like_actions, mentions_call)
     if not scan.values:
         return segment
@@ -140,12 +199,13 @@ def parse_tagged_calls(text: str) -> ParseResult:
     reflects: list[str] = []
     finals: list[str] = []
     never_closed: set[str] = set()
+    blocks = _Blocks(result)
     pos = 0
     while True:
         m = _OPEN.search(rest, pos)
         segment = rest[pos : m.start() if m else len(rest)]
         for stray in _STRAY_CLOSE.finditer(segment):
-            result.flag("invalid_format", f"a stray closing tag {stray.group(0)!r}", raw=stray.group(0))
+            blocks.flag(f"a stray closing tag {stray.group(0)!r}", stray.group(0))
         prose.append(_prose_calls(_STRAY_CLOSE.sub("", segment), result))
         if m is None:
             break
@@ -166,9 +226,9 @@ def parse_tagged_calls(text: str) -> ParseResult:
         else:
             stop = nxt.start() if nxt else len(rest)
             body, pos = rest[m.end() : stop], stop
-            result.flag("invalid_format", f"<{tag}> is never closed", raw=rest[m.start() : stop])
+            blocks.flag(f"<{tag}> is never closed", rest[m.start() : stop])
         if lower in CALL_TAGS:
-            result.merge(_parse_body(body, tag))
+            blocks.merge(body, tag)
         elif lower == "reflect":
             reflects.append(body.strip())
         else:

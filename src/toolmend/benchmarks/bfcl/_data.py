@@ -30,7 +30,7 @@ from typing import Any
 
 from toolmend._errors import DatasetError
 from toolmend._schema import Message, Sample, Tool, ToolCall
-from toolmend.benchmarks._io import UniqueIds, read_jsonl
+from toolmend.benchmarks._io import UniqueIds, check_schema, need, read_jsonl
 from toolmend.benchmarks.bfcl._checker import bfcl_type
 from toolmend.formats._tools import load_tools
 
@@ -224,6 +224,19 @@ def load_bfcl(path: str | Path, categories: Iterable[str] | None = None) -> list
     return samples
 
 
+def _check_functions(functions: list[Any], path: Path, line: int) -> None:
+    """Field types of the function docs, so a corrupted one is named instead of crashing later."""
+    for j, doc in enumerate(functions):
+        where = f"function[{j}]"
+        need(doc, dict, "a function doc object", path=path, line=line, field=where)
+        need(
+            doc.get("name"), str, "the function name as a string", path=path, line=line, field=f"{where}.name"
+        )
+        if doc.get("description") is not None:
+            need(doc["description"], str, "a string", path=path, line=line, field=f"{where}.description")
+        check_schema(doc.get("parameters"), path=path, line=line, field=f"{where}.parameters")
+
+
 def _load_category(category: str, qpath: Path, apath: Path) -> list[Sample]:
     questions = _read_jsonl(qpath)
     answers: list[tuple[int, dict[str, Any]]] | None = None
@@ -242,6 +255,7 @@ def _load_category(category: str, qpath: Path, apath: Path) -> list[Sample]:
         functions = record.get("function")
         if not isinstance(functions, list):
             raise DatasetError("expected a list of function docs", path=qpath, line=line, field="function")
+        _check_functions(functions, qpath, line)
         try:
             tools = load_tools(functions, dialect="bfcl")
         except DatasetError as exc:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from toolmend._errors import DatasetError
 from toolmend._schema import Message, Role, Sample, Tool, ToolCall
+from toolmend.benchmarks._io import JsonDoc
 from toolmend.formats._critictool import CATEGORIES, FINISH, parse_action, parse_tool_list, prompt_tools
 
 __all__ = [
@@ -67,14 +68,11 @@ def data_file(root: str | Path, part: Part, variant: Variant | str, cot: bool) -
 class _FileContext:
     """Where a record sits in its file, for error messages that point at the right place."""
 
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.text = text
+    def __init__(self, doc: JsonDoc) -> None:
+        self.doc = doc
 
     def error(self, record_id: str, field: str, message: str) -> DatasetError:
-        idx = self.text.find(json.dumps(record_id))
-        line = self.text.count("\n", 0, idx) + 1 if idx >= 0 else None
-        return DatasetError(message, path=self.path, line=line, field=f"{record_id}.{field}")
+        return self.doc.error(record_id, message, field)
 
 
 def _call(action: Mapping[str, Any]) -> ToolCall:
@@ -127,6 +125,11 @@ def _messages(ctx: _FileContext, rid: str, prompt: Any) -> list[Message]:
 def _action(ctx: _FileContext, rid: str, field: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping) or not isinstance(value.get("name"), str) or "args" not in value:
         raise ctx.error(rid, field, "expected an action object with a string 'name' and 'args'")
+    if not isinstance(value["args"], Mapping | str):
+        # An object of arguments, or (history calls, FinishAction) the same as a string.
+        raise ctx.error(
+            rid, f"{field}.args", f"expected an object or a string, got {type(value['args']).__name__}"
+        )
     return dict(value)
 
 
@@ -166,7 +169,9 @@ def load_critictool_file(
         ) from None
     if not isinstance(data, dict):
         raise DatasetError(f"expected one JSON object of id -> record, got {type(data).__name__}", path=path)
-    ctx = _FileContext(path, text)
+    doc = JsonDoc(path, text, data)
+    doc.check_unique_keys()
+    ctx = _FileContext(doc)
     if part is None:
         parent = path.parent.name
         part = (
@@ -183,6 +188,8 @@ def load_critictool_file(
         messages = _messages(ctx, rid, record.get("query_prompt"))
         tools = _tools(ctx, rid, messages[0].content)
         gt = record.get("ground_truth")
+        if not isinstance(record.get("error_type"), str | None):
+            raise ctx.error(rid, "error_type", "expected the error type as a string (or null)")
         kind: Part = part or ("external" if isinstance(gt, list) else "internal")
         common: dict[str, Any] = {"benchmark": "critictool", "part": kind, "cot": cot, "variant": variant}
         common |= {"record_id": rid, "source": str(path), "raw": record}

@@ -22,7 +22,7 @@ from typing import Any
 
 from toolmend._errors import DatasetError, SpecError
 from toolmend._schema import Message, Ref, Sample, Tool, ToolCall
-from toolmend.benchmarks._io import UniqueIds, read_jsonl
+from toolmend.benchmarks._io import UniqueIds, check_flat_spec, read_jsonl
 from toolmend.formats._tools import load_tool
 
 __all__ = ["PLACEHOLDER_PREFIX", "gold_chain", "load_nestools", "official_depth", "to_official_output"]
@@ -119,12 +119,7 @@ def _sample(record: dict[str, Any], api_ids: list[int], path: Path, line: int) -
         )
     tools: list[Tool] = []
     for i, (spec, api_id) in enumerate(zip(apis, api_ids, strict=True)):
-        if not isinstance(spec, dict):
-            raise DatasetError("expected a tool object", path=path, line=line, field=f"api[{i}]")
-        for key, kind, what in (("required", list, "a list of parameter names"), ("parameters", dict, "an object"),
-                                ("responses", dict, "an object")):  # fmt: skip
-            if key in spec and spec[key] is not None and not isinstance(spec[key], kind):
-                raise DatasetError(f"expected {what}", path=path, line=line, field=f"api[{i}].{key}")
+        check_flat_spec(spec, path=path, line=line, field=f"api[{i}]")
         try:
             tools.append(load_tool({**spec, "api_id": api_id}, "nestools"))
         except SpecError as exc:
