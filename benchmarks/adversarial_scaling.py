@@ -1,6 +1,7 @@
 """Time per byte of every parser and scorer on degenerate model output, checked to stay flat.
 
     .venv/bin/python benchmarks/adversarial_scaling.py [--sizes 16000,128000,1000000] [--bound 4] [--limit-us 5]
+        [--limit-us-call 100]
         [--only NAME] [--repeat 2]
 
 Models in a repetition loop emit the same fragment thousands of times ("aaaa…", "<tool_call>"
@@ -10,7 +11,9 @@ target on the fragment repeated to each size, and prints the time per byte at th
 divided by the time per byte at the smallest one. Linear code keeps that ratio near 1; the
 script exits 1 when any ratio exceeds ``--bound`` (a quadratic target at these sizes reads
 about 60). It also prints the time per byte at the largest size and exits 1 when one exceeds
-``--limit-us`` microseconds: linear but slow is a blocked run too (1 MB at 24 µs/B is 24 s).
+``--limit-us`` microseconds: linear but slow is a blocked run too (1 MB at 24 µs/B is 24 s). One
+fragment is not degenerate but valid: ``"f(a=1)\n"`` repeated is 142,857 real calls per MB, and
+its cost is per call read and validated, so it is bound per call instead (``--limit-us-call``).
 Targets: ``parse_calls`` in every format, BFCL's decoder and relevance classifier, the
 Tool-Reflection-Bench extractors and reward, and ``score`` in both modes of BFCL,
 Tool-Reflection-Bench, NesTools, CriticTool (the test fixtures when the shared data has no
@@ -65,6 +68,8 @@ FRAGMENTS = [
 
 
 FLOOR = 1e-7
+# Fragments that are real calls: the byte count of one call, for the per-call bound.
+VALID = {"f(a=1)\n": len("f(a=1)\n")}
 
 
 def targets() -> dict[str, Callable[[str], Any]]:
@@ -133,6 +138,12 @@ def main() -> None:
     parser.add_argument(
         "--limit-us", type=float, default=5.0, help="bound on µs per byte at the largest size"
     )
+    parser.add_argument(
+        "--limit-us-call",
+        type=float,
+        default=100.0,
+        help="bound on µs per call for fragments that are valid calls",
+    )
     parser.add_argument("--only", default="", help="run only targets whose name contains this")
     parser.add_argument("--repeat", type=int, default=2, help="timings per size (the fastest is kept)")
     args = parser.parse_args()
@@ -161,12 +172,22 @@ def main() -> None:
     slowest = sorted(worst, key=lambda w: w[3], reverse=True)
     print(f"slowest per byte at {sizes[-1]:,} bytes:")
     for _, name, frag, pb in slowest[:10]:
-        print(f"{name:38} {frag!r:34} {pb * 1e6:9.2f} µs/B (limit {args.limit_us})")
+        if frag in VALID:
+            per_call = pb * VALID[frag] * 1e6
+            print(
+                f"{name:38} {frag!r:34} {pb * 1e6:9.2f} µs/B = {per_call:.1f} µs/call (limit {args.limit_us_call})"
+            )
+        else:
+            print(f"{name:38} {frag!r:34} {pb * 1e6:9.2f} µs/B (limit {args.limit_us})")
     bad = [w for w in worst if w[0] > args.bound]
-    slow = [w for w in worst if w[3] * 1e6 > args.limit_us]
+    slow = [
+        w
+        for w in worst
+        if (w[3] * VALID[w[2]] * 1e6 > args.limit_us_call if w[2] in VALID else w[3] * 1e6 > args.limit_us)
+    ]
     print(
         f"{len(worst)} target x fragment pairs, sizes {sizes}; worst ratio {worst[0][0]:.2f} (bound {args.bound}); "
-        f"slowest {slowest[0][3] * 1e6:.2f} µs/B (limit {args.limit_us}); {len(slow)} over the limit"
+        f"{len(slow)} over their limit"
     )
     for line in crashed:
         print(f"CRASHED {line}")
