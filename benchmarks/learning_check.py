@@ -43,7 +43,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

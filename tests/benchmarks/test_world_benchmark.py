@@ -393,7 +393,9 @@ def test_domain_tools_offer_the_task_domains_plus_distractors_and_gold_still_suc
     assert len(outside) == 2 and len(names) < len(WORLD_TOOLS.tools)
     assert {domain_of(n) for n in names} >= set(task["domains"])
     # The prompt lists exactly the offered tools, and the same task offers the same tools again.
-    listed = [json.loads(line)["name"] for line in first.messages[0].content.splitlines() if line.startswith("{")]
+    listed = [
+        json.loads(line)["name"] for line in first.messages[0].content.splitlines() if line.startswith("{")
+    ]
     assert listed == names
     assert [t.name for t in bench.load(tools="domain", distractors=2)[0].tools] == names
     scores = _solve(bench, samples[:20], "retry")

@@ -93,7 +93,9 @@ class Task(BaseModel):
         True
         """
         others = [t for t in WORLD_TOOLS.tools if domain_of(t.name) not in self.domains]
-        picked = {t.name for t in random.Random(f"offer:{self.id}").sample(others, min(distractors, len(others)))}
+        picked = {
+            t.name for t in random.Random(f"offer:{self.id}").sample(others, min(distractors, len(others)))
+        }
         return [t for t in WORLD_TOOLS.tools if t.name in picked or domain_of(t.name) in self.domains]
 
     def to_sample(self) -> Sample:
