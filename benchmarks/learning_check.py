@@ -347,6 +347,13 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
 
 
+def _strip_train(result: dict[str, Any]) -> dict[str, Any]:
+    """What an earlier SFT checkpoint reached, kept when training goes on."""
+    return {"cpu_s": result["train"]["cpu_s"], "steps": result["train"]["steps"],
+            "exact": result["eval"]["exact"], "schema_valid": result["eval"]["schema_valid"],
+            "recovery": result.get("recovery")}  # fmt: skip
+
+
 def _strip(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "per_sample"}
 
@@ -359,14 +366,23 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     rng = random.Random(seed)
     sft_dir = seed_dir / "sft"
     base_config = {"seed": seed, "data_seed": seed}
-    if stage == "sft":
+    if stage in ("sft", "sft-more"):
         rows = _read_jsonl(run / "data" / "sft.jsonl")
         rng.shuffle(rows)
+        more = stage == "sft-more"  # continue the SFT model for --cpu-minutes more, on fresh row order
+        if more:
+            random.Random(f"more:{seed}:{results['sft']['train']['cpu_s']}").shuffle(rows)
         rows = rows[: int(args.cpu_minutes * 60 * ROWS_PER_CPU_S)]
-        init = new_model(run, seed, seed_dir / "init", SIZE)
+        init = sft_dir if more else new_model(run, seed, seed_dir / "init", SIZE)
         train = run_recipe("sft", init, rows, sft_dir, args.cpu_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
                            peak_lr=args.sft_lr, warmup=30)  # fmt: skip
+        if more:
+            before = results["sft"]
+            results.setdefault("sft_history", []).append(_strip_train(before))
+            train = {**train, "steps": train["steps"] + before["train"]["steps"],
+                     "cpu_s": round(train["cpu_s"] + before["train"]["cpu_s"], 1)}  # fmt: skip
+        stage = "sft"
         plain = evaluate(sft_dir, args.eval_seed, runs, threads=args.threads)
         refined = evaluate(sft_dir, args.eval_seed, runs, "self-refine", threads=args.threads)
         results["sft"] = {"train": train, "eval": _strip(plain), "self_refine": _strip(refined),
