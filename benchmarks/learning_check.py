@@ -471,12 +471,15 @@ def render(run: Path, seeds: list[int]) -> str:
             for x, y in zip(b, a, strict=True)
         )
         lines.append(f"| {name} | {metric} | {_mean_spread(b)} | {_mean_spread(a) if after else ''} | {pairs} |")
-    train = [
-        f"seed {s}: SFT {per[s].get('sft', {}).get('train', {}).get('steps')} steps / "
-        f"{per[s].get('sft', {}).get('train', {}).get('cpu_s')} CPU-s"
-        for s in seeds
-    ]
-    return "\n".join(lines) + "\n\n" + "; ".join(train) + "\n"
+    lines += ["", "| model seed | SFT CPU-s | steps | exact-call | schema-valid |", "|---|---|---|---|---|"]
+    for s in seeds:
+        sft = per[s].get("sft")
+        if not sft:
+            continue
+        points = [*per[s].get("sft_history", []), _strip_train(sft)]
+        for p in points:
+            lines.append(f"| {s} | {p['cpu_s']:.0f} | {p['steps']} | {p['exact'] * 100:.1f} | {p['schema_valid'] * 100:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _ints(text: str) -> list[int]:
