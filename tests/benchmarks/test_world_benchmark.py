@@ -425,3 +425,29 @@ def test_declared_counts_show_as_whole_numbers_in_table_and_reports(tmp_path: Pa
         assert f'{name}</td><td class="num">{rows[name]}<' in html
     rates = [k for k in rows if k.endswith("/abandoned")]  # rates stay percentages
     assert rates and all(re.fullmatch(r"\d+\.\d", rows[k]) for k in [*rates, "success"])
+
+
+def test_domain_tools_offer_the_task_domains_plus_distractors_and_gold_still_succeeds(
+    bench: WorldBenchmark,
+) -> None:
+    from toolmend.world import WORLD_TOOLS, domain_of
+
+    samples = bench.load(tools="domain", distractors="2")
+    first = samples[0]
+    task = first.metadata["task"]
+    names = [t.name for t in first.tools]
+    outside = [n for n in names if domain_of(n) not in task["domains"]]
+    assert len(outside) == 2 and len(names) < len(WORLD_TOOLS.tools)
+    assert {domain_of(n) for n in names} >= set(task["domains"])
+    # The prompt lists exactly the offered tools, and the same task offers the same tools again.
+    listed = [
+        json.loads(line)["name"] for line in first.messages[0].content.splitlines() if line.startswith("{")
+    ]
+    assert listed == names
+    assert [t.name for t in bench.load(tools="domain", distractors=2)[0].tools] == names
+    scores = _solve(bench, samples[:20], "retry")
+    assert all(s.values["success"] == 1.0 for s in scores)
+    with pytest.raises(ConfigError, match="tools must be all or domain"):
+        bench.load(tools="some")
+    with pytest.raises(ConfigError, match="distractors"):
+        bench.load(tools="domain", distractors=-1)

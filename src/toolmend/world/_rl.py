@@ -215,15 +215,18 @@ Tools:
 
 
 @lru_cache(maxsize=32)
-def system_prompt(seed: int, *, tools: bool = True) -> str:
-    """The system prompt of the world's tasks; with ``tools``, the tool list and call format too."""
+def system_prompt(seed: int, *, tools: bool = True, offered: tuple[str, ...] | None = None) -> str:
+    """The system prompt of the world's tasks; with ``tools``, the tool list (every world tool, or
+    the ``offered`` names) and call format too."""
     from toolmend.formats._tools import to_openai_tool
 
     state = World.create(seed).state
     text = SYSTEM_PROMPT.format(owner=state.owner_name, email=state.owner_email, today=state.today)
     if tools:
         listing = "\n".join(
-            json.dumps(to_openai_tool(t)["function"], ensure_ascii=False) for t in WORLD_TOOLS.tools
+            json.dumps(to_openai_tool(t)["function"], ensure_ascii=False)
+            for t in WORLD_TOOLS.tools
+            if offered is None or t.name in offered
         )
         text += TOOLS_PROMPT.format(tools=listing)
     return text

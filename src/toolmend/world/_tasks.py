@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from toolmend._errors import DatasetError
-from toolmend._schema import Message, Ref, Sample, ToolCall
+from toolmend._schema import Message, Ref, Sample, Tool, ToolCall
 from toolmend.world._state import WorldState
 from toolmend.world._world import World
 from toolmend.world.domains import WORLD_TOOLS, domain_of
@@ -113,6 +113,20 @@ class Task(BaseModel):
         """Whether two or more calls could run side by side."""
         levels = self.levels
         return any(levels.count(level) > 1 for level in set(levels))
+
+    def offered_tools(self, distractors: int = 3) -> list[Tool]:
+        """The tools of the task's domains plus ``distractors`` others, drawn from the task id (so
+        a task offers the same tools wherever it is built), in the world's tool order.
+
+        >>> task = generate_tasks(seed=0)[0]
+        >>> sorted({domain_of(t.name) for t in task.offered_tools(0)}) == task.domains
+        True
+        """
+        others = [t for t in WORLD_TOOLS.tools if domain_of(t.name) not in self.domains]
+        picked = {
+            t.name for t in random.Random(f"offer:{self.id}").sample(others, min(distractors, len(others)))
+        }
+        return [t for t in WORLD_TOOLS.tools if t.name in picked or domain_of(t.name) in self.domains]
 
     def to_sample(self) -> Sample:
         """The task as a :class:`~toolmend.Sample` offering every world tool."""

@@ -43,7 +43,7 @@ from toolmend.benchmarks.world._metrics import aggregate_world
 if TYPE_CHECKING:
     from toolmend.benchmarks.world._audit import AuditReport
 from toolmend._errors import ConfigError, DatasetError
-from toolmend._schema import Message, Sample
+from toolmend._schema import Message, Sample, Tool
 from toolmend.world import WORLD_TOOLS, generate_tasks
 from toolmend.world._episode import Episode, gold_replies
 from toolmend.world._grading import GoldRun, gold_run
@@ -112,7 +112,9 @@ class WorldBenchmark(Benchmark):
 
     Load options: ``faults`` (``none``, ``light``, ``heavy`` or a JSON schedule file), ``trials``
     (runs per task, for pass^k), ``fault_seed`` (default: the tasks' world seed), ``max_turns``
-    (default: 3 × gold length + 4).
+    (default: 3 × gold length + 4), ``tools`` (``all`` world tools, the default, or ``domain``:
+    the tools of the task's domains plus ``distractors`` others, default 3; see
+    :meth:`~toolmend.world.Task.offered_tools`).
     """
 
     name = "world"
@@ -130,18 +132,21 @@ class WorldBenchmark(Benchmark):
         trials: int | str = 1,
         fault_seed: int | str | None = None,
         max_turns: int | str | None = None,
+        tools: str = "all",
+        distractors: int | str = 3,
         **options: Any,
     ) -> list[Sample]:
         """One sample per task and trial, each carrying its task, faults and trial number."""
         if options:
             raise ConfigError(
                 f"unknown world option(s): {', '.join(sorted(options))}; "
-                "expected faults, trials, fault_seed, max_turns"
+                "expected faults, trials, fault_seed, max_turns, tools, distractors"
             )
         tasks = read_tasks(path) if path is not None else generate_tasks(0)
         return self.load_tasks(
-            tasks, faults=faults, trials=trials, fault_seed=fault_seed, max_turns=max_turns
-        )
+            tasks, faults=faults, trials=trials, fault_seed=fault_seed, max_turns=max_turns,
+            tools=tools, distractors=distractors,
+        )  # fmt: skip
 
     def load_tasks(
         self,
@@ -151,8 +156,15 @@ class WorldBenchmark(Benchmark):
         trials: int | str = 1,
         fault_seed: int | str | None = None,
         max_turns: int | str | None = None,
+        tools: str = "all",
+        distractors: int | str = 3,
     ) -> list[Sample]:
         """Samples for ``tasks`` (what :meth:`load` does after reading the file)."""
+        if tools not in ("all", "domain"):
+            raise ConfigError(f"tools must be all or domain, got {tools!r}")
+        n_distractors = _whole(distractors, "distractors")
+        if n_distractors < 0:
+            raise ConfigError(f"distractors must be at least 0, got {n_distractors}")
         n_trials = _positive(trials, "trials")
         turns = _positive(max_turns, "max_turns") if max_turns is not None else None
         seed = _whole(fault_seed, "fault_seed") if fault_seed is not None else (tasks[0].seed if tasks else 0)
@@ -160,12 +172,13 @@ class WorldBenchmark(Benchmark):
         samples: list[Sample] = []
         for task in tasks:
             scheduled = [f.model_dump() for f in schedule.for_task(task)]
+            offered = WORLD_TOOLS.tools if tools == "all" else task.offered_tools(n_distractors)
             for trial in range(n_trials):
                 samples.append(
                     Sample(
                         id=task.id if n_trials == 1 else f"{task.id}@{trial}",
-                        messages=self._messages(task),
-                        tools=WORLD_TOOLS.tools,
+                        messages=self._messages(task, offered),
+                        tools=offered,
                         target=_gold(json.dumps(task.model_dump(mode="json"))).calls,
                         metadata={
                             "task": task.model_dump(mode="json"),
@@ -180,9 +193,10 @@ class WorldBenchmark(Benchmark):
         return samples
 
     @staticmethod
-    def _messages(task: Task) -> list[Message]:
+    def _messages(task: Task, offered: Sequence[Tool]) -> list[Message]:
+        names = None if len(offered) == len(WORLD_TOOLS.tools) else tuple(t.name for t in offered)
         return [
-            Message(role="system", content=system_prompt(task.seed)),
+            Message(role="system", content=system_prompt(task.seed, offered=names)),
             Message(role="user", content=task.query),
         ]
 

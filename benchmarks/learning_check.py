@@ -1,0 +1,543 @@
+"""Proof on this CPU that toolmend's training recipes learn (issue 14, part 5). Not a timed test.
+
+There are no pretrained weights on this machine, so the model is trained **from scratch**: a
+tokenizer trained here on the task text, and a small Llama-architecture model. It is a small
+from-scratch model, not an LLM; read its numbers as "the recipe moves the metric", nothing more.
+
+Task: the first step of the built-in world's tasks (`toolmend bench world`), with the tools of the
+task's domains plus 3 distractors (`-o tools=domain`), sent as native tools and rendered compactly
+by this model's chat template. Training uses world seeds ``--train-seeds``; evaluation runs
+`toolmend bench world` with the ``hf/`` backend on the held-out world seed ``--eval-seed`` (other
+people, contacts, files, dates), one turn per task (``-o max_turns=1``).
+
+* **exact-call**: the first reply's calls equal the gold first-turn calls (names and arguments,
+  as a multiset; the world's first turn can hold several independent calls).
+* **schema-valid**: the first reply parses, has a call, and the checklist finds nothing wrong
+  against the offered tools (the findings the self-refine strategy would show).
+* **recovery** (self-refine, one re-ask with the checker's feedback): of the tasks whose first
+  reply was not exact, the share that are exact after the re-ask; ``broken`` is the share of
+  exact first replies the re-ask made wrong.
+
+Stages (each reads the previous one's checkpoint, per model seed, and records its results in
+``RUN/results.json``; rerun a stage to resume):
+
+    data    datasets from `toolmend.train.build_rows` (sft, kto, refine) and the tokenizer
+    sft     from-scratch SFT (`toolmend.train.prepare("sft")`) until --cpu-minutes of process CPU time
+    kto     HiTEC-KTO from the SFT model                    -> schema-valid
+    grpo    GRPO (schema + call-match rewards) from SFT     -> exact-call
+    refine  refine-SFT (ToolACE-R data) from SFT            -> recovery after a re-ask
+    docs    the table for docs/benchmarks.md
+
+    python benchmarks/learning_check.py --run-dir runs/learning --seeds 0,1,2 --stage all
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DISTRACTORS = 3
+EVAL_PER_TEMPLATE = 1
+"""Held-out tasks per world template (43 templates); 1 gives 43 tasks, cheap enough to evaluate six times per model seed on a shared 2-core machine."""
+
+CHAT_TEMPLATE = (
+    "{% if tools %}<|im_start|>tools\n{% for t in tools %}{% set f = t.function if t.function is defined else t %}"
+    "{{ f.name }}({% for k, v in f.parameters.properties.items() %}{{ k }}"
+    "{% if f.parameters.required is defined and k in f.parameters.required %}*{% endif %}"
+    "{% if v.enum is defined %}={{ v.enum|join('|') }}{% endif %}{% if not loop.last %}, {% endif %}{% endfor %})\n"
+    "{% endfor %}<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}"
+    "{% generation %}{{ m.content }}<|im_end|>{% endgeneration %}{% else %}{{ m.content }}<|im_end|>{% endif %}\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""ChatML with a compact tool list (``name(param*, unit=a|b)``, * = required): a model trained
+from scratch must attend over the whole prompt, so the prompt is kept short."""
+
+PRE_TOKENIZE = r"\s|\d|[^\w\s]|[A-Za-z_]+|\w"
+"""Words, single digits, single spaces and punctuation: a value is the same tokens in the query
+and inside a JSON call (no ``" Madrid"`` vs ``"Madrid"``), so copying it is a token-for-token copy."""
+
+
+# -- data -----------------------------------------------------------------------------------------
+
+
+def _tasks(seeds: list[int]) -> dict[str, Any]:
+    from toolmend.world import generate_tasks
+
+    return {t.id: t for s in seeds for t in generate_tasks(s)}
+
+
+def first_turn(task: Any) -> list[Any]:
+    """The gold calls of the task's first turn (those that depend on no other call)."""
+    return [c for c, level in zip(task.calls, task.levels, strict=True) if level == 0]
+
+
+@contextlib.contextmanager
+def first_turn_traces(tasks: dict[str, Any]) -> Iterator[None]:
+    """Make the dataset builders read world traces cut to their first turn, offering the tools
+    `toolmend bench world -o tools=domain` offers. (The builders write a trace's whole call list
+    as one reply; the world's first turn holds only the calls that need no earlier result.)"""
+    import toolmend.train._data as data
+    from toolmend.benchmarks.critic._traces import Trace
+
+    real = data.load_traces
+
+    def load(source: str, seed: int = 0, data: Any = None) -> list[Any]:
+        out = []
+        for trace in real(source, seed=seed, data=data):
+            task = tasks[trace.id]
+            out.append(Trace(trace.id, trace.query, task.offered_tools(DISTRACTORS), first_turn(task),
+                             trace.source, trace.factory))  # fmt: skip
+        return out
+
+    data.load_traces = load  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        data.load_traces = real  # type: ignore[assignment]
+
+
+def _system(seed: int) -> dict[str, str]:
+    from toolmend.world._rl import system_prompt
+
+    return {"role": "system", "content": system_prompt(seed, tools=False)}
+
+
+def _reask_feedback(first: str, tools: list[Any]) -> str:
+    """The re-ask the self-refine strategy sends after ``first`` (so refine-SFT trains on the
+    feedback it will get at inference)."""
+    from toolmend.check import Checker
+    from toolmend.strategies._feedback import describe_findings, turn_findings
+    from toolmend.strategies._refine import _ASK, _CLEAN, _DO
+    from toolmend.strategies._reply import read_reply
+
+    checker = Checker(tools)
+    turn = read_reply(first, "tags")
+    found = turn_findings(turn, checker)
+    note = f"A check of your calls found:\n{describe_findings(found, checker, turn)}" if found else _CLEAN
+    return f"{_ASK} {note}{_DO}"
+
+
+def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]) -> dict[str, Any]:
+    from toolmend.train import build_rows
+
+    tasks = _tasks(sorted(set(train_seeds) | set(kto_seeds) | set(refine_seeds)))
+    out: dict[str, Any] = {"reports": {}}
+    rows: dict[str, list[dict[str, Any]]] = {"sft": [], "kto": [], "refine": []}
+    with first_turn_traces(tasks):
+        for kind, seeds in (("sft", train_seeds), ("kto", kto_seeds), ("refine", refine_seeds)):
+            for s in seeds:
+                built, report = build_rows(kind, source="world", seed=s)
+                out["reports"][f"{kind}:{s}"] = report.model_dump(include={"rows", "traces", "dropped", "codes"})
+                for row in built:
+                    row["prompt"] = [_system(s), *row["prompt"]]
+                    if kind == "refine":
+                        # The re-ask of the self-refine strategy, not the builder's own wording.
+                        row["prompt"][-1] = {"role": "user",
+                                             "content": _reask_feedback(row["prompt"][-2]["content"],
+                                                                         tasks[row["trace_id"]].offered_tools(DISTRACTORS))}  # fmt: skip
+                rows[kind] += built
+    for kind, kind_rows in rows.items():
+        _write_jsonl(run / "data" / f"{kind}.jsonl", kind_rows)
+        out[kind] = len(kind_rows)
+    return out
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def build_tokenizer(run: Path, vocab: int) -> Path:
+    """A BPE tokenizer trained on every text of the datasets, saved with the chat template."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    texts: list[str] = []
+    for kind in ("sft", "kto", "refine"):
+        for row in _read_jsonl(run / "data" / f"{kind}.jsonl"):
+            texts += [m["content"] for m in [*row["prompt"], *row["completion"]]]
+            texts.append(row["tools"])
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(PRE_TOKENIZE), behavior="isolated"),
+         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+    )  # fmt: skip
+    tok.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
+    tok.train_from_iterator(texts, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   bos_token="<|im_start|>")  # fmt: skip
+    fast.chat_template = CHAT_TEMPLATE
+    path = run / "tokenizer"
+    fast.save_pretrained(path)
+    return path
+
+
+def new_model(run: Path, seed: int, out: Path, size: dict[str, int]) -> Path:
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(run / "tokenizer")
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tok), hidden_size=size["d"], intermediate_size=size["ff"],
+        num_hidden_layers=size["layers"], num_attention_heads=size["heads"], num_key_value_heads=size["heads"],
+        max_position_embeddings=1024, tie_word_embeddings=True, bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )  # fmt: skip
+    model = LlamaForCausalLM(config)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+# -- training -------------------------------------------------------------------------------------
+
+
+def _budget_callback(cpu_seconds: float, peak_lr: float, warmup: int, floor: float = 0.1) -> Any:
+    """Stops training after ``cpu_seconds`` of process CPU time (the machine is shared, so wall
+    time would measure the neighbours) and sets the learning rate on a cosine over that budget."""
+    from transformers import TrainerCallback
+
+    class Budget(TrainerCallback):
+        start = 0.0
+        used = 0.0
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.start = time.process_time()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.used = time.process_time() - self.start
+            frac = min(1.0, self.used / cpu_seconds)
+            lr = peak_lr * min(1.0, (state.global_step + 1) / warmup)
+            lr *= floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac))
+            for group in kw["optimizer"].param_groups:
+                group["lr"] = lr
+            if frac >= 1.0:
+                control.should_training_stop = True
+
+    return Budget()
+
+
+def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cpu_seconds: float,
+               config: dict[str, Any], peak_lr: float, warmup: int = 20,
+               rewards: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    from datasets import Dataset
+
+    from toolmend.train import prepare
+
+    config = {"learning_rate": peak_lr, "lr_scheduler_type": "constant", "max_steps": 100_000,
+              "logging_steps": 10, "disable_tqdm": True, **config}  # fmt: skip
+    if kind == "sft":
+        # Batches of similar lengths: padding a batch to its longest row would waste ~40 % of the compute.
+        config.setdefault("train_sampling_strategy", "group_by_length")
+    prepared = prepare(kind, model=model, data=Dataset.from_list(rows), out=out, config=config, rewards=rewards)
+    budget = _budget_callback(cpu_seconds, peak_lr, warmup)
+    trainer = prepared.trainer
+    trainer.add_callback(budget)
+    trainer.train()
+    trainer.save_model(str(out))
+    trainer.processing_class.save_pretrained(str(out))
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    return {
+        "steps": int(trainer.state.global_step),
+        "cpu_s": round(budget.used, 1),
+        "rows_seen": int(trainer.state.global_step) * int(config.get("per_device_train_batch_size", 8)),
+        "first_loss": logs[0]["loss"] if logs else None,
+        "last_loss": logs[-1]["loss"] if logs else None,
+    }
+
+
+# -- evaluation -----------------------------------------------------------------------------------
+
+
+def evaluate(model: Path, eval_seed: int, runs: Path, strategy: str | None = None, threads: int = 2) -> dict[str, Any]:
+    """`toolmend bench world` with the hf/ backend, one turn per task; the metrics from its run."""
+    from toolmend.world import generate_tasks
+
+    data = runs / f"tasks-{eval_seed}.jsonl"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    tasks = generate_tasks(eval_seed, per_template=EVAL_PER_TEMPLATE)
+    data.write_text("".join(t.model_dump_json() + "\n" for t in tasks), encoding="utf-8")
+    cmd = [sys.executable, "-m", "toolmend", "bench", "world", "--model", f"hf/{model}", "--data", str(data),
+           "--seed", str(eval_seed), "--tool-mode", "native", "-o", "tools=domain",
+           "-o", f"distractors={DISTRACTORS}", "-o", "max_turns=1", "-M", "batch_size=64", "-M", "max_new_tokens=128",
+           "--max-connections", "256", "--no-cache", "--no-report", "--runs-dir", str(runs), "--json"]  # fmt: skip
+    if strategy:
+        cmd += ["--strategy", strategy, "--max-refine", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    t0 = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"toolmend bench failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    summary = json.loads(proc.stdout)
+    metrics = first_step_metrics(Path(summary["run_dir"]), {t.id: t for t in tasks})
+    return {"run_dir": summary["run_dir"], "wall_s": round(time.time() - t0, 1), **metrics}
+
+
+def _call_key(calls: list[Any]) -> list[str]:
+    return sorted(json.dumps({"name": c.name, "arguments": c.arguments}, sort_keys=True, default=str) for c in calls)
+
+
+def first_step_metrics(run_dir: Path, tasks: dict[str, Any]) -> dict[str, Any]:
+    """exact-call and schema-valid over the run's first replies (see the module docstring)."""
+    from toolmend.check import Checker
+    from toolmend.runs import load_run
+    from toolmend.strategies._feedback import turn_findings
+    from toolmend.strategies._reply import read_reply
+
+    exact: dict[str, bool] = {}
+    valid: dict[str, bool] = {}
+    for record in load_run(run_dir).records:
+        task = tasks[record.id]
+        turn = read_reply(record.outputs[0] if record.outputs else "", "tags")
+        exact[record.id] = bool(turn.calls) and _call_key(turn.tool_calls()) == _call_key(first_turn(task))
+        valid[record.id] = bool(turn.calls) and not turn_findings(turn, Checker(task.offered_tools(DISTRACTORS)))
+    n = len(exact)
+    return {"n": n, "exact": sum(exact.values()) / n, "schema_valid": sum(valid.values()) / n, "per_sample": exact}
+
+
+def recovery(plain: dict[str, bool], refined: dict[str, bool]) -> dict[str, float | None]:
+    """Of the wrong first replies, the share exact after the re-ask; of the exact ones, the share broken."""
+    wrong = [k for k, ok in plain.items() if not ok]
+    right = [k for k, ok in plain.items() if ok]
+    return {
+        "recovery": sum(refined[k] for k in wrong) / len(wrong) if wrong else None,
+        "broken": sum(not refined[k] for k in right) / len(right) if right else None,
+    }
+
+
+# -- stages ---------------------------------------------------------------------------------------
+
+ROWS_PER_CPU_S = 8
+"""Rows handed to a trainer per CPU-second of its budget: more than it can reach (about 5 per
+CPU-second here), so that tokenizing rows it never sees costs little."""
+
+SIZE = {"d": 128, "ff": 384, "layers": 2, "heads": 4}
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def _strip_train(result: dict[str, Any]) -> dict[str, Any]:
+    """What an earlier SFT checkpoint reached, kept when training goes on."""
+    return {"cpu_s": result["train"]["cpu_s"], "steps": result["train"]["steps"],
+            "exact": result["eval"]["exact"], "schema_valid": result["eval"]["schema_valid"],
+            "recovery": result.get("recovery")}  # fmt: skip
+
+
+def _strip(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "per_sample"}
+
+
+def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> None:
+    seed_dir = run / f"seed-{seed}"
+    results_path = seed_dir / "results.json"
+    results = _load(results_path)
+    runs = seed_dir / "bench"
+    rng = random.Random(seed)
+    sft_dir = seed_dir / "sft"
+    base_config = {"seed": seed, "data_seed": seed}
+    if stage in ("sft", "sft-more"):
+        rows = _read_jsonl(run / "data" / "sft.jsonl")
+        rng.shuffle(rows)
+        more = stage == "sft-more"  # continue the SFT model for --cpu-minutes more, on fresh row order
+        if more:
+            random.Random(f"more:{seed}:{results['sft']['train']['cpu_s']}").shuffle(rows)
+        rows = rows[: int(args.cpu_minutes * 60 * ROWS_PER_CPU_S)]
+        init = sft_dir if more else new_model(run, seed, seed_dir / "init", SIZE)
+        train = run_recipe("sft", init, rows, sft_dir, args.cpu_minutes * 60,
+                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
+                           peak_lr=args.sft_lr, warmup=30)  # fmt: skip
+        if more:
+            before = results["sft"]
+            results.setdefault("sft_history", []).append(_strip_train(before))
+            train = {**train, "steps": train["steps"] + before["train"]["steps"],
+                     "cpu_s": round(train["cpu_s"] + before["train"]["cpu_s"], 1)}  # fmt: skip
+        stage = "sft"
+        plain = evaluate(sft_dir, args.eval_seed, runs, threads=args.threads)
+        refined = evaluate(sft_dir, args.eval_seed, runs, "self-refine", threads=args.threads)
+        results["sft"] = {"train": train, "eval": _strip(plain), "self_refine": _strip(refined),
+                          **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
+        results["sft_per_sample"] = plain["per_sample"]
+    elif stage == "kto":
+        rows = _read_jsonl(run / "data" / "kto.jsonl")
+        rng.shuffle(rows)
+        rows = rows[: int(args.stage_cpu_minutes * 60 * ROWS_PER_CPU_S)]
+        train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.stage_cpu_minutes * 60,
+                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": 0.1},
+                           peak_lr=args.kto_lr, warmup=5)  # fmt: skip
+        results["kto"] = {"train": train, "eval": _strip(evaluate(seed_dir / "kto", args.eval_seed, runs, threads=args.threads))}
+    elif stage == "grpo":
+        rows = [{k: r[k] for k in ("prompt", "tools", "gold_calls")} for r in _read_jsonl(run / "data" / "sft.jsonl")]
+        rng.shuffle(rows)
+        rows = rows[: int(args.stage_cpu_minutes * 60 * ROWS_PER_CPU_S)]
+        train = run_recipe("grpo", sft_dir, rows, seed_dir / "grpo", args.stage_cpu_minutes * 60,
+                           {**base_config, "per_device_train_batch_size": 8, "num_generations": 4,
+                            "max_completion_length": 96, "temperature": 1.0, "beta": 0.0},
+                           peak_lr=args.grpo_lr, warmup=5, rewards=["schema", "call_match"])  # fmt: skip
+        results["grpo"] = {"train": train, "eval": _strip(evaluate(seed_dir / "grpo", args.eval_seed, runs, threads=args.threads))}
+    elif stage == "refine":
+        rows = _read_jsonl(run / "data" / "refine.jsonl")
+        rng.shuffle(rows)
+        rows = rows[: int(args.stage_cpu_minutes * 60 * ROWS_PER_CPU_S) // 2]
+        sft_rows = _read_jsonl(run / "data" / "sft.jsonl")
+        rng.shuffle(sft_rows)
+        # Half first-step rows, so the model keeps answering the first turn while it learns to refine.
+        rows += [{k: r[k] for k in ("prompt", "completion", "tools")} | {"gold_calls": r["gold_calls"]}
+                 for r in sft_rows[: len(rows)]]  # fmt: skip
+        rows = [{k: r[k] for k in ("prompt", "completion", "tools")} for r in rows]
+        rng.shuffle(rows)
+        out = seed_dir / "refine"
+        train = run_recipe("sft", sft_dir, rows, out, args.stage_cpu_minutes * 60,
+                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
+                           peak_lr=args.refine_lr, warmup=10)  # fmt: skip
+        plain = evaluate(out, args.eval_seed, runs, threads=args.threads)
+        refined = evaluate(out, args.eval_seed, runs, "self-refine", threads=args.threads)
+        results["refine"] = {"train": train, "eval": _strip(plain), "self_refine": _strip(refined),
+                             **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
+    _save(results_path, results)
+    print(json.dumps({stage: {k: v for k, v in results[stage].items()}}, indent=1), flush=True)
+
+
+def _mean_spread(values: list[float | None]) -> str:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return "–"
+    mean = statistics.mean(vals) * 100
+    spread = (max(vals) - min(vals)) * 100 / 2
+    return f"{mean:.1f} ± {spread:.1f}"
+
+
+def render(run: Path, seeds: list[int]) -> str:
+    per = {s: _load(run / f"seed-{s}" / "results.json") for s in seeds}
+
+    def col(stage: str, *path: str) -> list[float | None]:
+        out = []
+        for s in seeds:
+            value: Any = per[s].get(stage)
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            out.append(value)
+        return out
+
+    lines = [
+        "| model | metric | before (SFT) | after | per seed (before → after) |",
+        "|---|---|---|---|---|",
+    ]
+    rows = [
+        ("SFT from scratch", "exact-call", ("sft", "eval", "exact"), None),
+        ("SFT from scratch", "schema-valid", ("sft", "eval", "schema_valid"), None),
+        ("KTO (HiTEC negatives)", "schema-valid", ("sft", "eval", "schema_valid"), ("kto", "eval", "schema_valid")),
+        ("GRPO (schema + call-match)", "exact-call", ("sft", "eval", "exact"), ("grpo", "eval", "exact")),
+        ("refine-SFT (ToolACE-R)", "recovery after one re-ask", ("sft", "recovery"), ("refine", "recovery")),
+        ("refine-SFT, self-refine", "exact-call after self-refine", ("sft", "self_refine", "exact"),
+         ("refine", "self_refine", "exact")),
+        ("refine-SFT", "broken by the re-ask", ("sft", "broken"), ("refine", "broken")),
+    ]  # fmt: skip
+    for name, metric, before, after in rows:
+        b = col(*before)
+        a = col(*after) if after else [None] * len(seeds)
+        pairs = ", ".join(
+            (f"{x * 100:.1f}" if x is not None else "–") + (f" → {y * 100:.1f}" if after and y is not None else "")
+            for x, y in zip(b, a, strict=True)
+        )
+        lines.append(f"| {name} | {metric} | {_mean_spread(b)} | {_mean_spread(a) if after else ''} | {pairs} |")
+    lines += ["", "| model seed | SFT CPU-s | steps | exact-call | schema-valid |", "|---|---|---|---|---|"]
+    for s in seeds:
+        sft = per[s].get("sft")
+        if not sft:
+            continue
+        points = [*per[s].get("sft_history", []), _strip_train(sft)]
+        for p in points:
+            lines.append(f"| {s} | {p['cpu_s']:.0f} | {p['steps']} | {p['exact'] * 100:.1f} | {p['schema_valid'] * 100:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _ints(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            out += list(range(int(lo), int(hi) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", type=Path, default=Path("runs/learning-check"))
+    parser.add_argument("--stage", default="all", help="data, sft, kto, grpo, refine, docs, all (comma-separated)")
+    parser.add_argument("--seeds", default="0,1,2", help="model seeds (initialisation and data order)")
+    parser.add_argument("--train-seeds", default="1-16", help="world seeds of the SFT data")
+    parser.add_argument("--kto-seeds", default="1")
+    parser.add_argument("--refine-seeds", default="1-4")
+    parser.add_argument("--eval-seed", type=int, default=1000, help="held-out world seed")
+    parser.add_argument("--cpu-minutes", type=float, default=15.0, help="SFT budget, process CPU minutes")
+    parser.add_argument("--stage-cpu-minutes", type=float, default=3.0, help="budget of each second stage")
+    parser.add_argument("--vocab", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sft-lr", type=float, default=1.5e-3)
+    parser.add_argument("--kto-lr", type=float, default=5e-5)
+    parser.add_argument("--grpo-lr", type=float, default=2e-5)
+    parser.add_argument("--refine-lr", type=float, default=5e-4)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    run: Path = args.run_dir
+    run.mkdir(parents=True, exist_ok=True)
+    stages = ["data", "sft", "kto", "grpo", "refine", "docs"] if args.stage == "all" else args.stage.split(",")
+    seeds = _ints(args.seeds)
+    for stage in stages:
+        t0 = time.process_time()
+        if stage == "data":
+            info = build_data(run, _ints(args.train_seeds), _ints(args.kto_seeds), _ints(args.refine_seeds))
+            build_tokenizer(run, args.vocab)
+            _save(run / "data" / "info.json", info)
+            print({k: v for k, v in info.items() if k != "reports"}, flush=True)
+        elif stage == "docs":
+            combined = {f"seed-{s}": {k: v for k, v in _load(run / f"seed-{s}" / "results.json").items()
+                                      if not k.endswith("per_sample")} for s in seeds}  # fmt: skip
+            combined["data"] = {k: v for k, v in _load(run / "data" / "info.json").items() if k != "reports"}
+            _save(run / "results.json", combined)
+            table = render(run, seeds)
+            (run / "table.md").write_text(table, encoding="utf-8")
+            print(table)
+        else:
+            for seed in seeds:
+                stage_seed(stage, run, seed, args)
+        print(f"[learning_check] stage {stage}: {time.process_time() - t0:.1f} CPU-s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
