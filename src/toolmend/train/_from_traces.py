@@ -35,13 +35,13 @@ reply format, like every other source.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from toolmend._errors import ConfigError, DatasetError, ToolmendError
 from toolmend._schema import Finding, Tool, ToolCall
+from toolmend.benchmarks._io import read_jsonl
 from toolmend.check import Checker
 from toolmend.formats import load_tools, parse_openai_message, write_calls
 from toolmend.formats._result import CallFormat
@@ -67,25 +67,16 @@ def trace_path(spec: str) -> Path:
 
 def read_trace_file(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, record)`` for each trace line; a broken line is a :class:`DatasetError`."""
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"not JSON: {exc.msg}", path=path, line=n) from None
-            if not isinstance(record, dict):
-                raise DatasetError("expected one JSON object per line", path=path, line=n)
-            for key, kind in (("request", dict), ("outcome", str), ("examples", list)):
-                if not isinstance(record.get(key), kind):
-                    raise DatasetError(
-                        f"expected a {kind.__name__} (is this a toolmend serve trace?)",
-                        path=path,
-                        line=n,
-                        field=key,
-                    )
-            yield n, record
+    for n, record in read_jsonl(path, objects=True):
+        for key, kind in (("request", dict), ("outcome", str), ("examples", list)):
+            if not isinstance(record.get(key), kind):
+                raise DatasetError(
+                    f"expected a {kind.__name__} (is this a toolmend serve trace?)",
+                    path=path,
+                    line=n,
+                    field=key,
+                )
+        yield n, record
 
 
 class TraceAnswer:
