@@ -5,8 +5,8 @@ Five kinds, each in TRL's standard conversational form, the offered tools in a `
 different tools into one struct with nulls):
 
 ==========  =============================================================================
-``sft``     ``prompt`` (the task) → ``completion`` (the gold calls)
-``kto``     ``prompt``, ``completion``, ``label``: each gold call list is desirable, and each
+``sft``     ``prompt`` (the task and earlier turns) → ``completion`` (the gold calls of the turn)
+``kto``     ``prompt``, ``completion``, ``label``: each gold turn is desirable, and each
             HiTEC checklist corruption of it (one per applicable operator) is undesirable;
             the rows are shuffled after unpairing, because KTO reads its batches in order and
             an unshuffled file gives single-label batches (no KL contrast)
@@ -18,15 +18,29 @@ different tools into one struct with nulls):
 ``critique`` CriticTool-style critique turns written by the suite builder
 ==========  =============================================================================
 
+**Turns.** A model answers one turn at a time: it sends calls, reads their results, then sends
+the next calls with the values it read. So a gold trajectory whose later calls use earlier outputs
+(:class:`~toolmend.Ref` values, NesTools-style) or must follow earlier calls through the world's
+state is split into turns: a call goes in the first turn after every call it depends on. The gold
+is played turn by turn in a fresh environment, which replaces each reference by the value the
+earlier turn returned, and every row is one turn: the prompt holds the query, then each earlier
+turn (the assistant's calls, then one ``{"role": "tool", "content": …}`` message per result), and
+the completion holds that turn's calls with concrete values. kto and refine corrupt each turn's
+calls; ``reflect`` plays the perturbed prefix turn by turn the same way. No prompt or completion
+holds a placeholder. A trajectory of one turn gives one row per sample, as before.
+
 Calls are written in one reply format (``tags`` by default: ``<tool_call>{json}</tool_call>``,
 the format of Hermes/Qwen templates), the same for every kind, so that the rewards read what
 the SFT data taught.
 
-**Verification.** The gold must pass the checklist and execute (every response ``ok``). A
-corruption is kept only when the checklist (or the call parser, for format errors) reports one
-of the codes the operator intends, or — for errors a schema cannot see, such as a wrong but
-existing tool — when executing it in the world fails or leaves a different state than the gold.
-Anything else is dropped and counted in :attr:`BuildReport.dropped`.
+**Verification.** The gold must pass the checklist and execute (every response ``ok``), turn by
+turn. A corruption is kept only when the checklist (or the call parser, for format errors)
+reports one of the codes the operator intends, or — for errors a schema cannot see, such as a
+wrong but existing tool — when executing it in the world (after the earlier gold turns) fails or
+leaves a different state than the gold. Anything else is dropped and counted in
+:attr:`BuildReport.dropped`; so is a ``reflect`` perturbation that has no concrete form
+(``unresolvable:<operator>``: a call moved before, or left without, the call whose output it
+needs, where a model would have had to invent the value).
 
 >>> ds, report = build_dataset("kto", source="world", seed=0, limit=4, max_tools=4)
 >>> sorted(set(ds["label"])), report.dropped.get("gold_failed", 0)
