@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from toolmend._schema import Ref, ToolCall
 from toolmend.benchmarks.critic._traces import load_traces
 from toolmend.check import Checker
+from toolmend.cli._app import app
 from toolmend.env import extract_path
 from toolmend.formats import parse_calls, write_calls
 from toolmend.synth.inject import Injection
@@ -143,3 +145,14 @@ def test_single_turn_traces_keep_one_row_with_the_query_alone() -> None:
     for row, trace in zip(rows, traces, strict=True):
         assert row["prompt"] == [{"role": "user", "content": trace.query}]
         assert row["completion"][0]["content"] == write_calls(trace.calls, "tags")
+
+
+def test_cli_report_counts_rows_per_turn(tmp_path: Path) -> None:
+    index, _ = _two_turn_task()
+    out = tmp_path / "sft.jsonl"
+    result = CliRunner().invoke(app, ["build", "sft", "--limit", str(index + 1), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "sft.jsonl.report.json").read_text())
+    turns = report["turns"]
+    assert turns["0"] == index + 1 and turns["1"] > 0 and sum(turns.values()) == report["rows"]
+    assert "│ turn " in result.output

@@ -662,6 +662,7 @@ def build_rows(
         random.Random(seed).shuffle(ctx.rows)
     report.rows = len(ctx.rows)
     report.codes = dict(Counter(report.codes).most_common())
+    report.turns = dict(sorted(report.turns.items(), key=lambda kv: int(kv[0])))
     return ctx.rows, report
 
 
