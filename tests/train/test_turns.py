@@ -156,3 +156,23 @@ def test_cli_report_counts_rows_per_turn(tmp_path: Path) -> None:
     turns = report["turns"]
     assert turns["0"] == index + 1 and turns["1"] > 0 and sum(turns.values()) == report["rows"]
     assert "│ turn " in result.output
+
+
+def test_turn_rows_load_into_sft_and_only_the_turn_is_supervised(tiny_model: Path, tmp_path: Path) -> None:
+    from toolmend.train import prepare
+
+    index, task = _two_turn_task()
+    built = build_rows("sft", source="world", seed=0, limit=index + 1, max_tools=2)[0]
+    rows = [r for r in built if r["trace_id"] == task.id]
+    data = tmp_path / "sft.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = {"max_steps": 1, "per_device_train_batch_size": 2}
+    prepared = prepare("sft", model=tiny_model, data=data, out=tmp_path / "out", config=config)
+    tokenizer = prepared.trainer.processing_class
+    dataset = prepared.trainer.train_dataset
+    assert len(dataset) == 2
+    second = dataset[1]
+    # The earlier turn and its tool result are context; only this turn's calls are learned.
+    supervised = tokenizer.decode([t for t in second["labels"] if t != -100])
+    assert supervised == rows[1]["completion"][0]["content"] + "<|im_end|>"
+    assert "<|im_start|>tool" in tokenizer.decode(second["input_ids"])
