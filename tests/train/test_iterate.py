@@ -145,17 +145,23 @@ def test_missing_model_and_cli_errors(tmp_path: Path) -> None:
 
 def test_nestools_tasks_and_a_merged_lora_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
     tasks = build_rows("sft", source="nestools", seed=0, limit=2)[0]
-    gold = {r["prompt"][0]["content"]: r["completion"][0]["content"] for r in tasks}
+    # One row per turn: a later turn's prompt holds the earlier turns and their tool results.
+    assert len(tasks) > 2 and any(m["role"] == "tool" for r in tasks for m in r["prompt"])
+    gold = {
+        json.dumps([[m["role"], m["content"]] for m in r["prompt"]]): r["completion"][0]["content"]
+        for r in tasks
+    }
     seen: Counter[str] = Counter()
 
     def script(messages: list[Message]) -> str:
-        seen[repr(messages)] += 1  # every sample: right once, then wrong (D = 0.5)
-        return gold.get(messages[0].content, "") if seen[repr(messages)] % 2 else "no"
+        key = json.dumps([[m.role, m.content] for m in messages])
+        seen[key] += 1  # every sample: right once, then wrong (D = 0.5)
+        return gold.get(key, "") if seen[key] % 2 else "no"
 
     config = {**TINY, "source": "nestools", "rounds": 1, "lora": True, "refine": "none",
               "eval_set": {"offset": 2, "limit": 2}}  # fmt: skip
     result = iterate(tiny_model, tmp_path, config, sampler=lambda _: ScriptedModel(script))
-    assert result.rounds[1].kept_tasks == 2 and result.rounds[1].kept_refine == 0
+    assert result.rounds[1].kept_tasks == len(tasks) and result.rounds[1].kept_refine == 0
     final = result.final_model
     # The adapter is merged: the next round (and the hf/ backend) loads a plain checkpoint.
     assert (final / "config.json").is_file() and not (final / "adapter_config.json").exists()
@@ -164,7 +170,10 @@ def test_nestools_tasks_and_a_merged_lora_checkpoint(tiny_model: Path, tmp_path:
     assert AutoModelForCausalLM.from_pretrained(final).num_parameters() > 0
     records = _lines(tmp_path / "round-1" / "difficulty.jsonl")
     assert {r["trace_id"] for r in records} == {r["trace_id"] for r in tasks}
-    assert result.rounds[1].eval_tasks == 2
+    # The eval set skips 2 tasks (not rows) and holds every turn of the next 2.
+    held_out = build_rows("sft", source="nestools", seed=0, limit=4)[0]
+    first_two = {r["trace_id"] for r in tasks}
+    assert result.rounds[1].eval_tasks == sum(r["trace_id"] not in first_two for r in held_out)
 
 
 def test_builder_refine_rows_and_an_empty_band_train_nothing(tiny_model: Path, tmp_path: Path) -> None:
@@ -191,3 +200,18 @@ def test_missing_train_extra_is_one_clear_error(
     result = CliRunner().invoke(app, ["train", "iterate", "--model", str(tiny_model), "--out", str(tmp_path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "pip install 'toolmend[train]'" in result.output and not list(tmp_path.iterdir())
+
+
+def test_cli_runs_one_round_and_writes_the_curves(tiny_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["train", "iterate", "--model", str(tiny_model), "--out", str(out), "--rounds", "1", "--k", "1",
+            "--limit", "2", "--max-tools", "2", "--eval-limit", "1", "--beta", "1.01", "--refine", "none",
+            "--set", "max_new_tokens=8", "--set", "sft.max_steps=1", "--set", "sft.per_device_train_batch_size=2"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    curves = json.loads((out / "curves.json").read_text())
+    assert [r["round"] for r in curves["rounds"]] == [0, 1]
+    assert curves["config"]["k"] == 1 and curves["config"]["sft"]["max_steps"] == 1
+    assert curves["rounds"][1]["eval_tasks"] == 1 and (out / "curves.md").is_file()
+    assert (out / "round-1" / "difficulty.jsonl").is_file()
+    assert f"curves in {out}/curves.json" in " ".join(result.output.split())

@@ -22,7 +22,9 @@ def _gold(row: dict) -> list[ToolCall]:
 
 def test_nestools_sft_targets_are_the_verified_gold() -> None:
     rows, report = build_rows("sft", source="nestools", limit=6)
-    assert report.rows == len(rows) == 6 - report.dropped.get("gold_failed", 0) > 0
+    # One row per turn: each trace's first reply, then one per later turn of dependent calls.
+    assert report.rows == len(rows) == sum(report.turns.values())
+    assert report.turns["0"] == 6 - report.dropped.get("gold_failed", 0) > 0 and len(report.turns) > 1
     for row in rows:
         calls = parse_calls(row["completion"][0]["content"]).calls
         assert [c.model_dump(exclude={"id", "outputs", "output_fields"}) for c in calls] == [

@@ -84,3 +84,27 @@ def test_grpo_trains_with_the_world_reward(tiny_model, tmp_path) -> None:  # typ
     prepared.trainer.train()
     logged = next(e for e in prepared.trainer.state.log_history if "rewards/world_state/mean" in e)
     assert logged["rewards/world_state/mean"] == -1.0  # an untrained model writes no call: the floor
+
+
+def test_a_later_turn_is_scored_after_the_turns_its_prompt_ran() -> None:
+    from toolmend.train import build_rows
+
+    rows = build_rows("sft", source="world", seed=0)[0]
+    last = {r["trace_id"]: r for r in rows}  # each task's last turn
+    later = [r for r in last.values() if any(m["role"] == "tool" for m in r["prompt"])]
+    assert len(later) > 10
+    fn = world_reward()
+    best = WorldRewardConfig().max_reward
+    ids, seeds = [r["trace_id"] for r in later], [0] * len(later)
+    completions = [r["completion"] for r in later]
+    # The gold last turn completes every task where the prompt's earlier turns left the world ...
+    assert fn(completions, prompts=[r["prompt"] for r in later], trace_id=ids, seed=seeds) == [best] * len(
+        later
+    )
+    # ... while alone in a fresh world (the earlier turns never ran) it falls short on some.
+    assert min(fn(completions, trace_id=ids, seed=seeds)) < best
+    # An assistant turn that no tool result follows (a refine row's first attempt) is not run.
+    row = later[0]
+    attempt = [row["prompt"][0], row["prompt"][1], {"role": "user", "content": "Check again."}]
+    alone = fn([row["completion"]], trace_id=[row["trace_id"]], seed=[0])
+    assert fn([row["completion"]], prompts=[attempt], trace_id=[row["trace_id"]], seed=[0]) == alone

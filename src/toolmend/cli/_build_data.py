@@ -63,6 +63,7 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         table.add_column("count", justify="right")
         for part, counts in (
             ("code", report.codes),
+            ("turn", report.turns),
             ("verified by", report.verified_by),
             ("dropped", report.dropped),
         ):

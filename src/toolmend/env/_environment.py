@@ -147,6 +147,25 @@ class Environment:
             response = self._answer(tool, args)
         return self._after(call, self._store(tool, args, scope, response))
 
+    def resolved(self, call: ToolCall) -> ToolCall | None:
+        """``call`` with every :class:`~toolmend.Ref` in its arguments replaced by what earlier
+        calls bound to it (the call a model that read their results would send), the call itself
+        when it holds none, or ``None`` when one refers to nothing bound yet.
+
+        >>> from toolmend import Ref
+        >>> env = Environment(tools=[Tool(name="f")])
+        >>> env.bindings["API_call_0"] = {"id": 7}
+        >>> env.resolved(ToolCall(name="f", arguments={"x": Ref(target="API_call_0.id")})).arguments
+        {'x': 7}
+        >>> env.resolved(ToolCall(name="f", arguments={"x": Ref(target="API_call_1")})) is None
+        True
+        """
+        try:
+            args = {k: self._resolve(v) for k, v in call.arguments.items()}
+        except _Unresolved:
+            return None
+        return call if args == call.arguments else call.model_copy(update={"arguments": args})
+
     def run(self, calls: Iterable[ToolCall]) -> list[ToolResponse]:
         """Answer calls in order, so later ones can use earlier outputs."""
         return [self.execute(c) for c in calls]

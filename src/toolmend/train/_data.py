@@ -5,8 +5,8 @@ Five kinds, each in TRL's standard conversational form, the offered tools in a `
 different tools into one struct with nulls):
 
 ==========  =============================================================================
-``sft``     ``prompt`` (the task) → ``completion`` (the gold calls)
-``kto``     ``prompt``, ``completion``, ``label``: each gold call list is desirable, and each
+``sft``     ``prompt`` (the task and earlier turns) → ``completion`` (the gold calls of the turn)
+``kto``     ``prompt``, ``completion``, ``label``: each gold turn is desirable, and each
             HiTEC checklist corruption of it (one per applicable operator) is undesirable;
             the rows are shuffled after unpairing, because KTO reads its batches in order and
             an unshuffled file gives single-label batches (no KL contrast)
@@ -18,15 +18,29 @@ different tools into one struct with nulls):
 ``critique`` CriticTool-style critique turns written by the suite builder
 ==========  =============================================================================
 
+**Turns.** A model answers one turn at a time: it sends calls, reads their results, then sends
+the next calls with the values it read. So a gold trajectory whose later calls use earlier outputs
+(:class:`~toolmend.Ref` values, NesTools-style) or must follow earlier calls through the world's
+state is split into turns: a call goes in the first turn after every call it depends on. The gold
+is played turn by turn in a fresh environment, which replaces each reference by the value the
+earlier turn returned, and every row is one turn: the prompt holds the query, then each earlier
+turn (the assistant's calls, then one ``{"role": "tool", "content": …}`` message per result), and
+the completion holds that turn's calls with concrete values. kto and refine corrupt each turn's
+calls; ``reflect`` plays the perturbed prefix turn by turn the same way. No prompt or completion
+holds a placeholder. A trajectory of one turn gives one row per sample, as before.
+
 Calls are written in one reply format (``tags`` by default: ``<tool_call>{json}</tool_call>``,
 the format of Hermes/Qwen templates), the same for every kind, so that the rewards read what
 the SFT data taught.
 
-**Verification.** The gold must pass the checklist and execute (every response ``ok``). A
-corruption is kept only when the checklist (or the call parser, for format errors) reports one
-of the codes the operator intends, or — for errors a schema cannot see, such as a wrong but
-existing tool — when executing it in the world fails or leaves a different state than the gold.
-Anything else is dropped and counted in :attr:`BuildReport.dropped`.
+**Verification.** The gold must pass the checklist and execute (every response ``ok``), turn by
+turn. A corruption is kept only when the checklist (or the call parser, for format errors)
+reports one of the codes the operator intends, or — for errors a schema cannot see, such as a
+wrong but existing tool — when executing it in the world (after the earlier gold turns) fails or
+leaves a different state than the gold. Anything else is dropped and counted in
+:attr:`BuildReport.dropped`; so is a ``reflect`` perturbation that has no concrete form
+(``unresolvable:<operator>``: a call moved before, or left without, the call whose output it
+needs, where a model would have had to invent the value).
 
 >>> ds, report = build_dataset("kto", source="world", seed=0, limit=4, max_tools=4)
 >>> sorted(set(ds["label"])), report.dropped.get("gold_failed", 0)
@@ -38,10 +52,12 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
+import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -56,6 +72,7 @@ from toolmend.check import Checker, describe
 from toolmend.formats import parse_calls, to_openai_tool, write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.synth.inject import Injection, applicable, inject, operator_names
+from toolmend.synth.inject._values import ref_targets
 from toolmend.train._from_traces import TRACE_KINDS, trace_examples, trace_path
 
 if TYPE_CHECKING:
@@ -117,6 +134,9 @@ class BuildReport(BaseModel):
     """How each injected error was verified: ``checker``, ``parser`` or ``world``."""
     dropped: dict[str, int] = Field(default_factory=dict)
     """Samples not written, by reason (``gold_failed``, ``unverified:<operator>`` …)."""
+    turns: dict[str, int] = Field(default_factory=dict)
+    """Rows per assistant turn of the gold they answer (``"0"``: the first reply; ``"1"``: the
+    reply after the first turn's tool results …), for the world, BFCL and NesTools sources."""
 
 
 @dataclass
@@ -140,6 +160,7 @@ class _Ctx:
         operator: str = "",
         sub_label: str = "",
         verified_by: str = "gold",
+        turn: int | None = None,
     ) -> None:
         if self.kind != "kto":
             row.setdefault("gold_calls", gold_json(trace.calls))
@@ -157,6 +178,12 @@ class _Ctx:
         self.report.codes[code] = self.report.codes.get(code, 0) + 1
         if operator:
             self.report.operators[operator] = self.report.operators.get(operator, 0) + 1
+        if turn is not None:
+            self.report.turns[str(turn)] = self.report.turns.get(str(turn), 0) + 1
+
+    def verified(self, how: str) -> None:
+        """Count the verification route of an injection that made a row."""
+        self.report.verified_by[how] = self.report.verified_by.get(how, 0) + 1
 
 
 def _offered(trace: Trace, max_tools: int | None, rng: random.Random) -> list[Tool]:
@@ -195,14 +222,78 @@ def _fingerprint(trace: Trace, calls: Sequence[ToolCall]) -> tuple[bool, str]:
     return all(r.ok for r in responses), json.dumps(outcome, sort_keys=True, default=str)
 
 
-def _gold_ok(trace: Trace, checker: Checker) -> bool:
-    if checker.check(trace.calls, expected_count=len(trace.calls)):
-        return False
+def _dependencies(calls: Sequence[ToolCall], after: Mapping[int, Sequence[int]]) -> list[set[int]]:
+    """Per call, the calls that must run before it: those whose outputs it refers to, and those
+    of ``after`` (needed through the state), as :meth:`toolmend.world.Task.dependencies` says."""
+    producer: dict[str, int] = {}
+    deps: list[set[int]] = []
+    for i, call in enumerate(calls):
+        deps.append(
+            {producer[r] for r in ref_targets(call.arguments) if r in producer} | set(after.get(i, ()))
+        )
+        producer.update({o: i for o in call.outputs})
+    return deps
+
+
+def _turn_indices(calls: Sequence[ToolCall], after: Mapping[int, Sequence[int]]) -> list[list[int]]:
+    """The gold calls split into assistant turns (call indices, in order): a call goes in the
+    first turn after every call it depends on (:attr:`toolmend.world.Task.levels`).
+
+    >>> from toolmend import Ref
+    >>> calls = [ToolCall(name="a", outputs=["API_call_0"]), ToolCall(name="b"),
+    ...          ToolCall(name="c", arguments={"x": Ref(target="API_call_0")})]
+    >>> _turn_indices(calls, {}), _turn_indices(calls, {1: [0]})
+    ([[0, 1], [2]], [[0], [1, 2]])
+    """
+    levels: list[int] = []
+    for deps in _dependencies(calls, after):
+        levels.append(1 + max(levels[d] for d in deps) if deps else 0)
+    return [[i for i, lv in enumerate(levels) if lv == k] for k in range(max(levels, default=-1) + 1)]
+
+
+@dataclass
+class _Turn:
+    """One assistant turn of the gold as a model sends it: the calls with concrete values (each
+    :class:`~toolmend.Ref` replaced by what an earlier turn returned) and the results."""
+
+    calls: list[ToolCall]
+    results: list[str]
+
+
+def _gold_turns(trace: Trace, checker: Checker) -> list[_Turn] | None:
+    """Play the gold turn by turn in a fresh environment: each turn's calls resolved by the
+    environment against what the earlier turns returned, checked by the checklist and executed.
+    ``None`` when a call cannot be resolved, fails the checklist or does not succeed."""
     env = trace.make_env()
-    return all(r.ok for r in env.run(trace.calls))
+    turns: list[_Turn] = []
+    for indices in _turn_indices(trace.calls, trace.after):
+        resolved = [env.resolved(trace.calls[i]) for i in indices]
+        calls = [c for c in resolved if c is not None]
+        if len(calls) < len(resolved) or checker.check(calls, expected_count=len(calls)):
+            return None
+        responses = env.run(calls)
+        if not all(r.ok for r in responses):
+            return None
+        turns.append(_Turn(calls, [r.content for r in responses]))
+    return turns
 
 
-def verify_injection(inj: Injection, trace: Trace, checker: Checker, gold_state: str | None) -> str | None:
+def _played(turns: Sequence[_Turn]) -> list[ToolCall]:
+    return [c for t in turns for c in t.calls]
+
+
+def _turn_state(trace: Trace, turns: Sequence[_Turn], k: int) -> str | None:
+    """The world outcome of the gold up to and including turn ``k`` (``None`` off the world)."""
+    return _fingerprint(trace, _played(turns[: k + 1]))[1] if trace.source == "world" else None
+
+
+def verify_injection(
+    inj: Injection,
+    trace: Trace,
+    checker: Checker,
+    gold_state: str | None,
+    prefix: Sequence[ToolCall] = (),
+) -> str | None:
     """How the corruption was verified (``parser``, ``checker`` or ``world``), or ``None`` when
     it cannot be shown to be the intended error.
 
@@ -210,6 +301,8 @@ def verify_injection(inj: Injection, trace: Trace, checker: Checker, gold_state:
     an intended code. One it cannot see (a wrong but existing tool, an unrequested optional
     parameter) counts only when running it in the world fails or changes the outcome (the
     responses or the end state) against the gold; a corruption that changes nothing is no error.
+    ``prefix`` are the gold calls of the earlier turns, run before the corrupted turn; then
+    ``gold_state`` is the outcome of ``prefix`` followed by the gold turn.
     """
     wanted = set(inj.expected_codes)
     if inj.text is not None:
@@ -223,7 +316,7 @@ def verify_injection(inj: Injection, trace: Trace, checker: Checker, gold_state:
     if inj.detectable or gold_state is None or trace.source != "world":
         # The checklist should have seen it and did not, or nothing can execute it for real.
         return None
-    ok, state = _fingerprint(trace, inj.calls)
+    ok, state = _fingerprint(trace, [*prefix, *inj.calls])
     return "world" if not ok or state != gold_state else None
 
 
@@ -251,24 +344,26 @@ def findings_feedback(findings: Sequence[Finding]) -> str:
 
 def _injections(
     ctx: _Ctx,
+    calls: Sequence[ToolCall],
     trace: Trace,
     checker: Checker,
     operators: Sequence[str],
     gold_state: str | None,
+    prefix: Sequence[ToolCall] = (),
     every_step: bool = False,
 ) -> Iterator[tuple[str, Injection, str]]:
-    """Verified injections: one seeded step per operator, or every applicable step."""
+    """Verified injections into ``calls``: one seeded step per operator, or every applicable
+    step. The caller counts the verification route of each one it keeps (:meth:`_Ctx.verified`)."""
     for op in operators:
-        steps: list[int | None] = list(applicable(op, trace.calls, checker)) if every_step else [None]
+        steps: list[int | None] = list(applicable(op, calls, checker)) if every_step else [None]
         for step in steps:
-            inj = inject(trace.calls, checker, op, seed=ctx.rng.randrange(2**31), step=step)
+            inj = inject(calls, checker, op, seed=ctx.rng.randrange(2**31), step=step)
             if inj is None:
                 continue  # not applicable: nothing planned, nothing dropped
-            how = verify_injection(inj, trace, checker, gold_state)
+            how = verify_injection(inj, trace, checker, gold_state, prefix)
             if how is None:
                 ctx.drop(f"unverified:{op}")
                 continue
-            ctx.report.verified_by[how] = ctx.report.verified_by.get(how, 0) + 1
             yield op, inj, how
 
 
@@ -280,61 +375,139 @@ def _assistant(text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": text}]
 
 
-def _sft(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
-    ctx.add({"prompt": _user(trace), "completion": _assistant(write_calls(trace.calls, ctx.fmt)), "tools": tools},
-            trace, "correct")  # fmt: skip
+def _exchange(calls: Sequence[ToolCall], results: Sequence[str], fmt: CallFormat) -> list[dict[str, str]]:
+    """An assistant turn's calls and the tool messages that answer them, one per call."""
+    return [*_assistant(write_calls(calls, fmt)), *({"role": "tool", "content": r} for r in results)]
 
 
-def _kto(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
-    gold = write_calls(trace.calls, ctx.fmt)
-    # HiTEC-KTO: every gold call corrupted by every checklist error that applies to it.
-    for op, inj, how in _injections(
-        ctx, trace, checker, operator_names("hitec"), gold_state, every_step=True
-    ):
-        bad = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
-        # One desirable row per negative keeps the two classes balanced, as HiTEC's pairs are.
-        ctx.add({"prompt": _user(trace), "completion": _assistant(gold), "label": True, "tools": tools},
-                trace, "correct", op, inj.sub_label)  # fmt: skip
-        ctx.add({"prompt": _user(trace), "completion": _assistant(bad), "label": False, "tools": tools},
-                trace, _code(inj), op, inj.sub_label, how)  # fmt: skip
+def _history(trace: Trace, turns: Sequence[_Turn], fmt: CallFormat) -> list[dict[str, str]]:
+    """The prompt of the turn after ``turns``: the query, then each earlier turn and its results."""
+    out = _user(trace)
+    for t in turns:
+        out += _exchange(t.calls, t.results, fmt)
+    return out
 
 
-def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
-    gold = write_calls(trace.calls, ctx.fmt)
-    expected = len(trace.calls)
+def _sft(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_Turn]) -> None:
+    for k, turn in enumerate(turns):
+        ctx.add({"prompt": _history(trace, turns[:k], ctx.fmt), "completion": _assistant(write_calls(turn.calls, ctx.fmt)),
+                 "tools": tools, "gold_calls": gold_json(turn.calls)}, trace, "correct", turn=k)  # fmt: skip
+
+
+def _kto(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_Turn]) -> None:
+    for k, turn in enumerate(turns):
+        gold = write_calls(turn.calls, ctx.fmt)
+        # HiTEC-KTO: every gold call corrupted by every checklist error that applies to it.
+        for op, inj, how in _injections(ctx, turn.calls, trace, checker, operator_names("hitec"),
+                                        _turn_state(trace, turns, k), _played(turns[:k]), every_step=True):  # fmt: skip
+            ctx.verified(how)
+            bad = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
+            # One desirable row per negative keeps the two classes balanced, as HiTEC's pairs are.
+            ctx.add({"prompt": _history(trace, turns[:k], ctx.fmt), "completion": _assistant(gold), "label": True,
+                     "tools": tools}, trace, "correct", op, inj.sub_label, turn=k)  # fmt: skip
+            ctx.add({"prompt": _history(trace, turns[:k], ctx.fmt), "completion": _assistant(bad), "label": False,
+                     "tools": tools}, trace, _code(inj), op, inj.sub_label, how, turn=k)  # fmt: skip
+
+
+def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_Turn]) -> None:
     ops = operator_names("hitec") + operator_names("critictool")
-    chosen = [ctx.rng.choice(ops)]
-    for op, inj, how in _injections(ctx, trace, checker, chosen, gold_state):
-        first = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
-        feedback = feedback_text(inj.calls, inj.text, checker, expected)
-        prompt = [*_user(trace), *_assistant(first), {"role": "user", "content": feedback}]
-        ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools}, trace, _code(inj), op,
-                inj.sub_label, how)  # fmt: skip
-    # ToolACE-R keeps already-correct attempts too, answered with "keep it".
-    feedback = feedback_text(trace.calls, None, checker, expected)
-    prompt = [*_user(trace), *_assistant(gold), {"role": "user", "content": feedback}]
-    ctx.add(
-        {"prompt": prompt, "completion": _assistant(f"{KEEP_IT}\n{gold}"), "tools": tools}, trace, "correct"
-    )
+    for k, turn in enumerate(turns):
+        gold = write_calls(turn.calls, ctx.fmt)
+        gold_calls = gold_json(turn.calls)
+        expected = len(turn.calls)
+        chosen = [ctx.rng.choice(ops)]
+        state = _turn_state(trace, turns, k)
+        for op, inj, how in _injections(ctx, turn.calls, trace, checker, chosen, state, _played(turns[:k])):
+            ctx.verified(how)
+            first = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
+            feedback = feedback_text(inj.calls, inj.text, checker, expected)
+            prompt = [
+                *_history(trace, turns[:k], ctx.fmt),
+                *_assistant(first),
+                {"role": "user", "content": feedback},
+            ]
+            ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools, "gold_calls": gold_calls},
+                    trace, _code(inj), op, inj.sub_label, how, turn=k)  # fmt: skip
+        # ToolACE-R keeps already-correct attempts too, answered with "keep it".
+        feedback = feedback_text(turn.calls, None, checker, expected)
+        prompt = [
+            *_history(trace, turns[:k], ctx.fmt),
+            *_assistant(gold),
+            {"role": "user", "content": feedback},
+        ]
+        ctx.add({"prompt": prompt, "completion": _assistant(f"{KEEP_IT}\n{gold}"), "tools": tools,
+                 "gold_calls": gold_calls}, trace, "correct", turn=k)  # fmt: skip
 
 
-def _reflect(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, gold_state: str | None) -> None:
-    for op, inj, how in _injections(ctx, trace, checker, operator_names("reflection"), gold_state):
+def _prefix_turns(trace: Trace, inj: Injection, turns: list[list[int]]) -> list[list[ToolCall]]:
+    """The perturbed prefix as the assistant turns a model would have taken: the gold calls before
+    the broken step in their own turns, the corrupted call(s) joining the last of them unless they
+    use one of its outputs (then they come a turn later)."""
+    groups = [[trace.calls[i] for i in indices if i < inj.step] for indices in turns]
+    groups = [g for g in groups if g]
+    broken = list(inj.corrupted)
+    if not broken:
+        return groups
+    produced = {o for c in groups[-1] for o in c.outputs} if groups else set()
+    if groups and not produced & {r for c in broken for r in ref_targets(c.arguments)}:
+        return [*groups[:-1], groups[-1] + broken]
+    return [*groups, broken]
+
+
+_DANGLING = re.compile(r"API_call_\d+(?:, API_call_\d+)* now refer to nothing")
+
+
+def _plain(description: str) -> str:
+    """An operator's description without placeholder names, which a model never sees.
+
+    >>> _plain("skipped the call to f; API_call_0, API_call_2 now refer to nothing")
+    'skipped the call to f; the later calls that need its result lack their input'
+    """
+    text = _DANGLING.sub("the later calls that need its result lack their input", description)
+    return re.sub(r"API_call_\d+", "an earlier result", text)
+
+
+def _reflect(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_Turn]) -> None:
+    """The perturbed prefix played turn by turn with concrete values, then the reflection and the
+    calls of the next turn (the gold calls from the broken step on whose inputs are all known).
+
+    A perturbation whose prefix uses an output nothing has produced yet (a swapped or dropped
+    producer) has no concrete form, since a model would have had to invent the value; it is
+    dropped as ``unresolvable:<operator>``."""
+    order = _turn_indices(trace.calls, trace.after)
+    deps = _dependencies(trace.calls, trace.after)
+    gold_state = _fingerprint(trace, trace.calls)[1] if trace.source == "world" else None
+    for op, inj, how in _injections(
+        ctx, trace.calls, trace, checker, operator_names("reflection"), gold_state
+    ):
         env = trace.make_env()
         env.checker = None
-        prefix = inj.prefix
-        responses = env.run(prefix)
-        prompt: list[dict[str, str]] = [*_user(trace), *_assistant(write_calls(prefix, ctx.fmt))]
-        prompt += [{"role": "tool", "content": r.content} for r in responses]
-        prompt.append({"role": "user", "content": REFLECT_INSTRUCTION})
-        fix = trace.calls[inj.step :]
-        answer = f"<reflect>{inj.description}</reflect>{write_calls(fix, ctx.fmt)}"
-        ctx.add({"prompt": prompt, "completion": _assistant(answer), "ground_truth": answer, "tools": tools,
-                 "gold_calls": gold_json(fix)},
-                trace, _code(inj), op, inj.sub_label, how)  # fmt: skip
+        prompt = _user(trace)
+        groups = _prefix_turns(trace, inj, order)
+        for group in groups:
+            calls = [env.resolved(c) for c in group]
+            if None in calls:
+                break
+            played = [c for c in calls if c is not None]
+            prompt += _exchange(played, [r.content for r in env.run(played)], ctx.fmt)
+        else:
+            done = set(range(inj.step))  # inj.calls[: inj.step] are the gold calls before the broken step
+            resolved = [
+                env.resolved(c) for j, c in enumerate(trace.calls) if j >= inj.step and deps[j] <= done
+            ]
+            fix = [c for c in resolved if c is not None]
+            if len(fix) == len(resolved):
+                ctx.verified(how)
+                prompt.append({"role": "user", "content": REFLECT_INSTRUCTION})
+                answer = f"<reflect>{_plain(inj.description)}</reflect>{write_calls(fix, ctx.fmt)}"
+                ctx.add({"prompt": prompt, "completion": _assistant(answer), "ground_truth": answer, "tools": tools,
+                         "gold_calls": gold_json(fix)},
+                        trace, _code(inj), op, inj.sub_label, how, turn=len(groups))  # fmt: skip
+                continue
+        ctx.drop(f"unresolvable:{op}")
 
 
-_BUILDERS: dict[str, Callable[[_Ctx, Trace, str, Checker, str | None], None]] = {
+_BUILDERS: dict[str, Callable[[_Ctx, Trace, str, Checker, list[_Turn]], None]] = {
     "sft": _sft,
     "kto": _kto,
     "refine": _refine,
@@ -478,17 +651,18 @@ def build_rows(
         build = _BUILDERS[kind]
         for trace in traces:
             tools = _offered(trace, max_tools, ctx.rng)
-            trace = Trace(trace.id, trace.query, tools, trace.calls, trace.source, trace.factory)
+            trace = dataclasses.replace(trace, tools=tools)
             checker = Checker(tools)
-            if not _gold_ok(trace, checker):
+            turns = _gold_turns(trace, checker)
+            if turns is None:
                 ctx.drop("gold_failed")
                 continue
-            gold_state = _fingerprint(trace, trace.calls)[1] if trace.source == "world" else None
-            build(ctx, trace, _tools_json(tools), checker, gold_state)
+            build(ctx, trace, _tools_json(tools), checker, turns)
     if kind == "kto":
         random.Random(seed).shuffle(ctx.rows)
     report.rows = len(ctx.rows)
     report.codes = dict(Counter(report.codes).most_common())
+    report.turns = dict(sorted(report.turns.items(), key=lambda kv: int(kv[0])))
     return ctx.rows, report
 
 

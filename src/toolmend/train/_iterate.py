@@ -75,6 +75,7 @@ class EvalSet(BaseModel):
     offset: int = Field(0, ge=0)
     """Skip this many tasks first (``nestools`` / ``bfcl``, whose tasks do not depend on the seed)."""
     limit: int | None = Field(50, ge=1)
+    """Held-out tasks (gold trajectories); each gives one eval sample per turn."""
     max_tools: int | None = Field(None, ge=1)
     """Default: the training set's ``max_tools``."""
     data: str | None = None
@@ -352,7 +353,11 @@ def iterate(
     )
     # Tasks also trained on are no test; for the world, the id names the seed too.
     train_ids = {(r["source"], r["trace_id"]) for r in tasks}
-    eval_rows = [r for r in eval_rows[ev.offset :] if (r["source"], r["trace_id"]) not in train_ids]
+    # Offset in tasks, not rows: a task of several turns gives one row per turn.
+    skipped = set(list(dict.fromkeys(r["trace_id"] for r in eval_rows))[: ev.offset])
+    eval_rows = [
+        r for r in eval_rows if r["trace_id"] not in skipped and (r["source"], r["trace_id"]) not in train_ids
+    ]
     if not eval_rows:
         raise ConfigError(
             f"the eval set ({eval_source}, seed {ev.seed}, offset {ev.offset}) has no task outside the "

@@ -14,11 +14,13 @@ A single completion cannot state facts it has not read yet, so (as the TRL envir
 does) a fact counts as stated when a successful result of the completion's own calls holds it.
 A completion with no readable call scores ``min_reward``.
 
-The completions of the builders' data name earlier results NesTools-style (``{"$ref":
-"API_call_0"}``), and which field of which result each name stands for is part of the task's
-gold, not of the reply. So a completion's call declares the outputs of the gold call at the
-same position when it calls the same tool; a reference to anything else stays unresolved, and
-the world answers it with an error.
+The builders write one row per turn: a later turn's prompt holds the earlier turns (the
+assistant's calls, each followed by its tool results) and its completion the next calls with
+concrete values. So the calls of every assistant turn of the prompt that tool results follow
+(TRL passes the ``prompts``) run first, and the completion is scored where they left the world.
+A completion that still names earlier results NesTools-style (``{"$ref": "API_call_0"}``) has
+its calls declare the outputs of the gold call at the same position when they call the same
+tool; a reference to anything else stays unresolved, and the world answers it with an error.
 
 >>> from toolmend.formats import write_calls
 >>> from toolmend.world import generate_tasks
@@ -31,12 +33,14 @@ the world answers it with an error.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend._errors import ConfigError
+from toolmend._schema import ToolCall
 from toolmend.formats import parse_calls
 from toolmend.train._rewards import RewardFn, completion_text
 from toolmend.world import Task, WorldEnv, generate_tasks
@@ -87,20 +91,42 @@ def _task(task_id: Any, seed: Any) -> Task:
     return task
 
 
-def world_score(text: str, task: Task, config: WorldRewardConfig | None = None) -> float:
-    """The world-state reward of one reply ``text`` for ``task`` (a fresh world every time)."""
+def _played(prompt: Any) -> list[list[ToolCall]]:
+    """The calls of each assistant turn of a conversational prompt that tool results follow (a
+    turn that ran; a refine row's first attempt, followed by feedback, did not)."""
+    if not isinstance(prompt, list):
+        return []
+    turns: list[list[ToolCall]] = []
+    for m, after in zip(prompt, prompt[1:], strict=False):
+        ran = isinstance(after, dict) and after.get("role") == "tool"
+        if ran and isinstance(m, dict) and m.get("role") == "assistant":
+            turns.append(parse_calls(str(m.get("content") or "")).calls)
+    return turns
+
+
+def world_score(
+    text: str,
+    task: Task,
+    config: WorldRewardConfig | None = None,
+    history: Sequence[Sequence[ToolCall]] = (),
+) -> float:
+    """The world-state reward of one reply ``text`` for ``task`` (a fresh world every time), after
+    the calls of the earlier turns in ``history`` ran, one turn each."""
     cfg = config or WorldRewardConfig()
     calls = parse_calls(text).calls
     if not calls:
         return cfg.min_reward
+    done = sum(len(turn) for turn in history)
     calls = [
         c.model_copy(update={"outputs": g.outputs, "output_fields": g.output_fields})
         if g is not None and g.name == c.name and not c.outputs
         else c
-        for c, g in zip(calls, [*task.calls, *[None] * len(calls)], strict=False)
+        for c, g in zip(calls, [*task.calls[done:], *[None] * len(calls)], strict=False)
     ]
     env = WorldEnv([task], seed=task.seed, faults=cfg.faults, reward="partial")
     env.reset(task)
+    for turn in history:
+        env.step(list(turn))
     env.step(calls)
     assert env.episode is not None
     evidence = "\n".join(s.content for s in env.episode.steps if s.ok)
@@ -129,9 +155,11 @@ def world_reward(
         seeds = list(columns[seed_column]) if seed_column in columns else [None] * n
         if len(ids) != n or len(seeds) != n:
             raise ConfigError(f"{n} completions but {len(ids)} task ids and {len(seeds)} seeds")
+        prompts = columns.get("prompts")
+        histories = [_played(p) for p in prompts] if prompts is not None and len(prompts) == n else [[]] * n
         return [
-            world_score(completion_text(c), _task(t, s), config)
-            for c, t, s in zip(completions, ids, seeds, strict=True)
+            world_score(completion_text(c), _task(t, s), config, h)
+            for c, t, s, h in zip(completions, ids, seeds, histories, strict=True)
         ]
 
     return world_state

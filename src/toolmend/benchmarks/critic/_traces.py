@@ -48,6 +48,9 @@ class Trace:
     """Earlier conversation turns (CriticTool roles) shown before the query; set by evolution."""
     evolution: list[str] = field(default_factory=list)
     """The SRM strategies applied to this trajectory (empty for the base variant)."""
+    after: dict[int, list[int]] = field(default_factory=dict)
+    """Per call index, the earlier calls it needs through the environment's state rather than
+    through an output (the world's :attr:`~toolmend.world.Task.after`)."""
 
     def make_env(self, faults: FaultPlan | None = None) -> Environment:
         """A fresh environment for this trace (world state reset), with optional faults."""
@@ -66,7 +69,9 @@ def _world(seed: int) -> list[Trace]:
     out: list[Trace] = []
     for task in generate_tasks(seed):
         world_tools = task.to_sample().tools
-        out.append(Trace(task.id, task.query, world_tools, task.calls, "world", factory(task.seed)))
+        out.append(
+            Trace(task.id, task.query, world_tools, task.calls, "world", factory(task.seed), after=task.after)
+        )
     return out
 
 
