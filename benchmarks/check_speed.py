@@ -122,14 +122,16 @@ def _compile_peers(pairs: list[tuple[list[Tool], ToolCall]]) -> dict[str, Valida
 
 
 def _toolmend(pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Checker]) -> list[float]:
+    """``checker.check_call(call)``: the record's checker found outside the timer (as a peer's
+    validators are), the method and the tool's test inside it."""
     times = []
     for tools, call in pairs:
-        check_call = checkers[id(tools)].check_call
+        checker = checkers[id(tools)]
         # The same reads as the peers' rows make before their timer (results unused here), so
         # that every row starts from a call its caller has just touched, as after parsing.
         call.name, call.arguments  # noqa: B018
         t0 = time.perf_counter()
-        check_call(call)
+        checker.check_call(call)
         times.append(time.perf_counter() - t0)
     return times
 
@@ -137,14 +139,14 @@ def _toolmend(pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Chec
 def _toolmend_arguments(
     pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Checker]
 ) -> list[float]:
-    """``check_arguments(name, arguments)``: given what the peers are given, timed as they are
-    (the record's checker found outside the timer, the tool's test by name inside it)."""
+    """``checker.check_arguments(name, arguments)``: given what the peers are given, timed as
+    they are (the record's checker found outside the timer, the tool's test by name inside)."""
     times = []
     for tools, call in pairs:
-        check_arguments = checkers[id(tools)].check_arguments
+        checker = checkers[id(tools)]
         name, args = call.name, call.arguments
         t0 = time.perf_counter()
-        check_arguments(name, args)
+        checker.check_arguments(name, args)
         times.append(time.perf_counter() - t0)
     return times
 
