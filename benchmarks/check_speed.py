@@ -1,6 +1,6 @@
 """Speed of the checker on every BFCL gold call, side by side with the fastest validators, in one run.
 
-    .venv/bin/python benchmarks/check_speed.py [--repeat 7] [--gc]
+    .venv/bin/python benchmarks/check_speed.py [--repeat 7] [--warmup 8] [--gc] [--hot N]
 
 Every row sees the same calls and the same (normalised) schemas, in one process:
 
@@ -16,7 +16,10 @@ Every row sees the same calls and the same (normalised) schemas, in one process:
 Each timer covers the same work for every row: find the tool's validator by name among the
 record's tools, and validate the arguments. The gold calls are clean, so these are clean-call figures; toolmend also checks
 more per call than the peers (closed objects, empty values, BFCL's float-is-not-integer rule).
-Per call, the median over the passes is kept. Ratios are against the fastest peer measured in
+By default each call is timed once per pass, as a stream of calls to ever other tools meets
+the validators (caches cold); ``--hot N`` times each call N times back to back instead (caches
+warm: one call re-checked in a loop; the rebuild-per-call row stays at one). Per call, the
+median over the passes is kept. Ratios are against the fastest peer measured in
 the same run (theirs / ours: above 1 means toolmend is faster).
 """
 
@@ -84,7 +87,7 @@ CALL = "toolmend check_call"
 ARGUMENTS = "toolmend check_arguments"
 
 
-def _compiled(pairs: list[tuple[list[Tool], ToolCall]], tests: Validators) -> list[float]:
+def _compiled(pairs: list[tuple[list[Tool], ToolCall]], tests: Validators, hot: int = 1) -> list[float]:
     """Time ``tests[record][name](arguments)`` per call, as toolmend's row times
     ``checkers[record].check_call(call)``: the record's validators are found outside the timer
     (as its Checker is), the tool's by name inside it (as check_call does). Name and arguments
@@ -97,6 +100,15 @@ def _compiled(pairs: list[tuple[list[Tool], ToolCall]], tests: Validators) -> li
     for tools, call in pairs:
         validators = tests[id(tools)]
         name, args = call.name, call.arguments
+        if hot > 1:
+            t0 = time.perf_counter()
+            for _ in range(hot):
+                try:  # noqa: SIM105 - see the docstring
+                    validators[name](args)
+                except fastjsonschema.JsonSchemaException:
+                    pass
+            times.append((time.perf_counter() - t0) / hot)
+            continue
         t0 = time.perf_counter()
         try:  # noqa: SIM105 - see the docstring
             validators[name](args)
@@ -121,7 +133,9 @@ def _compile_peers(pairs: list[tuple[list[Tool], ToolCall]]) -> dict[str, Valida
     return peers
 
 
-def _toolmend(pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Checker]) -> list[float]:
+def _toolmend(
+    pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Checker], hot: int = 1
+) -> list[float]:
     """``checker.check_call(call)``: the record's checker found outside the timer (as a peer's
     validators are), the method and the tool's test inside it."""
     times = []
@@ -130,6 +144,12 @@ def _toolmend(pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Chec
         # The same reads as the peers' rows make before their timer (results unused here), so
         # that every row starts from a call its caller has just touched, as after parsing.
         call.name, call.arguments  # noqa: B018
+        if hot > 1:
+            t0 = time.perf_counter()
+            for _ in range(hot):
+                checker.check_call(call)
+            times.append((time.perf_counter() - t0) / hot)
+            continue
         t0 = time.perf_counter()
         checker.check_call(call)
         times.append(time.perf_counter() - t0)
@@ -137,7 +157,7 @@ def _toolmend(pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Chec
 
 
 def _toolmend_arguments(
-    pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Checker]
+    pairs: list[tuple[list[Tool], ToolCall]], checkers: dict[int, Checker], hot: int = 1
 ) -> list[float]:
     """``checker.check_arguments(name, arguments)``: given what the peers are given, timed as
     they are (the record's checker found outside the timer, the tool's test by name inside)."""
@@ -145,6 +165,12 @@ def _toolmend_arguments(
     for tools, call in pairs:
         checker = checkers[id(tools)]
         name, args = call.name, call.arguments
+        if hot > 1:
+            t0 = time.perf_counter()
+            for _ in range(hot):
+                checker.check_arguments(name, args)
+            times.append((time.perf_counter() - t0) / hot)
+            continue
         t0 = time.perf_counter()
         checker.check_arguments(name, args)
         times.append(time.perf_counter() - t0)
@@ -166,6 +192,14 @@ def main() -> None:
         type=int,
         default=8,
         help="untimed passes first (8: every generated function is past CPython's specialisation warm-up)",
+    )
+    parser.add_argument(
+        "--hot",
+        type=int,
+        default=1,
+        metavar="N",
+        help="time each call N times back to back (mean kept): caches warm, as when one call is "
+        "re-checked in a loop; 1 (the default): each call once per pass, caches cold",
     )
     parser.add_argument(
         "--gc",
@@ -194,9 +228,12 @@ def main() -> None:
         gc.freeze()
     else:
         gc.disable()
-    runners: dict[str, Any] = {label: (lambda t=tests: _compiled(pairs, t)) for label, tests in peers.items()}
-    runners[CALL] = lambda: _toolmend(pairs, checkers)
-    runners[ARGUMENTS] = lambda: _toolmend_arguments(pairs, checkers)
+    hot = args.hot
+    runners: dict[str, Any] = {
+        label: (lambda t=tests: _compiled(pairs, t, hot)) for label, tests in peers.items()
+    }
+    runners[CALL] = lambda: _toolmend(pairs, checkers, hot)
+    runners[ARGUMENTS] = lambda: _toolmend_arguments(pairs, checkers, hot)
     # Warm-up: CPython (3.11+) specialises a Python function's bytecode from its 8th call on, and
     # the Python rows (fastjsonschema's and toolmend's generated code) run one function per tool,
     # most tools once per pass: without these passes their early timed passes would measure
