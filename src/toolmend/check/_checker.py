@@ -438,7 +438,10 @@ class Checker:
         return out
 
     def check_call(self, call: ToolCall, index: int = 0) -> list[Finding]:
-        """Findings for one call on its own (no duplicate, count or reference-binding checks)."""
+        """Findings for one call on its own (no duplicate, count or reference-binding checks).
+
+        :meth:`check_arguments` gives the same findings from the tool's name and a parsed dict.
+        """
         fields = call.__dict__  # read once: a pydantic attribute read is slow
         try:
             # A tool not compiled yet (or without a fast path) is a KeyError: the slow path
