@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from toolmend._errors import SpecError
 from toolmend._schema import Ref, ToolCall
@@ -157,3 +159,84 @@ def test_refs_never_pass_the_fast_path() -> None:
         ]
     )
     assert (f.code, f.path) == ("invalid_value", "o.k")
+
+
+REF_LEAVES = st.one_of(
+    st.just(Ref(target="API_call_0")), st.just({"$ref": "API_call_0"}), st.just({"$ref": 1})
+)
+CALL_VALUES = st.recursive(
+    st.one_of(SCALARS, REF_LEAVES),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from([*KEYS, "d", "$ref"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _schemas(),
+    _schemas(),
+    st.dictionaries(st.sampled_from(["v", "w"]), CALL_VALUES, max_size=2),
+    st.booleans(),
+    st.sampled_from(["f", "g", "h", "F"]),
+)
+def test_check_arguments_agrees_with_check_call(
+    schema: Any, definition: Any, args: dict[str, Any], required: bool, name: str
+) -> None:
+    """The peer-shaped entry (name and parsed arguments) gives check_call's findings, clean or
+    not, for an offered tool ("f" with a generated schema, "g" a closed one, "h" taking
+    anything) and for a name that is not offered ("F")."""
+    parameters = {
+        "type": "object",
+        "properties": {"v": schema},
+        "required": ["v"] if required else [],
+        "$defs": {"D": definition},
+    }
+    tools = [
+        {"name": "f", "parameters": parameters},
+        {
+            "name": "g",
+            "parameters": {
+                "type": "object",
+                "properties": {"v": {"type": "integer"}},
+                "additionalProperties": False,
+            },
+        },  # fmt: skip
+        {"name": "h", "parameters": {"type": "object"}},
+    ]
+    try:
+        checker = Checker(tools)
+        checker.verify()
+    except SpecError:
+        assume(False)
+        return
+    for _ in range(2):  # the first call compiles nothing new; the second takes the cached test
+        expected = checker.check_call(ToolCall(name=name, arguments=args), 3)
+        assert checker.check_arguments(name, args, 3) == expected, (parameters, name, args, expected)
+
+
+def test_check_arguments_before_and_after_compiling() -> None:
+    """A tool compiled lazily by check_arguments itself, and a recursive one (never in the
+    fast table), give check_call's findings."""
+    recursive = {"type": "object", "properties": {"t": {"$ref": "#/$defs/T"}},
+                 "$defs": {"T": {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/T"}]}}}}  # fmt: skip
+    tools = [{"name": "r", "parameters": recursive}, {"name": "s", "parameters": {"type": "object",
+             "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}}]  # fmt: skip
+    for name, args in [("s", {"n": 2}), ("s", {"n": 0}), ("s", {}), ("r", {"t": [1, [2, [3]]]}),
+                       ("r", {"t": [1, ["x"]]}), ("nope", {"n": 1})]:  # fmt: skip
+        fresh = Checker(tools)  # nothing compiled: the first call compiles the tool
+        expected = Checker(tools).check_call(ToolCall(name=name, arguments=args))
+        assert fresh.check_arguments(name, args) == expected
+        assert fresh.check_arguments(name, args) == expected
+    (deep,) = Checker(tools).check_arguments("r", {"t": _deep(60)})  # past MAX_VALUE_DEPTH
+    assert (deep.code, deep.data["keyword"]) == ("invalid_value", "depth")
+    with pytest.raises(ValidationError, match="nested deeper"):  # as ToolCall refuses it
+        Checker(tools).check_arguments("s", {"n": "x", "m": _deep(ToolCall.MAX_DEPTH + 5)})
+
+
+def _deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value

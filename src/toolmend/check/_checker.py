@@ -356,6 +356,11 @@ class Checker:
     compiles them all up front.
     """
 
+    # Slots: a clean call reads ``_fast`` from the object itself rather than from a separate
+    # table of attribute values, one memory access fewer on a checker the caller has not
+    # touched lately (the common case: a guard checks one call between two model replies).
+    __slots__ = ("_tools", "_specs", "_outputs", "_fast", "__weakref__")
+
     def __init__(self, tools: Iterable[Tool | Mapping[str, Any]]) -> None:
         self._tools: dict[str, Tool] = {}
         for t in tools:
@@ -433,7 +438,10 @@ class Checker:
         return out
 
     def check_call(self, call: ToolCall, index: int = 0) -> list[Finding]:
-        """Findings for one call on its own (no duplicate, count or reference-binding checks)."""
+        """Findings for one call on its own (no duplicate, count or reference-binding checks).
+
+        :meth:`check_arguments` gives the same findings from the tool's name and a parsed dict.
+        """
         fields = call.__dict__  # read once: a pydantic attribute read is slow
         try:
             # A tool not compiled yet (or without a fast path) is a KeyError: the slow path
@@ -443,6 +451,35 @@ class Checker:
         except Exception:  # noqa: S110 - unknown tool, or a value the test cannot take: the full check decides
             pass
         return self._check_one(call, index)
+
+    def check_arguments(self, name: str, arguments: dict[str, Any], index: int = 0) -> list[Finding]:
+        """Findings for one call given as what a parser hands over: the tool's name and its
+        arguments, already parsed (no :class:`~toolmend.ToolCall` built for a clean call).
+
+        The findings are those of ``check_call(ToolCall(name=name, arguments=arguments),
+        index)``. A clean call costs one lookup of the tool's generated test and the test itself;
+        only a call that the test cannot prove clean builds the ``ToolCall`` (which revives
+        ``{"$ref": ...}`` objects into :class:`~toolmend.Ref` and refuses arguments nested deeper
+        than ``ToolCall.MAX_DEPTH`` with pydantic's ``ValidationError``) for the full check. So a
+        clean call is not walked for depth: a value too deep for a ``ToolCall`` in a free-form
+        parameter passes here, where building the ``ToolCall`` would have refused it.
+
+        >>> c = Checker([{"name": "add", "parameters": {"type": "object",
+        ...     "properties": {"a": {"type": "integer"}}, "required": ["a"]}}])
+        >>> c.check_arguments("add", {"a": 1})
+        []
+        >>> [(f.code, f.path) for f in c.check_arguments("add", {"a": "1"})]
+        [('invalid_type', 'a')]
+        >>> [f.code for f in c.check_arguments("sum", {"a": 1})]
+        ['wrong_tool_name']
+        """
+        try:
+            # As in check_call: a tool not compiled yet, or without a fast path, is a KeyError.
+            if self._fast[name](arguments):
+                return []
+        except Exception:  # noqa: S110 - unknown tool, or a value the test cannot take: the full check decides
+            pass
+        return self._check_one(ToolCall(name=name, arguments=arguments), index)
 
     def _check_one(self, call: ToolCall, index: int) -> list[Finding]:
         out: list[Finding] = []

@@ -91,6 +91,9 @@ class RefValue:
         self.target = target
         self.types = types
 
+    def __repr__(self) -> str:  # as the Ref it stands for, in a message about a value holding one
+        return f"Ref(target={self.target!r})"
+
     def is_type(self, name: str) -> bool:
         return not self.types or name in self.types or (name == "number" and "integer" in self.types)
 
