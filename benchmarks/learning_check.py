@@ -22,7 +22,10 @@ Stages (each reads the previous one's checkpoint, per model seed, and records it
 ``RUN/results.json``; rerun a stage to resume):
 
     data    datasets from `toolmend.train.build_rows` (sft, kto, refine) and the tokenizer
-    sft     from-scratch SFT (`toolmend.train.prepare("sft")`) until --cpu-minutes of process CPU time
+    sft     from-scratch SFT (`toolmend.train.prepare("sft")`) until --cpu-minutes of process CPU time:
+            the first --short-minutes on short rows (the request and its calls, without the system
+            prompt and the tool list), the rest on whole rows
+    sft-eval  evaluate the SFT checkpoint again (e.g. after changing --eval-per-template)
     kto     HiTEC-KTO from the SFT model                    -> schema-valid
     grpo    GRPO (schema + call-match rewards) from SFT     -> exact-call
     refine  refine-SFT (ToolACE-R data) from SFT            -> recovery after a re-ask
@@ -52,8 +55,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 DISTRACTORS = 3
-EVAL_PER_TEMPLATE = 1
-"""Held-out tasks per world template (43 templates); 1 gives 43 tasks, cheap enough to evaluate six times per model seed on a shared 2-core machine."""
+EVAL_PER_TEMPLATE = 2
+"""Held-out tasks per world template (43 templates): 2 gives 86 tasks, so one task is 1.2 points."""
 
 CHAT_TEMPLATE = (
     "{% if tools %}<|im_start|>tools\n{% for t in tools %}{% set f = t.function if t.function is defined else t %}"
@@ -90,8 +93,9 @@ def first_turn(task: Any) -> list[Any]:
 @contextlib.contextmanager
 def first_turn_traces(tasks: dict[str, Any]) -> Iterator[None]:
     """Make the dataset builders read world traces cut to their first turn, offering the tools
-    `toolmend bench world -o tools=domain` offers. (The builders write a trace's whole call list
-    as one reply; the world's first turn holds only the calls that need no earlier result.)"""
+    `toolmend bench world -o tools=domain` offers. The evaluation scores the first reply only
+    (``-o max_turns=1``), so the training rows are the first turns too: the calls that need no
+    earlier result. (Full traces give one row per turn, with the earlier results in the prompt.)"""
     import toolmend.train._data as data
     from toolmend.benchmarks.critic._traces import Trace
 
@@ -156,6 +160,11 @@ def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_s
         _write_jsonl(run / "data" / f"{kind}.jsonl", kind_rows)
         out[kind] = len(kind_rows)
     return out
+
+
+def short_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without the system prompt and the tool list: the request and the calls it asks for."""
+    return {**row, "prompt": [m for m in row["prompt"] if m["role"] != "system"], "tools": "[]"}
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -273,13 +282,14 @@ def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cp
 # -- evaluation -----------------------------------------------------------------------------------
 
 
-def evaluate(model: Path, eval_seed: int, runs: Path, strategy: str | None = None, threads: int = 2) -> dict[str, Any]:
+def evaluate(model: Path, eval_seed: int, runs: Path, strategy: str | None = None, threads: int = 2,
+             per_template: int = EVAL_PER_TEMPLATE) -> dict[str, Any]:  # fmt: skip
     """`toolmend bench world` with the hf/ backend, one turn per task; the metrics from its run."""
     from toolmend.world import generate_tasks
 
-    data = runs / f"tasks-{eval_seed}.jsonl"
+    data = runs / f"tasks-{eval_seed}-{per_template}.jsonl"
     data.parent.mkdir(parents=True, exist_ok=True)
-    tasks = generate_tasks(eval_seed, per_template=EVAL_PER_TEMPLATE)
+    tasks = generate_tasks(eval_seed, per_template=per_template)
     data.write_text("".join(t.model_dump_json() + "\n" for t in tasks), encoding="utf-8")
     cmd = [sys.executable, "-m", "toolmend", "bench", "world", "--model", f"hf/{model}", "--data", str(data),
            "--seed", str(eval_seed), "--tool-mode", "native", "-o", "tools=domain",
@@ -372,20 +382,37 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         more = stage == "sft-more"  # continue the SFT model for --cpu-minutes more, on fresh row order
         if more:
             random.Random(f"more:{seed}:{results['sft']['train']['cpu_s']}").shuffle(rows)
-        rows = rows[: int(args.cpu_minutes * 60 * ROWS_PER_CPU_S)]
+        config = {**base_config, "per_device_train_batch_size": 8, "max_length": 1024}
         init = sft_dir if more else new_model(run, seed, seed_dir / "init", SIZE)
-        train = run_recipe("sft", init, rows, sft_dir, args.cpu_minutes * 60,
-                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
-                           peak_lr=args.sft_lr, warmup=30)  # fmt: skip
+        short_s = 0.0 if more else min(args.short_minutes, args.cpu_minutes) * 60
+        phases = []
+        if short_s:
+            # Every row, in its short form: at about a quarter of the cost per step, the model
+            # gets the thousands of steps it needs before it copies values from the request.
+            phases.append(run_recipe("sft", init, [short_row(r) for r in rows], seed_dir / "sft-short", short_s,
+                                     config, peak_lr=args.sft_lr, warmup=30))  # fmt: skip
+            init = seed_dir / "sft-short"
+        full_s = args.cpu_minutes * 60 - short_s
+        rows = rows[: int(full_s * ROWS_PER_CPU_S)]
+        train = run_recipe("sft", init, rows, sft_dir, full_s, config, peak_lr=args.sft_lr, warmup=30)
+        if phases:
+            phases.append(train)
+            train = {"steps": sum(p["steps"] for p in phases), "cpu_s": round(sum(p["cpu_s"] for p in phases), 1),
+                     "rows_seen": sum(p["rows_seen"] for p in phases), "first_loss": phases[0]["first_loss"],
+                     "last_loss": train["last_loss"], "phases": phases}  # fmt: skip
         if more:
             before = results["sft"]
             results.setdefault("sft_history", []).append(_strip_train(before))
             train = {**train, "steps": train["steps"] + before["train"]["steps"],
                      "cpu_s": round(train["cpu_s"] + before["train"]["cpu_s"], 1)}  # fmt: skip
+        results["sft"] = {"train": train}
+    if stage in ("sft", "sft-more", "sft-eval"):
+        # sft-eval evaluates the SFT checkpoint again (after a change of --eval-per-template).
         stage = "sft"
-        plain = evaluate(sft_dir, args.eval_seed, runs, threads=args.threads)
-        refined = evaluate(sft_dir, args.eval_seed, runs, "self-refine", threads=args.threads)
-        results["sft"] = {"train": train, "eval": _strip(plain), "self_refine": _strip(refined),
+        plain = evaluate(sft_dir, args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template)
+        refined = evaluate(sft_dir, args.eval_seed, runs, "self-refine", threads=args.threads,
+                           per_template=args.eval_per_template)  # fmt: skip
+        results["sft"] = {"train": results["sft"]["train"], "eval": _strip(plain), "self_refine": _strip(refined),
                           **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
         results["sft_per_sample"] = plain["per_sample"]
     elif stage == "kto":
@@ -395,7 +422,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.stage_cpu_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": 0.1},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
-        results["kto"] = {"train": train, "eval": _strip(evaluate(seed_dir / "kto", args.eval_seed, runs, threads=args.threads))}
+        results["kto"] = {"train": train, "eval": _strip(evaluate(seed_dir / "kto", args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template))}
     elif stage == "grpo":
         rows = [{k: r[k] for k in ("prompt", "tools", "gold_calls")} for r in _read_jsonl(run / "data" / "sft.jsonl")]
         rng.shuffle(rows)
@@ -404,7 +431,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                            {**base_config, "per_device_train_batch_size": 8, "num_generations": 4,
                             "max_completion_length": 96, "temperature": 1.0, "beta": 0.0},
                            peak_lr=args.grpo_lr, warmup=5, rewards=["schema", "call_match"])  # fmt: skip
-        results["grpo"] = {"train": train, "eval": _strip(evaluate(seed_dir / "grpo", args.eval_seed, runs, threads=args.threads))}
+        results["grpo"] = {"train": train, "eval": _strip(evaluate(seed_dir / "grpo", args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template))}
     elif stage == "refine":
         rows = _read_jsonl(run / "data" / "refine.jsonl")
         rng.shuffle(rows)
@@ -420,8 +447,9 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         train = run_recipe("sft", sft_dir, rows, out, args.stage_cpu_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
                            peak_lr=args.refine_lr, warmup=10)  # fmt: skip
-        plain = evaluate(out, args.eval_seed, runs, threads=args.threads)
-        refined = evaluate(out, args.eval_seed, runs, "self-refine", threads=args.threads)
+        plain = evaluate(out, args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template)
+        refined = evaluate(out, args.eval_seed, runs, "self-refine", threads=args.threads,
+                           per_template=args.eval_per_template)  # fmt: skip
         results["refine"] = {"train": train, "eval": _strip(plain), "self_refine": _strip(refined),
                              **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
     _save(results_path, results)
@@ -437,6 +465,21 @@ def _mean_spread(values: list[float | None]) -> str:
     return f"{mean:.1f} ± {spread:.1f}"
 
 
+def _beyond_noise(before: list[float | None], deltas: list[float | None]) -> str:
+    """"yes" when every seed moved the metric up and the mean change exceeds the seeds' spread of
+    the metric before the stage (half its range): the change is larger than what the seed alone
+    moves. Otherwise it says which of the two failed."""
+    got = [d for d in deltas if d is not None]
+    if len(got) < len(deltas) or not got:
+        return "–"
+    base = [x for x in before if x is not None]
+    spread = (max(base) - min(base)) / 2 if base else 0.0
+    if min(got) <= 0:
+        return "no (not every seed improves)"
+    mean = statistics.mean(got)
+    return "yes" if mean > spread else f"no (mean change {mean * 100:.1f} ≤ seed spread {spread * 100:.1f})"
+
+
 def render(run: Path, seeds: list[int]) -> str:
     per = {s: _load(run / f"seed-{s}" / "results.json") for s in seeds}
 
@@ -450,8 +493,8 @@ def render(run: Path, seeds: list[int]) -> str:
         return out
 
     lines = [
-        "| model | metric | before (SFT) | after | per seed (before → after) |",
-        "|---|---|---|---|---|",
+        "| model | metric | before (SFT) | after | change | beyond seed noise | per seed (before → after) |",
+        "|---|---|---|---|---|---|---|",
     ]
     rows = [
         ("SFT from scratch", "exact-call", ("sft", "eval", "exact"), None),
@@ -470,7 +513,11 @@ def render(run: Path, seeds: list[int]) -> str:
             (f"{x * 100:.1f}" if x is not None else "–") + (f" → {y * 100:.1f}" if after and y is not None else "")
             for x, y in zip(b, a, strict=True)
         )
-        lines.append(f"| {name} | {metric} | {_mean_spread(b)} | {_mean_spread(a) if after else ''} | {pairs} |")
+        deltas = [y - x if after and x is not None and y is not None else None for x, y in zip(b, a, strict=True)]
+        lower_is_better = metric.startswith("broken")
+        noise = _beyond_noise(b, [None if d is None else -d for d in deltas] if lower_is_better else deltas)
+        lines.append(f"| {name} | {metric} | {_mean_spread(b)} | {_mean_spread(a) if after else ''} | "
+                     f"{_mean_spread(deltas) if after else ''} | {noise if after else ''} | {pairs} |")  # fmt: skip
     lines += ["", "| model seed | SFT CPU-s | steps | exact-call | schema-valid |", "|---|---|---|---|---|"]
     for s in seeds:
         sft = per[s].get("sft")
@@ -502,13 +549,17 @@ def main() -> None:
     parser.add_argument("--kto-seeds", default="1")
     parser.add_argument("--refine-seeds", default="1-4")
     parser.add_argument("--eval-seed", type=int, default=1000, help="held-out world seed")
+    parser.add_argument("--eval-per-template", type=int, default=EVAL_PER_TEMPLATE,
+                        help="held-out tasks per world template (43 templates)")
     parser.add_argument("--cpu-minutes", type=float, default=15.0, help="SFT budget, process CPU minutes")
+    parser.add_argument("--short-minutes", type=float, default=12.0,
+                        help="CPU minutes of the SFT budget spent first on short rows (no system prompt, no tool list)")
     parser.add_argument("--stage-cpu-minutes", type=float, default=3.0, help="budget of each second stage")
     parser.add_argument("--vocab", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sft-lr", type=float, default=1.5e-3)
-    parser.add_argument("--kto-lr", type=float, default=5e-5)
-    parser.add_argument("--grpo-lr", type=float, default=2e-5)
+    parser.add_argument("--kto-lr", type=float, default=1e-4)
+    parser.add_argument("--grpo-lr", type=float, default=1e-4)
     parser.add_argument("--refine-lr", type=float, default=5e-4)
     args = parser.parse_args()
     import torch
