@@ -26,6 +26,7 @@ Stages (each reads the previous one's checkpoint, per model seed, and records it
             the first --short-minutes on short rows (the request and its calls, without the system
             prompt and the tool list), the rest on whole rows
     sft-eval  evaluate the SFT checkpoint again (e.g. after changing --eval-per-template)
+    reeval  evaluate every checkpoint of the seed again with the current evaluation options
     kto     HiTEC-KTO from the SFT model                    -> schema-valid
     grpo    GRPO (schema + call-match rewards) from SFT     -> exact-call
     refine  refine-SFT (ToolACE-R data) from SFT            -> recovery after a re-ask
@@ -57,6 +58,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 DISTRACTORS = 3
 EVAL_PER_TEMPLATE = 2
 """Held-out tasks per world template (43 templates): 2 gives 86 tasks, so one task is 1.2 points."""
+
+MAX_NEW_TOKENS = 256
+"""Room for the longest first turn (three calls, about 150 tokens): a reply cut short by the
+harness would count as a format error of the model."""
 
 CHAT_TEMPLATE = (
     "{% if tools %}<|im_start|>tools\n{% for t in tools %}{% set f = t.function if t.function is defined else t %}"
@@ -283,7 +288,7 @@ def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cp
 
 
 def evaluate(model: Path, eval_seed: int, runs: Path, strategy: str | None = None, threads: int = 2,
-             per_template: int = EVAL_PER_TEMPLATE) -> dict[str, Any]:  # fmt: skip
+             per_template: int = EVAL_PER_TEMPLATE, max_new_tokens: int = MAX_NEW_TOKENS) -> dict[str, Any]:  # fmt: skip
     """`toolmend bench world` with the hf/ backend, one turn per task; the metrics from its run."""
     from toolmend.world import generate_tasks
 
@@ -293,7 +298,7 @@ def evaluate(model: Path, eval_seed: int, runs: Path, strategy: str | None = Non
     data.write_text("".join(t.model_dump_json() + "\n" for t in tasks), encoding="utf-8")
     cmd = [sys.executable, "-m", "toolmend", "bench", "world", "--model", f"hf/{model}", "--data", str(data),
            "--seed", str(eval_seed), "--tool-mode", "native", "-o", "tools=domain",
-           "-o", f"distractors={DISTRACTORS}", "-o", "max_turns=1", "-M", "batch_size=64", "-M", "max_new_tokens=128",
+           "-o", f"distractors={DISTRACTORS}", "-o", "max_turns=1", "-M", "batch_size=64", "-M", f"max_new_tokens={max_new_tokens}",
            "--max-connections", "256", "--no-cache", "--no-report", "--runs-dir", str(runs), "--json"]  # fmt: skip
     if strategy:
         cmd += ["--strategy", strategy, "--max-refine", "1"]
@@ -376,6 +381,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     rng = random.Random(seed)
     sft_dir = seed_dir / "sft"
     base_config = {"seed": seed, "data_seed": seed}
+    eval_options = {"per_template": args.eval_per_template, "max_new_tokens": args.max_new_tokens}
     if stage in ("sft", "sft-more"):
         rows = _read_jsonl(run / "data" / "sft.jsonl")
         rng.shuffle(rows)
@@ -409,12 +415,26 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     if stage in ("sft", "sft-more", "sft-eval"):
         # sft-eval evaluates the SFT checkpoint again (after a change of --eval-per-template).
         stage = "sft"
-        plain = evaluate(sft_dir, args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template)
-        refined = evaluate(sft_dir, args.eval_seed, runs, "self-refine", threads=args.threads,
-                           per_template=args.eval_per_template)  # fmt: skip
+        plain = evaluate(sft_dir, args.eval_seed, runs, threads=args.threads, **eval_options)
+        refined = evaluate(sft_dir, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
         results["sft"] = {"train": results["sft"]["train"], "eval": _strip(plain), "self_refine": _strip(refined),
                           **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
         results["sft_per_sample"] = plain["per_sample"]
+    elif stage == "reeval":
+        # Every checkpoint of the seed evaluated again with the current evaluation options.
+        for name in ("sft", "kto", "grpo", "refine"):
+            if name not in results:
+                continue
+            model = sft_dir if name == "sft" else seed_dir / name
+            plain = evaluate(model, args.eval_seed, runs, threads=args.threads, **eval_options)
+            entry = {**results[name], "eval": _strip(plain)}
+            if name in ("sft", "refine"):
+                refined = evaluate(model, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
+                entry.update(self_refine=_strip(refined), **recovery(plain["per_sample"], refined["per_sample"]))
+            results[name] = entry
+            if name == "sft":
+                results["sft_per_sample"] = plain["per_sample"]
+        stage = "sft"
     elif stage == "kto":
         rows = _read_jsonl(run / "data" / "kto.jsonl")
         rng.shuffle(rows)
@@ -422,7 +442,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.stage_cpu_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": 0.1},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
-        results["kto"] = {"train": train, "eval": _strip(evaluate(seed_dir / "kto", args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template))}
+        results["kto"] = {"train": train, "eval": _strip(evaluate(seed_dir / "kto", args.eval_seed, runs, threads=args.threads, **eval_options))}
     elif stage == "grpo":
         rows = [{k: r[k] for k in ("prompt", "tools", "gold_calls")} for r in _read_jsonl(run / "data" / "sft.jsonl")]
         rng.shuffle(rows)
@@ -431,7 +451,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                            {**base_config, "per_device_train_batch_size": 8, "num_generations": 4,
                             "max_completion_length": 96, "temperature": 1.0, "beta": 0.0},
                            peak_lr=args.grpo_lr, warmup=5, rewards=["schema", "call_match"])  # fmt: skip
-        results["grpo"] = {"train": train, "eval": _strip(evaluate(seed_dir / "grpo", args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template))}
+        results["grpo"] = {"train": train, "eval": _strip(evaluate(seed_dir / "grpo", args.eval_seed, runs, threads=args.threads, **eval_options))}
     elif stage == "refine":
         rows = _read_jsonl(run / "data" / "refine.jsonl")
         rng.shuffle(rows)
@@ -447,9 +467,8 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         train = run_recipe("sft", sft_dir, rows, out, args.stage_cpu_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
                            peak_lr=args.refine_lr, warmup=10)  # fmt: skip
-        plain = evaluate(out, args.eval_seed, runs, threads=args.threads, per_template=args.eval_per_template)
-        refined = evaluate(out, args.eval_seed, runs, "self-refine", threads=args.threads,
-                           per_template=args.eval_per_template)  # fmt: skip
+        plain = evaluate(out, args.eval_seed, runs, threads=args.threads, **eval_options)
+        refined = evaluate(out, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
         results["refine"] = {"train": train, "eval": _strip(plain), "self_refine": _strip(refined),
                              **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
     _save(results_path, results)
@@ -514,8 +533,8 @@ def render(run: Path, seeds: list[int]) -> str:
             for x, y in zip(b, a, strict=True)
         )
         deltas = [y - x if after and x is not None and y is not None else None for x, y in zip(b, a, strict=True)]
-        lower_is_better = metric.startswith("broken")
-        noise = _beyond_noise(b, [None if d is None else -d for d in deltas] if lower_is_better else deltas)
+        # "broken" is watched, not targeted: it has no noise verdict.
+        noise = "" if metric.startswith("broken") else _beyond_noise(b, deltas)
         lines.append(f"| {name} | {metric} | {_mean_spread(b)} | {_mean_spread(a) if after else ''} | "
                      f"{_mean_spread(deltas) if after else ''} | {noise if after else ''} | {pairs} |")  # fmt: skip
     lines += ["", "| model seed | SFT CPU-s | steps | exact-call | schema-valid |", "|---|---|---|---|---|"]
@@ -551,6 +570,7 @@ def main() -> None:
     parser.add_argument("--eval-seed", type=int, default=1000, help="held-out world seed")
     parser.add_argument("--eval-per-template", type=int, default=EVAL_PER_TEMPLATE,
                         help="held-out tasks per world template (43 templates)")
+    parser.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="longest reply in the evaluation")
     parser.add_argument("--cpu-minutes", type=float, default=15.0, help="SFT budget, process CPU minutes")
     parser.add_argument("--short-minutes", type=float, default=12.0,
                         help="CPU minutes of the SFT budget spent first on short rows (no system prompt, no tool list)")
