@@ -382,6 +382,20 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     sft_dir = seed_dir / "sft"
     base_config = {"seed": seed, "data_seed": seed}
     eval_options = {"per_template": args.eval_per_template, "max_new_tokens": args.max_new_tokens}
+
+    def measure(name: str) -> dict[str, Any]:
+        """The evaluation of checkpoint ``name`` (sft, kto, grpo, refine): its first replies, and
+        for sft and refine also the replies after one self-refine re-ask."""
+        model = sft_dir if name == "sft" else seed_dir / name
+        plain = evaluate(model, args.eval_seed, runs, threads=args.threads, **eval_options)
+        if name == "sft":
+            results["sft_per_sample"] = plain["per_sample"]
+        entry: dict[str, Any] = {"eval": _strip(plain)}
+        if name in ("sft", "refine"):
+            refined = evaluate(model, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
+            entry |= {"self_refine": _strip(refined), **recovery(plain["per_sample"], refined["per_sample"])}
+        return entry
+
     if stage in ("sft", "sft-more"):
         rows = _read_jsonl(run / "data" / "sft.jsonl")
         rng.shuffle(rows)
@@ -415,25 +429,12 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     if stage in ("sft", "sft-more", "sft-eval"):
         # sft-eval evaluates the SFT checkpoint again (after a change of --eval-per-template).
         stage = "sft"
-        plain = evaluate(sft_dir, args.eval_seed, runs, threads=args.threads, **eval_options)
-        refined = evaluate(sft_dir, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
-        results["sft"] = {"train": results["sft"]["train"], "eval": _strip(plain), "self_refine": _strip(refined),
-                          **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
-        results["sft_per_sample"] = plain["per_sample"]
+        results["sft"] = {"train": results["sft"]["train"], **measure("sft")}
     elif stage == "reeval":
         # Every checkpoint of the seed evaluated again with the current evaluation options.
         for name in ("sft", "kto", "grpo", "refine"):
-            if name not in results:
-                continue
-            model = sft_dir if name == "sft" else seed_dir / name
-            plain = evaluate(model, args.eval_seed, runs, threads=args.threads, **eval_options)
-            entry = {**results[name], "eval": _strip(plain)}
-            if name in ("sft", "refine"):
-                refined = evaluate(model, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
-                entry.update(self_refine=_strip(refined), **recovery(plain["per_sample"], refined["per_sample"]))
-            results[name] = entry
-            if name == "sft":
-                results["sft_per_sample"] = plain["per_sample"]
+            if name in results:
+                results[name] = {**results[name], **measure(name)}
         stage = "sft"
     elif stage == "kto":
         rows = _read_jsonl(run / "data" / "kto.jsonl")
@@ -442,7 +443,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.stage_cpu_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": 0.1},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
-        results["kto"] = {"train": train, "eval": _strip(evaluate(seed_dir / "kto", args.eval_seed, runs, threads=args.threads, **eval_options))}
+        results["kto"] = {"train": train, **measure("kto")}
     elif stage == "grpo":
         rows = [{k: r[k] for k in ("prompt", "tools", "gold_calls")} for r in _read_jsonl(run / "data" / "sft.jsonl")]
         rng.shuffle(rows)
@@ -451,7 +452,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                            {**base_config, "per_device_train_batch_size": 8, "num_generations": 4,
                             "max_completion_length": 96, "temperature": 1.0, "beta": 0.0},
                            peak_lr=args.grpo_lr, warmup=5, rewards=["schema", "call_match"])  # fmt: skip
-        results["grpo"] = {"train": train, "eval": _strip(evaluate(seed_dir / "grpo", args.eval_seed, runs, threads=args.threads, **eval_options))}
+        results["grpo"] = {"train": train, **measure("grpo")}
     elif stage == "refine":
         rows = _read_jsonl(run / "data" / "refine.jsonl")
         rng.shuffle(rows)
@@ -459,18 +460,13 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         sft_rows = _read_jsonl(run / "data" / "sft.jsonl")
         rng.shuffle(sft_rows)
         # Half first-step rows, so the model keeps answering the first turn while it learns to refine.
-        rows += [{k: r[k] for k in ("prompt", "completion", "tools")} | {"gold_calls": r["gold_calls"]}
-                 for r in sft_rows[: len(rows)]]  # fmt: skip
+        rows += sft_rows[: len(rows)]
         rows = [{k: r[k] for k in ("prompt", "completion", "tools")} for r in rows]
         rng.shuffle(rows)
-        out = seed_dir / "refine"
-        train = run_recipe("sft", sft_dir, rows, out, args.stage_cpu_minutes * 60,
+        train = run_recipe("sft", sft_dir, rows, seed_dir / "refine", args.stage_cpu_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
                            peak_lr=args.refine_lr, warmup=10)  # fmt: skip
-        plain = evaluate(out, args.eval_seed, runs, threads=args.threads, **eval_options)
-        refined = evaluate(out, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
-        results["refine"] = {"train": train, "eval": _strip(plain), "self_refine": _strip(refined),
-                             **recovery(plain["per_sample"], refined["per_sample"])}  # fmt: skip
+        results["refine"] = {"train": train, **measure("refine")}
     _save(results_path, results)
     print(json.dumps({stage: {k: v for k, v in results[stage].items()}}, indent=1), flush=True)
 

@@ -569,7 +569,7 @@ def _from_traces(ctx: _Ctx, path: Path, limit: int | None) -> None:
         if ctx.kind == "refine" and outcome != "accepted" and bad is None:
             continue  # nothing to refine from
         if bad is not None and bad.verified_by and (ctx.kind == "kto" or (ctx.kind == "refine" and good)):
-            ctx.report.verified_by[bad.verified_by] = ctx.report.verified_by.get(bad.verified_by, 0) + 1
+            ctx.verified(bad.verified_by)
         tools_json = _tools_json(tools)
         trace = Trace(trace_id, "", tools, good.calls if good is not None else [], ctx.source, _no_env)
         op = f"guard:{outcome}"
