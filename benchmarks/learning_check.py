@@ -15,8 +15,11 @@ people, contacts, files, dates), one turn per task (``-o max_turns=1``).
 * **schema-valid**: the first reply parses, has a call, and the checklist finds nothing wrong
   against the offered tools (the findings the self-refine strategy would show).
 * **recovery** (self-refine, one re-ask with the checker's feedback): of the tasks whose first
-  reply was not exact, the share that are exact after the re-ask; ``broken`` is the share of
-  exact first replies the re-ask made wrong.
+  reply was not exact, the share whose reply after the re-ask is exact; ``broken`` is the share of
+  exact first replies that the re-ask made wrong.
+
+The second stages are model-aware (ToolACE-R): stage ``own`` has the SFT model answer training
+tasks (greedy and sampled), and KTO, GRPO and refine-SFT build on those answers.
 
 Stages (each reads the previous one's checkpoint, per model seed, and records its results in
 ``RUN/results.json``; rerun a stage to resume):
@@ -27,9 +30,10 @@ Stages (each reads the previous one's checkpoint, per model seed, and records it
             prompt and the tool list), the rest on whole rows
     sft-eval  evaluate the SFT checkpoint again (e.g. after changing --eval-per-template)
     reeval  evaluate every checkpoint of the seed again with the current evaluation options
-    kto     HiTEC-KTO from the SFT model                    -> schema-valid
-    grpo    GRPO (schema + call-match rewards) from SFT     -> exact-call
-    refine  refine-SFT (ToolACE-R data) from SFT            -> recovery after a re-ask
+    own     the SFT model's greedy answer and 4 samples for each training task of --own-seeds
+    kto     HiTEC-KTO from the SFT model, injected plus the model's own rejected answers -> schema-valid
+    grpo    GRPO (schema + call-match rewards) on the tasks the model sometimes gets right -> exact-call
+    refine  refine-SFT (ToolACE-R data, the model's own attempts first) -> recovery after a re-ask
     docs    the table for docs/benchmarks.md
 
     python benchmarks/learning_check.py --run-dir runs/learning --seeds 0,1,2 --stage all
@@ -47,6 +51,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -316,20 +321,34 @@ def _call_key(calls: list[Any]) -> list[str]:
     return sorted(json.dumps({"name": c.name, "arguments": c.arguments}, sort_keys=True, default=str) for c in calls)
 
 
-def first_step_metrics(run_dir: Path, tasks: dict[str, Any]) -> dict[str, Any]:
-    """exact-call and schema-valid over the run's first replies (see the module docstring)."""
+def judge(text: str, gold: list[Any], tools: list[Any]) -> tuple[bool, list[str]]:
+    """Whether ``text`` makes exactly the ``gold`` calls, and the checklist's codes against
+    ``tools`` (``["no_call"]`` when it holds no call): the evaluation's two metrics for one reply."""
     from toolmend.check import Checker
-    from toolmend.runs import load_run
     from toolmend.strategies._feedback import turn_findings
     from toolmend.strategies._reply import read_reply
+
+    turn = read_reply(text, "tags")
+    if not turn.calls:
+        return False, ["no_call"]
+    codes = [str(f.code) for f in turn_findings(turn, Checker(tools))]
+    return _call_key(turn.tool_calls()) == _call_key(gold), codes
+
+
+def first_step_metrics(run_dir: Path, tasks: dict[str, Any]) -> dict[str, Any]:
+    """exact-call and schema-valid of each task's reply (see the module docstring). The run has one
+    turn per task, so the turn's reply is the last model output: the first reply in a plain run,
+    the reply after the re-ask under self-refine (at a fixed point the last output makes the same
+    calls as the one the strategy returns)."""
+    from toolmend.runs import load_run
 
     exact: dict[str, bool] = {}
     valid: dict[str, bool] = {}
     for record in load_run(run_dir).records:
         task = tasks[record.id]
-        turn = read_reply(record.outputs[0] if record.outputs else "", "tags")
-        exact[record.id] = bool(turn.calls) and _call_key(turn.tool_calls()) == _call_key(first_turn(task))
-        valid[record.id] = bool(turn.calls) and not turn_findings(turn, Checker(task.offered_tools(DISTRACTORS)))
+        text = record.outputs[-1] if record.outputs else ""
+        exact[record.id], codes = judge(text, first_turn(task), task.offered_tools(DISTRACTORS))
+        valid[record.id] = not codes
     n = len(exact)
     return {"n": n, "exact": sum(exact.values()) / n, "schema_valid": sum(valid.values()) / n, "per_sample": exact}
 
@@ -342,6 +361,87 @@ def recovery(plain: dict[str, bool], refined: dict[str, bool]) -> dict[str, floa
         "recovery": sum(refined[k] for k in wrong) / len(wrong) if wrong else None,
         "broken": sum(not refined[k] for k in right) / len(right) if right else None,
     }
+
+
+# -- the model's own answers (ToolACE-R's model-aware step) --------------------------------------
+
+OWN_SAMPLES = 4
+"""Answers sampled per training task at temperature 1.0, besides the greedy one."""
+
+
+def own_answers(model: Path, rows: list[dict[str, Any]], k: int, max_new_tokens: int, seed: int) -> list[dict[str, Any]]:
+    """The model's greedy answer (the one the evaluation sees) and ``k`` sampled answers to each
+    training row, each judged as the evaluation judges a reply."""
+    from toolmend._schema import ToolCall
+    from toolmend.formats import load_tools
+    from toolmend.models import GenerateConfig, get_model
+    from toolmend.train._iterate import _sample
+
+    def hf() -> Any:
+        return get_model(f"hf/{model}", cache=False, batch_size=64, max_new_tokens=max_new_tokens)
+
+    greedy = _sample(hf(), rows, 1, GenerateConfig(max_tokens=max_new_tokens))
+    sampled = _sample(hf(), rows, k, GenerateConfig(temperature=1.0, max_tokens=max_new_tokens, seed=seed))
+    out = []
+    for row, first, more in zip(rows, greedy, sampled, strict=True):
+        gold = [ToolCall.model_validate(c) for c in json.loads(row["gold_calls"])]
+        tools = load_tools(json.loads(row["tools"]))
+        answers = []
+        for text in [*first, *more]:
+            exact, codes = judge(text, gold, tools)
+            answers.append({"text": text, "exact": exact, "codes": codes})
+        out.append({"row": row, "greedy": answers[0], "samples": answers[1:]})
+    return out
+
+
+def own_kto_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Model-aware HiTEC-KTO rows: the model's own answers that the checklist rejects are
+    undesirable (verified: each has a finding), the gold of the same task desirable. The injected
+    negatives teach the HiTEC error list; these teach the mistakes this model makes."""
+    rows = []
+    for item in own:
+        row = item["row"]
+        bad = {a["text"]: a["codes"][0] for a in [item["greedy"], *item["samples"]] if a["codes"]}
+        if not bad:
+            continue
+        rows.append({"prompt": row["prompt"], "completion": row["completion"], "tools": row["tools"],
+                     "label": True, "code": "correct"})  # fmt: skip
+        rows += [{"prompt": row["prompt"], "completion": [{"role": "assistant", "content": text}],
+                  "tools": row["tools"], "label": False, "code": code} for text, code in bad.items()]  # fmt: skip
+    return rows
+
+
+def own_refine_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ToolACE-R self-refinement rows from the model's own attempts, each followed by the
+    self-refine strategy's re-ask: an attempt the checker finds fault with leads to the gold,
+    an exact attempt to itself repeated (what the re-ask asks for). An attempt that is wrong but
+    passes the check is left out: its feedback says nothing is wrong, so a rewrite there teaches
+    the model to rewrite answers the check passes, right ones included. (On the from-scratch
+    model, leaving them out did not lower how often it broke exact replies: docs/benchmarks.md.)"""
+    from toolmend.formats import load_tools
+
+    rows = []
+    for item in own:
+        row = item["row"]
+        tools = load_tools(json.loads(row["tools"]))
+        seen: set[str] = set()
+        for a in [item["greedy"], *item["samples"]]:
+            if a["text"] in seen or not (a["exact"] or a["codes"]):
+                continue
+            seen.add(a["text"])
+            answer = a["text"] if a["exact"] else row["completion"][0]["content"]
+            rows.append({"prompt": [*row["prompt"], {"role": "assistant", "content": a["text"]},
+                                    {"role": "user", "content": _reask_feedback(a["text"], tools)}],
+                         "completion": [{"role": "assistant", "content": answer}], "tools": row["tools"],
+                         "code": "correct" if a["exact"] else a["codes"][0]})  # fmt: skip
+    return rows
+
+
+def in_band(item: dict[str, Any]) -> bool:
+    """A task the model sometimes gets exact and sometimes not (ToolACE-R's α < D < β with the
+    band open at both ends): every GRPO group on it has a reward to learn from."""
+    hits = sum(a["exact"] for a in item["samples"])
+    return 0 < hits < len(item["samples"])
 
 
 # -- stages ---------------------------------------------------------------------------------------
@@ -371,6 +471,29 @@ def _strip_train(result: dict[str, Any]) -> dict[str, Any]:
 
 def _strip(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "per_sample"}
+
+
+def two_phase(init: Path, short: list[dict[str, Any]], whole: list[dict[str, Any]], out: Path, short_s: float,
+              whole_s: float, config: dict[str, Any], peak_lr: float, warmup: int) -> dict[str, Any]:  # fmt: skip
+    """SFT for ``short_s`` CPU-seconds on the short form of ``short`` (into ``out``-short), then
+    for ``whole_s`` on ``whole`` (into ``out``); the two phases' records summed."""
+    if not short_s:
+        return run_recipe("sft", init, whole, out, whole_s, config, peak_lr=peak_lr, warmup=warmup)
+    first_out = out.with_name(out.name + "-short")
+    first = run_recipe("sft", init, [short_row(r) for r in short], first_out, short_s, config,
+                       peak_lr=peak_lr, warmup=warmup)  # fmt: skip
+    second = run_recipe("sft", first_out, whole, out, whole_s, config, peak_lr=peak_lr, warmup=warmup)
+    phases = [first, second]
+    return {"steps": sum(p["steps"] for p in phases), "cpu_s": round(sum(p["cpu_s"] for p in phases), 1),
+            "rows_seen": sum(p["rows_seen"] for p in phases), "first_loss": first["first_loss"],
+            "last_loss": second["last_loss"], "phases": phases}  # fmt: skip
+
+
+def _own(seed_dir: Path) -> list[dict[str, Any]]:
+    path = seed_dir / "own.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"{path}: missing; run --stage own for this seed first (the SFT model's own answers)")
+    return _read_jsonl(path)
 
 
 def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> None:
@@ -405,21 +528,11 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         config = {**base_config, "per_device_train_batch_size": 8, "max_length": 1024}
         init = sft_dir if more else new_model(run, seed, seed_dir / "init", SIZE)
         short_s = 0.0 if more else min(args.short_minutes, args.cpu_minutes) * 60
-        phases = []
-        if short_s:
-            # Every row, in its short form: at about a quarter of the cost per step, the model
-            # gets the thousands of steps it needs before it copies values from the request.
-            phases.append(run_recipe("sft", init, [short_row(r) for r in rows], seed_dir / "sft-short", short_s,
-                                     config, peak_lr=args.sft_lr, warmup=30))  # fmt: skip
-            init = seed_dir / "sft-short"
         full_s = args.cpu_minutes * 60 - short_s
-        rows = rows[: int(full_s * ROWS_PER_CPU_S)]
-        train = run_recipe("sft", init, rows, sft_dir, full_s, config, peak_lr=args.sft_lr, warmup=30)
-        if phases:
-            phases.append(train)
-            train = {"steps": sum(p["steps"] for p in phases), "cpu_s": round(sum(p["cpu_s"] for p in phases), 1),
-                     "rows_seen": sum(p["rows_seen"] for p in phases), "first_loss": phases[0]["first_loss"],
-                     "last_loss": train["last_loss"], "phases": phases}  # fmt: skip
+        # Every row in its short form first: at about a quarter of the cost per step, the model
+        # gets the thousands of steps it needs before it copies values from the request.
+        train = two_phase(init, rows, rows[: int(full_s * ROWS_PER_CPU_S)], sft_dir, short_s, full_s, config,
+                          peak_lr=args.sft_lr, warmup=30)  # fmt: skip
         if more:
             before = results["sft"]
             results.setdefault("sft_history", []).append(_strip_train(before))
@@ -436,36 +549,61 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
             if name in results:
                 results[name] = {**results[name], **measure(name)}
         stage = "sft"
+    elif stage == "own":
+        rows = [r for r in _read_jsonl(run / "data" / "sft.jsonl") if r["seed"] in _ints(args.own_seeds)]
+        t0 = time.time()
+        own = own_answers(sft_dir, rows, OWN_SAMPLES, args.max_new_tokens, seed)
+        _write_jsonl(seed_dir / "own.jsonl", own)
+        answers = [a for item in own for a in [item["greedy"], *item["samples"]]]
+        results["own"] = {
+            "rows": len(own), "wall_s": round(time.time() - t0, 1),
+            "greedy_exact": sum(i["greedy"]["exact"] for i in own) / len(own),
+            "greedy_valid": sum(not i["greedy"]["codes"] for i in own) / len(own),
+            "sample_exact": sum(a["exact"] for a in answers) / len(answers),
+            "in_band": sum(in_band(i) for i in own),
+            "codes": dict(Counter(c for a in answers for c in a["codes"][:1]).most_common()),
+        }  # fmt: skip
     elif stage == "kto":
-        rows = _read_jsonl(run / "data" / "kto.jsonl")
+        # Model-aware HiTEC-KTO: the model's own rejected answers plus as many injected negatives.
+        own = own_kto_rows(_own(seed_dir))
+        hitec = _read_jsonl(run / "data" / "kto.jsonl")
+        rng.shuffle(hitec)
+        rows = [{k: r[k] for k in ("prompt", "completion", "tools", "label")} for r in own + hitec[: len(own)]]
         rng.shuffle(rows)
-        rows = rows[: int(args.stage_cpu_minutes * 60 * ROWS_PER_CPU_S)]
-        train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.stage_cpu_minutes * 60,
-                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": 0.1},
+        rows = rows[: int(args.kto_minutes * 60 * ROWS_PER_CPU_S)]
+        train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.kto_minutes * 60,
+                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
         results["kto"] = {"train": train, **measure("kto")}
     elif stage == "grpo":
-        rows = [{k: r[k] for k in ("prompt", "tools", "gold_calls")} for r in _read_jsonl(run / "data" / "sft.jsonl")]
+        # The tasks in the model's band (sometimes exact, sometimes not): no group is all-equal.
+        rows = [{k: i["row"][k] for k in ("prompt", "tools", "gold_calls")} for i in _own(seed_dir) if in_band(i)]
         rng.shuffle(rows)
-        rows = rows[: int(args.stage_cpu_minutes * 60 * ROWS_PER_CPU_S)]
-        train = run_recipe("grpo", sft_dir, rows, seed_dir / "grpo", args.stage_cpu_minutes * 60,
+        rows = rows[: int(args.grpo_minutes * 60 * ROWS_PER_CPU_S)]
+        train = run_recipe("grpo", sft_dir, rows, seed_dir / "grpo", args.grpo_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "num_generations": 4,
                             "max_completion_length": 96, "temperature": 1.0, "beta": 0.0},
                            peak_lr=args.grpo_lr, warmup=5, rewards=["schema", "call_match"])  # fmt: skip
         results["grpo"] = {"train": train, **measure("grpo")}
     elif stage == "refine":
-        rows = _read_jsonl(run / "data" / "refine.jsonl")
-        rng.shuffle(rows)
-        rows = rows[: int(args.stage_cpu_minutes * 60 * ROWS_PER_CPU_S) // 2]
+        # Model-aware refine rows (the model's own attempts and the real re-ask) before the builder's.
+        own = own_refine_rows(_own(seed_dir))
+        rng.shuffle(own)
+        builder = _read_jsonl(run / "data" / "refine.jsonl")
+        rng.shuffle(builder)
+        rows = (own + builder)[: int(args.refine_minutes * 60 * ROWS_PER_CPU_S) // 2]
         sft_rows = _read_jsonl(run / "data" / "sft.jsonl")
         rng.shuffle(sft_rows)
         # Half first-step rows, so the model keeps answering the first turn while it learns to refine.
         rows += sft_rows[: len(rows)]
         rows = [{k: r[k] for k in ("prompt", "completion", "tools")} for r in rows]
         rng.shuffle(rows)
-        train = run_recipe("sft", sft_dir, rows, seed_dir / "refine", args.stage_cpu_minutes * 60,
-                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
-                           peak_lr=args.refine_lr, warmup=10)  # fmt: skip
+        # Short rows first, as in SFT: repeating or fixing the attempt is a copy over the whole
+        # attempt, which the model learns in far more steps than whole rows allow.
+        short_s = min(args.refine_short_minutes, args.refine_minutes) * 60
+        train = two_phase(sft_dir, rows, rows, seed_dir / "refine", short_s, args.refine_minutes * 60 - short_s,
+                          {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
+                          peak_lr=args.refine_lr, warmup=10)  # fmt: skip
         results["refine"] = {"train": train, **measure("refine")}
     _save(results_path, results)
     print(json.dumps({stage: {k: v for k, v in results[stage].items()}}, indent=1), flush=True)
@@ -508,18 +646,21 @@ def render(run: Path, seeds: list[int]) -> str:
         return out
 
     lines = [
-        "| model | metric | before (SFT) | after | change | beyond seed noise | per seed (before → after) |",
+        "| model | metric | before | after | change | beyond seed noise | per seed (before → after) |",
         "|---|---|---|---|---|---|---|",
     ]
     rows = [
         ("SFT from scratch", "exact-call", ("sft", "eval", "exact"), None),
         ("SFT from scratch", "schema-valid", ("sft", "eval", "schema_valid"), None),
-        ("KTO (HiTEC negatives)", "schema-valid", ("sft", "eval", "schema_valid"), ("kto", "eval", "schema_valid")),
-        ("GRPO (schema + call-match)", "exact-call", ("sft", "eval", "exact"), ("grpo", "eval", "exact")),
+        ("KTO (HiTEC + own negatives)", "schema-valid", ("sft", "eval", "schema_valid"), ("kto", "eval", "schema_valid")),
+        ("GRPO (schema + call-match, band tasks)", "exact-call", ("sft", "eval", "exact"), ("grpo", "eval", "exact")),
         ("refine-SFT (ToolACE-R)", "recovery after one re-ask", ("sft", "recovery"), ("refine", "recovery")),
-        ("refine-SFT, self-refine", "exact-call after self-refine", ("sft", "self_refine", "exact"),
-         ("refine", "self_refine", "exact")),
         ("refine-SFT", "broken by the re-ask", ("sft", "broken"), ("refine", "broken")),
+        # The same model before and after the feedback: does self-refine improve its calls?
+        ("SFT, self-refine", "exact-call: first reply → after one re-ask", ("sft", "eval", "exact"),
+         ("sft", "self_refine", "exact")),
+        ("refine-SFT, self-refine", "exact-call: first reply → after one re-ask", ("refine", "eval", "exact"),
+         ("refine", "self_refine", "exact")),
     ]  # fmt: skip
     for name, metric, before, after in rows:
         b = col(*before)
@@ -558,11 +699,13 @@ def _ints(text: str) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run-dir", type=Path, default=Path("runs/learning-check"))
-    parser.add_argument("--stage", default="all", help="data, sft, kto, grpo, refine, docs, all (comma-separated)")
+    parser.add_argument("--stage", default="all", help="data, sft, own, kto, grpo, refine, docs, all (comma-separated)")
     parser.add_argument("--seeds", default="0,1,2", help="model seeds (initialisation and data order)")
     parser.add_argument("--train-seeds", default="1-16", help="world seeds of the SFT data")
     parser.add_argument("--kto-seeds", default="1")
     parser.add_argument("--refine-seeds", default="1-4")
+    parser.add_argument("--own-seeds", default="1-4",
+                        help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages")
     parser.add_argument("--eval-seed", type=int, default=1000, help="held-out world seed")
     parser.add_argument("--eval-per-template", type=int, default=EVAL_PER_TEMPLATE,
                         help="held-out tasks per world template (43 templates)")
@@ -570,20 +713,25 @@ def main() -> None:
     parser.add_argument("--cpu-minutes", type=float, default=15.0, help="SFT budget, process CPU minutes")
     parser.add_argument("--short-minutes", type=float, default=12.0,
                         help="CPU minutes of the SFT budget spent first on short rows (no system prompt, no tool list)")
-    parser.add_argument("--stage-cpu-minutes", type=float, default=3.0, help="budget of each second stage")
+    parser.add_argument("--kto-minutes", type=float, default=4.0, help="KTO budget, process CPU minutes")
+    parser.add_argument("--grpo-minutes", type=float, default=5.0, help="GRPO budget, process CPU minutes")
+    parser.add_argument("--refine-minutes", type=float, default=12.0, help="refine-SFT budget, process CPU minutes")
+    parser.add_argument("--refine-short-minutes", type=float, default=4.0,
+                        help="CPU minutes of the refine budget spent first on short rows")
     parser.add_argument("--vocab", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sft-lr", type=float, default=1.5e-3)
     parser.add_argument("--kto-lr", type=float, default=1e-4)
+    parser.add_argument("--kto-beta", type=float, default=0.1)
     parser.add_argument("--grpo-lr", type=float, default=1e-4)
-    parser.add_argument("--refine-lr", type=float, default=5e-4)
+    parser.add_argument("--refine-lr", type=float, default=1e-3)
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
     run: Path = args.run_dir
     run.mkdir(parents=True, exist_ok=True)
-    stages = ["data", "sft", "kto", "grpo", "refine", "docs"] if args.stage == "all" else args.stage.split(",")
+    stages = ["data", "sft", "own", "kto", "grpo", "refine", "docs"] if args.stage == "all" else args.stage.split(",")
     seeds = _ints(args.seeds)
     for stage in stages:
         t0 = time.process_time()
