@@ -572,7 +572,8 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         rng.shuffle(rows)
         rows = rows[: int(args.kto_minutes * 60 * ROWS_PER_CPU_S)]
         train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.kto_minutes * 60,
-                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta},
+                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta,
+                            "desirable_weight": args.kto_desirable_weight},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
         results["kto"] = {"train": train, **measure("kto")}
     elif stage == "grpo":
@@ -723,6 +724,8 @@ def main() -> None:
     parser.add_argument("--sft-lr", type=float, default=1.5e-3)
     parser.add_argument("--kto-lr", type=float, default=1e-4)
     parser.add_argument("--kto-beta", type=float, default=0.1)
+    parser.add_argument("--kto-desirable-weight", type=float, default=1.0,
+                        help="KTO's desirable_weight (TRL); above 1 holds the gold's likelihood up harder")
     parser.add_argument("--grpo-lr", type=float, default=1e-4)
     parser.add_argument("--refine-lr", type=float, default=1e-3)
     args = parser.parse_args()
