@@ -703,7 +703,7 @@ def main() -> None:
     parser.add_argument("--stage", default="all", help="data, sft, own, kto, grpo, refine, docs, all (comma-separated)")
     parser.add_argument("--seeds", default="0,1,2", help="model seeds (initialisation and data order)")
     parser.add_argument("--train-seeds", default="1-48",
-                        help="world seeds of the SFT data (1-16 gave 37.6 %% exact-call, 1-48 61.2 %%)")
+                        help="world seeds of the SFT data (see docs/benchmarks.md: 1-48 reached 61.2 %% exact-call)")
     parser.add_argument("--kto-seeds", default="1")
     parser.add_argument("--refine-seeds", default="1-4")
     parser.add_argument("--own-seeds", default="1-4",
