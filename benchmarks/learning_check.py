@@ -136,15 +136,10 @@ def _reask_feedback(first: str, tools: list[Any]) -> str:
     """The re-ask the self-refine strategy sends after ``first`` (so refine-SFT trains on the
     feedback it will get at inference)."""
     from toolmend.check import Checker
-    from toolmend.strategies._feedback import describe_findings, turn_findings
-    from toolmend.strategies._refine import _ASK, _CLEAN, _DO
+    from toolmend.strategies._refine import checker_reask
     from toolmend.strategies._reply import read_reply
 
-    checker = Checker(tools)
-    turn = read_reply(first, "tags")
-    found = turn_findings(turn, checker)
-    note = f"A check of your calls found:\n{describe_findings(found, checker, turn)}" if found else _CLEAN
-    return f"{_ASK} {note}{_DO}"
+    return checker_reask(read_reply(first, "tags"), Checker(tools))
 
 
 def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]) -> dict[str, Any]:

@@ -24,6 +24,14 @@ _CLEAN = "A schema check of your calls found no problem; check that each call an
 _DO = " If your answer is right, repeat it exactly; otherwise answer with the corrected calls. Use the same format and add nothing else."
 
 
+def checker_reask(turn: Turn, checker: Checker | None) -> str:
+    """The re-ask sent after ``turn`` with the checker's feedback (its findings, or that it found
+    none); training data that must match inference (refine rows) builds it here too."""
+    found = turn_findings(turn, checker)
+    note = f"A check of your calls found:\n{describe_findings(found, checker, turn)}" if found else _CLEAN
+    return f"{_ASK} {note}{_DO}"
+
+
 def _same(a: Turn, b: Turn, a_text: str, b_text: str) -> bool:
     if a.calls or b.calls:
         return [(c.name, c.arguments) for c in a.calls] == [
@@ -55,16 +63,7 @@ class SelfRefine:
             history = list(messages)
             rounds, stop = 0, "max_refine"
             while rounds < self.max_refine:
-                if self.feedback == "checker":
-                    found = turn_findings(turn, checker)
-                    note = (
-                        f"A check of your calls found:\n{describe_findings(found, checker, turn)}"
-                        if found
-                        else _CLEAN
-                    )
-                    ask = f"{_ASK} {note}{_DO}"
-                else:
-                    ask = _ASK + _DO
+                ask = checker_reask(turn, checker) if self.feedback == "checker" else _ASK + _DO
                 history += [Message(role="assistant", content=reply), Message(role="user", content=ask)]
                 new = await generate(history, epoch=epoch)
                 rounds += 1
