@@ -136,10 +136,10 @@ def _reask_feedback(first: str, tools: list[Any]) -> str:
     """The re-ask the self-refine strategy sends after ``first`` (so refine-SFT trains on the
     feedback it will get at inference)."""
     from toolmend.check import Checker
-    from toolmend.strategies._refine import checker_reask
+    from toolmend.guard._reask import refine_reask
     from toolmend.strategies._reply import read_reply
 
-    return checker_reask(read_reply(first, "tags"), Checker(tools))
+    return refine_reask(read_reply(first, "tags"), Checker(tools))
 
 
 def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]) -> dict[str, Any]:
@@ -409,11 +409,12 @@ def own_kto_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def own_refine_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """ToolACE-R self-refinement rows from the model's own attempts, each followed by the
     self-refine strategy's re-ask: an attempt the checker finds fault with leads to the gold,
-    an exact attempt to itself repeated (what the re-ask asks for). An attempt that is wrong but
+    an exact attempt to the "keep it" reply (what the re-ask asks for). An attempt that is wrong but
     passes the check is left out: its feedback says nothing is wrong, so a rewrite there teaches
     the model to rewrite answers the check passes, right ones included. (On the from-scratch
     model, leaving them out did not lower how often it broke exact replies: docs/benchmarks.md.)"""
     from toolmend.formats import load_tools
+    from toolmend.guard._reask import KEEP_IT
 
     rows = []
     for item in own:
@@ -424,7 +425,7 @@ def own_refine_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if a["text"] in seen or not (a["exact"] or a["codes"]):
                 continue
             seen.add(a["text"])
-            answer = a["text"] if a["exact"] else row["completion"][0]["content"]
+            answer = KEEP_IT if a["exact"] else row["completion"][0]["content"]
             rows.append({"prompt": [*row["prompt"], {"role": "assistant", "content": a["text"]},
                                     {"role": "user", "content": _reask_feedback(a["text"], tools)}],
                          "completion": [{"role": "assistant", "content": answer}], "tools": row["tools"],

@@ -10,6 +10,7 @@ import pytest
 
 from toolmend._errors import ConfigError
 from toolmend._schema import Message, Sample, Tool
+from toolmend.guard._reask import KEEP_IT
 from toolmend.strategies import SolveState, apply_strategies, build_strategies, strategy_name
 from toolmend.strategies._hitec import HitecICL
 
@@ -130,6 +131,16 @@ async def test_self_refine_stops_at_a_fixed_point() -> None:
         "stop": "fixed_point",
     }
     assert "found no problem" in script.seen[1][0][-1].content
+
+
+async def test_self_refine_keeps_the_answer_on_the_keep_reply() -> None:
+    # The model keeps its answer without re-typing it; trailing words after the keep sentence
+    # do not replace the answer.
+    script = Script('[get_weather(city="Oslo", days=1)]', f"{KEEP_IT}\n[get_weather(city='Olso')]")
+    out, st = await run("self-refine", script, max_refine=3)
+    assert out == '[get_weather(city="Oslo", days=1)]' and len(script.seen) == 2
+    assert st.events[0] == {"kind": "self-refine", "rounds": 1, "requests": 1, "stop": "kept"}
+    assert KEEP_IT in script.seen[1][0][-1].content  # the re-ask says how to keep it
 
 
 async def test_self_refine_max_and_model_feedback() -> None:

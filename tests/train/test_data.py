@@ -14,6 +14,8 @@ from toolmend.benchmarks.critic._traces import load_traces
 from toolmend.check import Checker
 from toolmend.cli._app import app
 from toolmend.formats import load_tools, parse_calls
+from toolmend.guard._reask import refine_reask
+from toolmend.strategies._reply import read_reply
 from toolmend.synth.inject import Injection
 from toolmend.train import build_dataset, build_rows, verify_injection
 from toolmend.train._data import KEEP_IT, _fingerprint
@@ -80,16 +82,25 @@ def test_refine_keeps_correct_attempts_with_keep_it() -> None:
     fixed = [r for r in rows if r["code"] != "correct"]
     assert len(kept) == 4 and fixed
     for row in kept:
-        assert row["completion"][0]["content"].startswith(KEEP_IT)
+        assert row["completion"][0]["content"] == KEEP_IT  # no re-typed calls to get wrong
         assert "no problem" in row["prompt"][2]["content"]
     for row in fixed:
         first, feedback = row["prompt"][1]["content"], row["prompt"][2]["content"]
         assert first != row["completion"][0]["content"]
         assert row["prompt"][1]["role"] == "assistant" and row["prompt"][2]["role"] == "user"
-        assert feedback.startswith("The calls have problems") or row["code"] in {
+        assert "A check of your calls found:" in feedback or row["code"] in {
             "tool_select_error",
             "parameters_value_error",
         }
+
+
+def test_refine_feedback_is_the_self_refine_strategys_reask() -> None:
+    # A refine-trained model must be re-asked at inference in the words it was trained on.
+    rows, _ = build_rows("refine", source="world", seed=0, limit=4, max_tools=3)
+    for row in rows:
+        first, feedback = row["prompt"][-2]["content"], row["prompt"][-1]["content"]
+        checker = Checker(load_tools(json.loads(row["tools"])))
+        assert feedback == refine_reask(read_reply(first, "tags"), checker)
 
 
 def test_reflect_rows_hold_a_reflection_and_the_gold_for_the_reward() -> None:

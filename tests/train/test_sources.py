@@ -45,7 +45,9 @@ def test_nestools_refine_rows_are_verified_without_execution() -> None:
     assert {r["verified_by"] for r in fixes} <= {"parser", "checker"}
     for row in fixes:
         assert parse_calls(row["completion"][0]["content"]).calls  # the refined turn is the gold
-        assert row["prompt"][-1]["role"] == "user" and "problem" in row["prompt"][-1]["content"]
+        # The feedback is what self-refine sees at inference, which has no gold call count.
+        found = "A check of your calls found:" in row["prompt"][-1]["content"]
+        assert row["prompt"][-1]["role"] == "user" and (found or row["code"] == "wrong_tool_count")
 
 
 def test_nestools_reflect_rows() -> None:

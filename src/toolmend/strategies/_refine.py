@@ -1,7 +1,8 @@
 """``self-refine``: ToolACE-R's adaptive self-refinement at inference. The model is asked to
-refine its own answer until two consecutive answers are the same (a fixed point) or
-``max_refine`` rounds are spent. The feedback comes from the checker (default: its findings, or
-that it found none) or from the model alone (``feedback="model"``: a request to review).
+refine its own answer until it keeps it (the short "keep it" reply of :mod:`toolmend.guard._reask`,
+or the same answer again: a fixed point) or ``max_refine`` rounds are spent. The feedback comes
+from the checker (default: its findings, or that it found none) or from the model alone
+(``feedback="model"``: a request to review).
 
 Self-refinement can break a correct answer; runs report those regressions."""
 
@@ -13,23 +14,11 @@ from toolmend._errors import ConfigError
 from toolmend._schema import Message
 from toolmend.check import Checker
 from toolmend.guard import Turn
+from toolmend.guard._reask import is_keep, refine_reask
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._feedback import describe_findings, turn_findings
 from toolmend.strategies._reply import read_reply, reply_format
 
 __all__ = ["SelfRefine"]
-
-_ASK = "Review your previous answer against the request and the tool descriptions."
-_CLEAN = "A schema check of your calls found no problem; check that each call and each value is what the request asks for."
-_DO = " If your answer is right, repeat it exactly; otherwise answer with the corrected calls. Use the same format and add nothing else."
-
-
-def checker_reask(turn: Turn, checker: Checker | None) -> str:
-    """The re-ask sent after ``turn`` with the checker's feedback (its findings, or that it found
-    none); training data that must match inference (refine rows) builds it here too."""
-    found = turn_findings(turn, checker)
-    note = f"A check of your calls found:\n{describe_findings(found, checker, turn)}" if found else _CLEAN
-    return f"{_ASK} {note}{_DO}"
 
 
 def _same(a: Turn, b: Turn, a_text: str, b_text: str) -> bool:
@@ -63,10 +52,13 @@ class SelfRefine:
             history = list(messages)
             rounds, stop = 0, "max_refine"
             while rounds < self.max_refine:
-                ask = checker_reask(turn, checker) if self.feedback == "checker" else _ASK + _DO
+                ask = refine_reask(turn, checker, self.feedback)
                 history += [Message(role="assistant", content=reply), Message(role="user", content=ask)]
                 new = await generate(history, epoch=epoch)
                 rounds += 1
+                if is_keep(new):
+                    stop = "kept"
+                    break
                 new_turn = read_reply(new, fmt)
                 if _same(turn, new_turn, reply, new):
                     stop = "fixed_point"

@@ -65,12 +65,14 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from toolmend._errors import ConfigError
-from toolmend._schema import Finding, Tool, ToolCall
+from toolmend._schema import Tool, ToolCall
 from toolmend._version import __version__
 from toolmend.benchmarks.critic._traces import Trace, load_traces
-from toolmend.check import Checker, describe
+from toolmend.check import Checker
 from toolmend.formats import parse_calls, to_openai_tool, write_calls
 from toolmend.formats._result import CallFormat
+from toolmend.guard import Turn
+from toolmend.guard._reask import KEEP_IT, refine_reask
 from toolmend.synth.inject import Injection, applicable, inject, operator_names
 from toolmend.synth.inject._values import ref_targets
 from toolmend.train._from_traces import TRACE_KINDS, trace_examples, trace_path
@@ -83,6 +85,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "SOURCE_KINDS",
+    "KEEP_IT",
     "BuildReport",
     "Kind",
     "build_dataset",
@@ -108,9 +111,6 @@ hold no gold trajectory to perturb, so they build no ``reflect`` or ``critique``
 
 CHECKER_VERSION = f"toolmend-{__version__}"
 """Written into every row's provenance: which checklist verified the label."""
-
-KEEP_IT = "The calls above are correct; no change is needed."
-"""The refined answer's prose when the first attempt was already right (ToolACE-R keeps these)."""
 
 REFLECT_INSTRUCTION = (
     "Some of the calls above may be wrong. Explain what went wrong inside <reflect>...</reflect>, "
@@ -324,22 +324,10 @@ def _code(inj: Injection) -> str:
     return inj.expected_codes[0] if inj.expected_codes else inj.label
 
 
-def feedback_text(calls: Sequence[ToolCall], text: str | None, checker: Checker, expected: int | None) -> str:
-    """The feedback a refine sample shows after the first attempt: the checklist's findings."""
-    findings = list(parse_calls(text).findings) if text is not None else []
-    parsed = parse_calls(text).calls if text is not None else list(calls)
-    findings += checker.check(parsed, expected_count=expected)
-    return findings_feedback(findings)
-
-
-def findings_feedback(findings: Sequence[Finding]) -> str:
-    """The refine feedback for these findings (the "no problem" text when there are none)."""
-    if not findings:
-        return "The checker found no problem in these calls. Keep them if they do what the user asked."
-    lines = [
-        f"- {f.message} ({describe(f.code)})" + (f" {f.suggestion}" if f.suggestion else "") for f in findings
-    ]
-    return "The calls have problems:\n" + "\n".join(lines) + "\nReply with the corrected calls."
+def feedback_text(attempt: str, checker: Checker, fmt: CallFormat = "tags") -> str:
+    """The feedback a refine sample shows after the first attempt: the ``self-refine`` strategy's
+    re-ask, so that a refine-trained model is asked at inference what it was trained on."""
+    return refine_reask(Turn.from_text(attempt, fmt), checker)
 
 
 def _injections(
@@ -414,13 +402,12 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_
     for k, turn in enumerate(turns):
         gold = write_calls(turn.calls, ctx.fmt)
         gold_calls = gold_json(turn.calls)
-        expected = len(turn.calls)
         chosen = [ctx.rng.choice(ops)]
         state = _turn_state(trace, turns, k)
         for op, inj, how in _injections(ctx, turn.calls, trace, checker, chosen, state, _played(turns[:k])):
             ctx.verified(how)
             first = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
-            feedback = feedback_text(inj.calls, inj.text, checker, expected)
+            feedback = feedback_text(first, checker, ctx.fmt)
             prompt = [
                 *_history(trace, turns[:k], ctx.fmt),
                 *_assistant(first),
@@ -429,13 +416,12 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_
             ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools, "gold_calls": gold_calls},
                     trace, _code(inj), op, inj.sub_label, how, turn=k)  # fmt: skip
         # ToolACE-R keeps already-correct attempts too, answered with "keep it".
-        feedback = feedback_text(turn.calls, None, checker, expected)
         prompt = [
             *_history(trace, turns[:k], ctx.fmt),
             *_assistant(gold),
-            {"role": "user", "content": feedback},
+            {"role": "user", "content": feedback_text(gold, checker, ctx.fmt)},
         ]
-        ctx.add({"prompt": prompt, "completion": _assistant(f"{KEEP_IT}\n{gold}"), "tools": tools,
+        ctx.add({"prompt": prompt, "completion": _assistant(KEEP_IT), "tools": tools,
                  "gold_calls": gold_calls}, trace, "correct", turn=k)  # fmt: skip
 
 
@@ -602,9 +588,9 @@ def _from_traces(ctx: _Ctx, path: Path, limit: int | None) -> None:
             turns = [
                 *prompt,
                 *_assistant(first.text),
-                {"role": "user", "content": findings_feedback(first.findings)},
+                {"role": "user", "content": feedback_text(first.text, Checker(tools), ctx.fmt)},
             ]
-            answer = good.text if bad is not None else f"{KEEP_IT}\n{good.text}"
+            answer = good.text if bad is not None else KEEP_IT
             code = bad.findings[0].code if bad is not None else "correct"
             how = (bad.verified_by or "") if bad is not None else "gold"
             ctx.add({"prompt": turns, "completion": _assistant(answer), "tools": tools_json}, trace, code, op,

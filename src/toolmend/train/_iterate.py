@@ -14,8 +14,8 @@ Each round, with the current checkpoint:
    checklist finding).
 
 Self-refinement samples (``refine``): ``model`` (the paper's form) takes the model's own first
-sampled answer as the first attempt, the checklist's feedback on it (the ``refine`` builder's
-wording), and the gold — or, when the attempt was already right, the "keep it" answer — as the
+sampled answer as the first attempt, the ``self-refine`` strategy's re-ask with the checklist's
+feedback on it (the ``refine`` builder's wording too), and the gold — or, when the attempt was already right, the "keep it" answer — as the
 supervised turn; they are re-built every round from the current model, and their difficulty is
 estimated the same way, in their own context. ``builder`` mixes in the ``refine`` builder's rows
 (checklist-injected first attempts); ``none`` trains on the tasks alone.
@@ -204,13 +204,13 @@ def _self_refine(row: dict[str, Any], attempt: str) -> dict[str, Any]:
     tools = load_tools(json.loads(row["tools"]))
     gold_text = row["completion"][0]["content"]
     right = calls_match(parse_calls(attempt).calls, gold)
-    feedback = feedback_text([], attempt, Checker(tools), len(gold))
+    feedback = feedback_text(attempt, Checker(tools), "auto")
     prompt = [
         *row["prompt"],
         {"role": "assistant", "content": attempt},
         {"role": "user", "content": feedback},
     ]
-    answer = f"{KEEP_IT}\n{gold_text}" if right else gold_text
+    answer = KEEP_IT if right else gold_text
     return {**row, "prompt": prompt, "completion": [{"role": "assistant", "content": answer}],
             "code": "correct" if right else "model_attempt", "operator": "self_refine"}  # fmt: skip
 
