@@ -334,14 +334,18 @@ def first_step_metrics(run_dir: Path, tasks: dict[str, Any]) -> dict[str, Any]:
     """exact-call and schema-valid of each task's reply (see the module docstring). The run has one
     turn per task, so the turn's reply is the last model output: the first reply in a plain run,
     the reply after the re-ask under self-refine (at a fixed point the last output makes the same
-    calls as the one the strategy returns)."""
+    calls as the one the strategy returns; after a "keep it" reply, the reply it kept)."""
+    from toolmend.guard._reask import is_keep
     from toolmend.runs import load_run
 
     exact: dict[str, bool] = {}
     valid: dict[str, bool] = {}
     for record in load_run(run_dir).records:
         task = tasks[record.id]
-        text = record.outputs[-1] if record.outputs else ""
+        outputs = list(record.outputs)
+        while len(outputs) > 1 and is_keep(outputs[-1]):
+            outputs.pop()
+        text = outputs[-1] if outputs else ""
         exact[record.id], codes = judge(text, first_turn(task), task.offered_tools(DISTRACTORS))
         valid[record.id] = not codes
     n = len(exact)

@@ -4,7 +4,7 @@
 ``guard``               repair first, targeted re-ask for what repair cannot fix
 ``hitec-icl``           HiTEC's global checklist, then a local-checklist-guided second round
 ``reflect``             ``<reflect>``/``<call>``/``<final>`` on a finding or tool error
-``self-refine``         ToolACE-R: refine until a fixed point or ``max_refine``
+``self-refine``         ToolACE-R: refine until the model keeps its answer or ``max_refine``
 ``best-of-n``           N samples, fewest findings, then agreement
 ``env-policy``          retry / skip / finish for failing tools
 ======================  ==================================================================
