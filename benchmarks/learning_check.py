@@ -500,6 +500,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     seed_dir = run / f"seed-{seed}"
     results_path = seed_dir / "results.json"
     results = _load(results_path)
+    loaded = json.loads(json.dumps(results))
     runs = seed_dir / "bench"
     rng = random.Random(seed)
     sft_dir = seed_dir / "sft"
@@ -569,13 +570,28 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         hitec = _read_jsonl(run / "data" / "kto.jsonl")
         rng.shuffle(hitec)
         rows = [{k: r[k] for k in ("prompt", "completion", "tools", "label")} for r in own + hitec[: len(own)]]
+        # An empty negative (HiTEC's "no call" form of a wrong tool count) supervises one token, the
+        # end of the turn, which every right answer ends with too: KTO then lowers it everywhere, and
+        # the model runs on past a right call into a broken second one (docs/benchmarks.md).
+        empty = [r for r in rows if not r["label"] and not r["completion"][0]["content"].strip()]
+        if not args.kto_keep_empty:
+            rows = [r for r in rows if r["label"] or r["completion"][0]["content"].strip()]
+        cut = 0
+        if args.kto_cut:
+            from transformers import AutoTokenizer
+
+            from toolmend.train._recipes import cut_negatives
+
+            # The recipe's cut_negatives option, applied here to count the cuts.
+            cut = cut_negatives(rows, AutoTokenizer.from_pretrained(run / "tokenizer"))
         rng.shuffle(rows)
         rows = rows[: int(args.kto_minutes * 60 * ROWS_PER_CPU_S)]
         train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.kto_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta,
                             "desirable_weight": args.kto_desirable_weight},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
-        results["kto"] = {"train": train, **measure("kto")}
+        results["kto"] = {"train": train, "empty_negatives": len(empty), "kept_empty": args.kto_keep_empty,
+                          "cut_negatives": cut, **measure("kto")}  # fmt: skip
     elif stage == "grpo":
         # The tasks in the model's band (sometimes exact, sometimes not): no group is all-equal.
         rows = [{k: i["row"][k] for k in ("prompt", "tools", "gold_calls")} for i in _own(seed_dir) if in_band(i)]
@@ -606,7 +622,9 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
                           peak_lr=args.refine_lr, warmup=10)  # fmt: skip
         results["refine"] = {"train": train, **measure("refine")}
-    _save(results_path, results)
+    # Stages of one seed may run side by side: write back only what this one changed.
+    changed = {k: v for k, v in results.items() if loaded.get(k) != v}
+    _save(results_path, {**_load(results_path), **changed})
     print(json.dumps({stage: {k: v for k, v in results[stage].items()}}, indent=1), flush=True)
 
 
@@ -727,6 +745,10 @@ def main() -> None:
     parser.add_argument("--kto-beta", type=float, default=0.1)
     parser.add_argument("--kto-desirable-weight", type=float, default=1.0,
                         help="KTO's desirable_weight (TRL); above 1 holds the gold's likelihood up harder")
+    parser.add_argument("--kto-keep-empty", action="store_true",
+                        help="keep the empty undesirable answers in KTO (dropped by default)")
+    parser.add_argument("--kto-cut", action="store_true",
+                        help="cut each KTO negative after its first token that differs from its gold")
     parser.add_argument("--grpo-lr", type=float, default=1e-4)
     parser.add_argument("--refine-lr", type=float, default=1e-3)
     args = parser.parse_args()

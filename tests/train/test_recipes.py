@@ -79,6 +79,30 @@ def test_kto_runs_two_steps_with_both_labels(tiny_model: Path, data: dict[str, P
     assert {"rewards/chosen", "rewards/rejected"} <= logged  # shuffled rows: mixed batches
 
 
+def test_kto_cut_negatives_end_at_the_mistake(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in data["kto"].read_text().splitlines()]
+    config = {**SMALL, "per_device_train_batch_size": 4, "cut_negatives": True}
+    prepared = prepare("kto", model=tiny_model, data=data["kto"], out=tmp_path, config=config)
+    tokenizer = prepared.trainer.processing_class
+    gold = {json.dumps(r["prompt"]): r["completion"][0]["content"] for r in rows if r["label"]}
+    cut = 0
+    for row, example in zip(rows, prepared.trainer.train_dataset, strict=True):
+        whole = row["completion"][0]["content"]
+        if row["label"]:
+            assert tokenizer.decode(example["completion_ids"]).startswith(whole)
+            continue
+        good = tokenizer.encode(gold[json.dumps(row["prompt"])], add_special_tokens=False)
+        bad = tokenizer.encode(whole, add_special_tokens=False)
+        kept = tokenizer.encode(tokenizer.decode(example["completion_ids"]), add_special_tokens=False)
+        first = next((i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b), None)
+        if first is not None and first + 1 < len(bad):
+            cut += 1
+            assert bad[: first + 1] == kept[: first + 1] and len(kept) < len(bad)  # ends at the mistake
+    assert cut > 0
+    with pytest.raises(ConfigError, match="cut_negatives is a KTO option"):
+        prepare("sft", model=tiny_model, data=data["sft"], out=tmp_path, config={"cut_negatives": True})
+
+
 def test_kto_with_lora(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:
     result = train("kto", model=tiny_model, data=data["kto"], out=tmp_path, lora=True,
                    config={**SMALL, "max_steps": 1, "per_device_train_batch_size": 4})  # fmt: skip

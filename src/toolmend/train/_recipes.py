@@ -17,6 +17,12 @@ GRPO presets (``preset=``):
            ``epsilon_high=4e-4``, ``beta=0``, ``steps_per_generation=4`` (TRL's GSPO reproduction)
 =========  ====================================================================================
 
+KTO option ``cut_negatives=True``: each undesirable completion is cut after its first token
+that differs from the desirable completion of the same prompt and tools (rows without one are
+kept whole). KTO lowers a negative's summed log-probability, and the cheapest tokens to lower are
+often those after the mistake: a model trained on whole duplicated-call negatives learned to
+break the second call's JSON rather than not start it (docs/benchmarks.md, learning check).
+
 DAPO's dynamic sampling is not in TRL. ``dynamic_sampling=True`` (the default) drops groups
 whose rewards all tie (advantage 0, no gradient) from the loss and its token normaliser, and
 counts them (``dynamic_sampling/dropped_groups`` in the logs, :attr:`TrainResult.dropped_groups`).
@@ -48,6 +54,7 @@ __all__ = [
     "RecipeKind",
     "TrainResult",
     "check_generation_markers",
+    "cut_negatives",
     "load_config",
     "load_rows",
     "prepare",
@@ -85,7 +92,7 @@ REWARDS: dict[str, tuple[Callable[[], RewardFn], str]] = {
 
 _COLUMNS: dict[str, tuple[str, ...]] = {"sft": ("prompt", "completion"), "kto": ("prompt", "completion", "label"),
                                         "grpo": ("prompt",)}  # fmt: skip
-_TOOLMEND_KEYS = {"preset", "rewards", "dynamic_sampling", "lora", "vllm", "num_processes"}
+_TOOLMEND_KEYS = {"preset", "rewards", "dynamic_sampling", "lora", "vllm", "num_processes", "cut_negatives"}
 _GENERATION = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
 
@@ -322,6 +329,9 @@ def prepare(
     lora_options = options.pop("lora", None)
     lora = lora or bool(lora_options)
     dynamic_sampling = bool(options.pop("dynamic_sampling", True))
+    cut = bool(options.pop("cut_negatives", False))
+    if cut and kind != "kto":
+        raise ConfigError(f"cut_negatives is a KTO option; the {kind} recipe does not take it")
     reward_names = list(rewards or options.pop("rewards", None) or ["schema", "call_match"])
     options.pop("rewards", None)
     unknown = [r for r in reward_names if r not in REWARDS]
@@ -372,7 +382,9 @@ def prepare(
         settings = {"r": 8, "lora_alpha": 16, "target_modules": "all-linear", "task_type": "CAUSAL_LM"}
         peft_config = LoraConfig(**{**settings, **(lora_options if isinstance(lora_options, dict) else {})})
 
-    dataset = data if isinstance(data, Dataset) else Dataset.from_list(rows)
+    if cut:
+        cut_negatives(rows, tokenizer)
+    dataset = data if isinstance(data, Dataset) and not cut else Dataset.from_list(rows)
     policy = AutoModelForCausalLM.from_pretrained(model_dir)
     common = {"model": policy, "args": trl_config, "train_dataset": dataset, "processing_class": tokenizer,
               "peft_config": peft_config}  # fmt: skip
@@ -393,6 +405,46 @@ def prepare(
         trainer.dynamic_sampling = dynamic_sampling
         _check_grpo_rendering(trainer, tokenizer, rows[0], model_dir)
     return Prepared(kind, trainer, Path(out))
+
+
+def cut_negatives(rows: list[dict[str, Any]], tokenizer: Any) -> int:
+    """Cut, in place, each undesirable KTO completion after its first token that differs from the
+    desirable completion of the same prompt and tools; returns how many were cut. A negative that
+    is a prefix of its gold, or differs only in its last token, is left whole.
+
+    >>> class Chars:  # a tokenizer of one token per character
+    ...     def encode(self, text, add_special_tokens=False): return [ord(c) for c in text]
+    ...     def decode(self, ids): return "".join(map(chr, ids))
+    >>> rows = [{"prompt": "p", "completion": "f(a=1); done", "label": True},
+    ...         {"prompt": "p", "completion": "f(a=2); done", "label": False}]
+    >>> cut_negatives(rows, Chars()), rows[1]["completion"]
+    (1, 'f(a=2')
+    """
+
+    def key(row: dict[str, Any]) -> str:
+        return json.dumps([row["prompt"], row.get("tools")], sort_keys=True)
+
+    def text(completion: Any) -> str:
+        return completion if isinstance(completion, str) else str(completion[-1]["content"] or "")
+
+    gold = {key(r): text(r["completion"]) for r in rows if r["label"]}
+    cut = 0
+    for row in rows:
+        good = gold.get(key(row))
+        if row["label"] or good is None:
+            continue
+        bad_ids = tokenizer.encode(text(row["completion"]), add_special_tokens=False)
+        good_ids = tokenizer.encode(good, add_special_tokens=False)
+        first = next((i for i, (a, b) in enumerate(zip(bad_ids, good_ids, strict=False)) if a != b), None)
+        if first is None or first + 1 >= len(bad_ids):
+            continue
+        short = tokenizer.decode(bad_ids[: first + 1])
+        if isinstance(row["completion"], str):
+            row["completion"] = short
+        else:
+            row["completion"] = [*row["completion"][:-1], {**row["completion"][-1], "content": short}]
+        cut += 1
+    return cut
 
 
 def _check_grpo_rendering(trainer: Any, tokenizer: Any, row: dict[str, Any], model: Path) -> None:
