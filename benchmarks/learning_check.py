@@ -410,13 +410,15 @@ def own_kto_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def own_refine_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0) -> list[dict[str, Any]]:
     """ToolACE-R self-refinement rows from the model's own attempts, each followed by the
     self-refine strategy's re-ask: an attempt the checker finds fault with leads to the gold,
     an exact attempt to the "keep it" reply (what the re-ask asks for). An attempt that is wrong but
     passes the check is left out: its feedback says nothing is wrong, so a rewrite there teaches
     the model to rewrite answers the check passes, right ones included. (On the from-scratch
-    model, leaving them out did not lower how often it broke exact replies: docs/benchmarks.md.)"""
+    model, leaving them out did not lower how often it broke exact replies: docs/benchmarks.md.)
+    ``wrong_clean`` > 0 keeps up to that many of them per exact attempt, answered with the gold
+    (the first ones in task order)."""
     from toolmend.formats import load_tools
     from toolmend.guard._reask import KEEP_IT
 
@@ -426,15 +428,17 @@ def own_refine_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
         tools = load_tools(json.loads(row["tools"]))
         seen: set[str] = set()
         for a in [item["greedy"], *item["samples"]]:
-            if a["text"] in seen or not (a["exact"] or a["codes"]):
+            if a["text"] in seen or not (a["exact"] or a["codes"] or wrong_clean > 0):
                 continue
             seen.add(a["text"])
             answer = KEEP_IT if a["exact"] else row["completion"][0]["content"]
             rows.append({"prompt": [*row["prompt"], {"role": "assistant", "content": a["text"]},
                                     {"role": "user", "content": _reask_feedback(a["text"], tools)}],
                          "completion": [{"role": "assistant", "content": answer}], "tools": row["tools"],
-                         "code": "correct" if a["exact"] else a["codes"][0]})  # fmt: skip
-    return rows
+                         "code": "correct" if a["exact"] else (a["codes"] or ["wrong_value"])[0]})  # fmt: skip
+    limit = int(wrong_clean * sum(r["code"] == "correct" for r in rows))
+    dropped = set([i for i, r in enumerate(rows) if r["code"] == "wrong_value"][limit:])
+    return [r for i, r in enumerate(rows) if i not in dropped]
 
 
 def in_band(item: dict[str, Any]) -> bool:
@@ -577,7 +581,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         if not args.kto_keep_empty:
             rows = [r for r in rows if r["label"] or r["completion"][0]["content"].strip()]
         cut = 0
-        if args.kto_cut:
+        if not args.kto_whole:
             from transformers import AutoTokenizer
 
             from toolmend.train._recipes import cut_negatives
@@ -604,7 +608,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         results["grpo"] = {"train": train, **measure("grpo")}
     elif stage == "refine":
         # Model-aware refine rows (the model's own attempts and the real re-ask) before the builder's.
-        own = own_refine_rows(_own(seed_dir))
+        own = own_refine_rows(_own(seed_dir), wrong_clean=args.refine_wrong_clean)
         rng.shuffle(own)
         builder = _read_jsonl(run / "data" / "refine.jsonl")
         rng.shuffle(builder)
@@ -747,8 +751,12 @@ def main() -> None:
                         help="KTO's desirable_weight (TRL); above 1 holds the gold's likelihood up harder")
     parser.add_argument("--kto-keep-empty", action="store_true",
                         help="keep the empty undesirable answers in KTO (dropped by default)")
-    parser.add_argument("--kto-cut", action="store_true",
-                        help="cut each KTO negative after its first token that differs from its gold")
+    parser.add_argument("--refine-wrong-clean", type=float, default=0.0,
+                        help="refine rows also from the model's wrong answers that the checker passes, "
+                             "up to this many per exact answer (0: none)")
+    parser.add_argument("--kto-whole", action="store_true",
+                        help="train KTO on whole negatives (default: each cut after its first token that differs "
+                             "from its gold, the KTO recipe's cut_negatives)")
     parser.add_argument("--grpo-lr", type=float, default=1e-4)
     parser.add_argument("--refine-lr", type=float, default=1e-3)
     args = parser.parse_args()
