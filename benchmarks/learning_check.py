@@ -668,6 +668,8 @@ def render(run: Path, seeds: list[int]) -> str:
             out.append(value)
         return out
 
+    cut = any((per[s].get("kto") or {}).get("cut_negatives") for s in seeds)
+    kto_name = "KTO (HiTEC + own negatives" + (", cut at the mistake)" if cut else ")")
     lines = [
         "| model | metric | before | after | change | beyond seed noise | per seed (before → after) |",
         "|---|---|---|---|---|---|---|",
@@ -675,7 +677,7 @@ def render(run: Path, seeds: list[int]) -> str:
     rows = [
         ("SFT from scratch", "exact-call", ("sft", "eval", "exact"), None),
         ("SFT from scratch", "schema-valid", ("sft", "eval", "schema_valid"), None),
-        ("KTO (HiTEC + own negatives)", "schema-valid", ("sft", "eval", "schema_valid"), ("kto", "eval", "schema_valid")),
+        (kto_name, "schema-valid", ("sft", "eval", "schema_valid"), ("kto", "eval", "schema_valid")),
         ("GRPO (schema + call-match, band tasks)", "exact-call", ("sft", "eval", "exact"), ("grpo", "eval", "exact")),
         ("refine-SFT (ToolACE-R)", "recovery after one re-ask", ("sft", "recovery"), ("refine", "recovery")),
         ("refine-SFT", "broken by the re-ask", ("sft", "broken"), ("refine", "broken")),
@@ -684,6 +686,8 @@ def render(run: Path, seeds: list[int]) -> str:
          ("sft", "self_refine", "exact")),
         ("refine-SFT, self-refine", "exact-call: first reply → after one re-ask", ("refine", "eval", "exact"),
          ("refine", "self_refine", "exact")),
+        ("refine-SFT, self-refine", "schema-valid: first reply → after one re-ask", ("refine", "eval", "schema_valid"),
+         ("refine", "self_refine", "schema_valid")),
     ]  # fmt: skip
     for name, metric, before, after in rows:
         b = col(*before)
