@@ -31,7 +31,8 @@ Stages (each reads the previous one's checkpoint, per model seed, and records it
     sft-eval  evaluate the SFT checkpoint again (e.g. after changing --eval-per-template)
     reeval  evaluate every checkpoint of the seed again with the current evaluation options
     own     the SFT model's greedy answer and 4 samples for each training task of --own-seeds
-    kto     HiTEC-KTO from the SFT model, injected plus the model's own rejected answers -> schema-valid
+    kto     HiTEC-KTO from the SFT model, injected plus the model's own rejected answers, each cut
+            after its first token that differs from the gold -> schema-valid
     grpo    GRPO (schema + call-match rewards) on the tasks the model sometimes gets right -> exact-call
     refine  refine-SFT (ToolACE-R data, the model's own attempts first) -> recovery after a re-ask
     docs    the table for docs/benchmarks.md
@@ -619,8 +620,8 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         rows += sft_rows[: len(rows)]
         rows = [{k: r[k] for k in ("prompt", "completion", "tools")} for r in rows]
         rng.shuffle(rows)
-        # Short rows first, as in SFT: repeating or fixing the attempt is a copy over the whole
-        # attempt, which the model learns in far more steps than whole rows allow.
+        # Short rows first, as in SFT: fixing an attempt means copying values from the request,
+        # which the model learns in far more steps than whole rows allow.
         short_s = min(args.refine_short_minutes, args.refine_minutes) * 60
         train = two_phase(sft_dir, rows, rows, seed_dir / "refine", short_s, args.refine_minutes * 60 - short_s,
                           {**base_config, "per_device_train_batch_size": 8, "max_length": 1024},
