@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import math
 import os
@@ -133,16 +134,6 @@ def _system(seed: int) -> dict[str, str]:
     return {"role": "system", "content": system_prompt(seed, tools=False)}
 
 
-def _reask_feedback(first: str, tools: list[Any]) -> str:
-    """The re-ask the self-refine strategy sends after ``first`` (so refine-SFT trains on the
-    feedback it will get at inference)."""
-    from toolmend.check import Checker
-    from toolmend.guard._reask import refine_reask
-    from toolmend.strategies._reply import read_reply
-
-    return refine_reask(read_reply(first, "tags"), Checker(tools))
-
-
 def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]) -> dict[str, Any]:
     from toolmend.train import build_rows
 
@@ -156,11 +147,6 @@ def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_s
                 out["reports"][f"{kind}:{s}"] = report.model_dump(include={"rows", "traces", "dropped", "codes"})
                 for row in built:
                     row["prompt"] = [_system(s), *row["prompt"]]
-                    if kind == "refine":
-                        # The re-ask of the self-refine strategy, not the builder's own wording.
-                        row["prompt"][-1] = {"role": "user",
-                                             "content": _reask_feedback(row["prompt"][-2]["content"],
-                                                                         tasks[row["trace_id"]].offered_tools(DISTRACTORS))}  # fmt: skip
                 rows[kind] += built
     for kind, kind_rows in rows.items():
         _write_jsonl(run / "data" / f"{kind}.jsonl", kind_rows)
@@ -321,7 +307,7 @@ def judge(text: str, gold: list[Any], tools: list[Any]) -> tuple[bool, list[str]
     """Whether ``text`` makes exactly the ``gold`` calls, and the checklist's codes against
     ``tools`` (``["no_call"]`` when it holds no call): the evaluation's two metrics for one reply."""
     from toolmend.check import Checker
-    from toolmend.strategies._feedback import turn_findings
+    from toolmend.guard._reask import turn_findings
     from toolmend.strategies._reply import read_reply
 
     turn = read_reply(text, "tags")
@@ -420,13 +406,14 @@ def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0) -> list
     model, leaving them out did not lower how often it broke exact replies: docs/benchmarks.md.)
     ``wrong_clean`` > 0 keeps up to that many of them per exact attempt, answered with the gold
     (the first ones in task order)."""
+    from toolmend.check import Checker
     from toolmend.formats import load_tools
-    from toolmend.guard._reask import KEEP_IT
+    from toolmend.train._data import KEEP_IT, feedback_text
 
     rows = []
     for item in own:
         row = item["row"]
-        tools = load_tools(json.loads(row["tools"]))
+        checker = Checker(load_tools(json.loads(row["tools"])))
         seen: set[str] = set()
         for a in [item["greedy"], *item["samples"]]:
             if a["text"] in seen or not (a["exact"] or a["codes"] or wrong_clean > 0):
@@ -434,7 +421,7 @@ def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0) -> list
             seen.add(a["text"])
             answer = KEEP_IT if a["exact"] else row["completion"][0]["content"]
             rows.append({"prompt": [*row["prompt"], {"role": "assistant", "content": a["text"]},
-                                    {"role": "user", "content": _reask_feedback(a["text"], tools)}],
+                                    {"role": "user", "content": feedback_text(a["text"], checker)}],
                          "completion": [{"role": "assistant", "content": answer}], "tools": row["tools"],
                          "code": "correct" if a["exact"] else (a["codes"] or ["wrong_value"])[0]})  # fmt: skip
     limit = int(wrong_clean * sum(r["code"] == "correct" for r in rows))
@@ -505,7 +492,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     seed_dir = run / f"seed-{seed}"
     results_path = seed_dir / "results.json"
     results = _load(results_path)
-    loaded = json.loads(json.dumps(results))
+    loaded = copy.deepcopy(results)
     runs = seed_dir / "bench"
     rng = random.Random(seed)
     sft_dir = seed_dir / "sft"
@@ -578,9 +565,10 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         # An empty negative (HiTEC's "no call" form of a wrong tool count) supervises one token, the
         # end of the turn, which every right answer ends with too: KTO then lowers it everywhere, and
         # the model runs on past a right call into a broken second one (docs/benchmarks.md).
-        empty = [r for r in rows if not r["label"] and not r["completion"][0]["content"].strip()]
+        kept = [r for r in rows if r["label"] or r["completion"][0]["content"].strip()]
+        empty = len(rows) - len(kept)
         if not args.kto_keep_empty:
-            rows = [r for r in rows if r["label"] or r["completion"][0]["content"].strip()]
+            rows = kept
         cut = 0
         if not args.kto_whole:
             from transformers import AutoTokenizer
@@ -595,7 +583,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta,
                             "desirable_weight": args.kto_desirable_weight},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
-        results["kto"] = {"train": train, "empty_negatives": len(empty), "kept_empty": args.kto_keep_empty,
+        results["kto"] = {"train": train, "empty_negatives": empty, "kept_empty": args.kto_keep_empty,
                           "cut_negatives": cut, **measure("kto")}  # fmt: skip
     elif stage == "grpo":
         # The tasks in the model's band (sometimes exact, sometimes not): no group is all-equal.

@@ -10,8 +10,8 @@ from collections import Counter
 from toolmend._errors import ConfigError
 from toolmend._schema import Message
 from toolmend.check import Checker
+from toolmend.guard._reask import turn_findings
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._feedback import turn_findings
 from toolmend.strategies._reply import read_reply, reply_format
 
 __all__ = ["BestOfN"]

@@ -9,8 +9,8 @@ from toolmend._errors import ConfigError
 from toolmend._schema import Message
 from toolmend.check import Checker
 from toolmend.guard import classify_fault
+from toolmend.guard._reask import describe_findings, turn_findings
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._feedback import describe_findings, turn_findings
 from toolmend.strategies._reply import read_reply, reply_format, write_reply
 
 __all__ = ["Reflect"]

@@ -15,8 +15,8 @@ Each round, with the current checkpoint:
 
 Self-refinement samples (``refine``): ``model`` (the paper's form) takes the model's own first
 sampled answer as the first attempt, the ``self-refine`` strategy's re-ask with the checklist's
-feedback on it (the ``refine`` builder's wording too), and the gold — or, when the attempt was already right, the "keep it" answer — as the
-supervised turn; they are re-built every round from the current model, and their difficulty is
+feedback on it (the ``refine`` builder's wording too), and the gold — or, when the attempt was
+already right, the "keep it" answer — as the supervised turn; they are re-built every round from the current model, and their difficulty is
 estimated the same way, in their own context. ``builder`` mixes in the ``refine`` builder's rows
 (checklist-injected first attempts); ``none`` trains on the tasks alone.
 

@@ -427,14 +427,13 @@ def cut_negatives(rows: list[dict[str, Any]], tokenizer: Any) -> int:
     def text(completion: Any) -> str:
         return completion if isinstance(completion, str) else str(completion[-1]["content"] or "")
 
-    gold = {key(r): text(r["completion"]) for r in rows if r["label"]}
+    gold = {key(r): tokenizer.encode(text(r["completion"]), add_special_tokens=False) for r in rows if r["label"]}
     cut = 0
     for row in rows:
-        good = gold.get(key(row))
-        if row["label"] or good is None:
+        good_ids = gold.get(key(row))
+        if row["label"] or good_ids is None:
             continue
         bad_ids = tokenizer.encode(text(row["completion"]), add_special_tokens=False)
-        good_ids = tokenizer.encode(good, add_special_tokens=False)
         first = next((i for i, (a, b) in enumerate(zip(bad_ids, good_ids, strict=False)) if a != b), None)
         if first is None or first + 1 >= len(bad_ids):
             continue
