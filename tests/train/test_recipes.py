@@ -80,25 +80,30 @@ def test_kto_runs_two_steps_with_both_labels(tiny_model: Path, data: dict[str, P
 
 
 def test_kto_cut_negatives_end_at_the_mistake(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:
-    rows = [json.loads(line) for line in data["kto"].read_text().splitlines()]
-    config = {**SMALL, "per_device_train_batch_size": 4, "cut_negatives": True}
-    prepared = prepare("kto", model=tiny_model, data=data["kto"], out=tmp_path, config=config)
-    tokenizer = prepared.trainer.processing_class
-    gold = {json.dumps(r["prompt"]): r["completion"][0]["content"] for r in rows if r["label"]}
-    cut = 0
-    for row, example in zip(rows, prepared.trainer.train_dataset, strict=True):
-        whole = row["completion"][0]["content"]
-        if row["label"]:
-            assert tokenizer.decode(example["completion_ids"]).startswith(whole)
+    config = {**SMALL, "per_device_train_batch_size": 4}
+    whole = prepare("kto", model=tiny_model, data=data["kto"], out=tmp_path, config=config)
+    cut = prepare("kto", model=tiny_model, data=data["kto"], out=tmp_path, config={**config, "cut_negatives": True})
+    whole_rows, cut_rows = whole.trainer.train_dataset.to_list(), cut.trainer.train_dataset.to_list()
+    gold = {tuple(r["prompt_ids"]): r["completion_ids"] for r in whole_rows if r["label"]}
+    eos = whole.trainer.processing_class.eos_token_id
+    n = 0
+    for before, after in zip(whole_rows, cut_rows, strict=True):
+        bad, kept = before["completion_ids"], after["completion_ids"]
+        if before["label"] or len(kept) == len(bad):
+            assert kept == bad
             continue
-        good = tokenizer.encode(gold[json.dumps(row["prompt"])], add_special_tokens=False)
-        bad = tokenizer.encode(whole, add_special_tokens=False)
-        kept = tokenizer.encode(tokenizer.decode(example["completion_ids"]), add_special_tokens=False)
-        first = next((i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b), None)
-        if first is not None and first + 1 < len(bad):
-            cut += 1
-            assert bad[: first + 1] == kept[: first + 1] and len(kept) < len(bad)  # ends at the mistake
-    assert cut > 0
+        n += 1
+        good = gold[tuple(before["prompt_ids"])]
+        first = next(i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b)
+        assert kept == bad[: first + 1] and kept[-1] != good[first]  # ends on the mistake itself
+        assert kept[-1] != eos or good[first] != eos  # no end of turn added after the cut
+    assert n == cut.trainer.cut_count > 0
+    size = config["per_device_train_batch_size"]
+    for start in range(0, len(cut_rows), size):  # the KL pairs come from the cut completions
+        chunk = cut_rows[start : start + size]
+        assert [r["KL_completion_ids"] for r in chunk] == [chunk[-1]["completion_ids"]] + [
+            r["completion_ids"] for r in chunk[:-1]
+        ]
     with pytest.raises(ConfigError, match="cut_negatives is a KTO option"):
         prepare("sft", model=tiny_model, data=data["sft"], out=tmp_path, config={"cut_negatives": True})
 

@@ -17,11 +17,12 @@ GRPO presets (``preset=``):
            ``epsilon_high=4e-4``, ``beta=0``, ``steps_per_generation=4`` (TRL's GSPO reproduction)
 =========  ====================================================================================
 
-KTO option ``cut_negatives=True``: each undesirable completion is cut after its first token
-that differs from the desirable completion of the same prompt and tools (rows without one are
-kept whole). KTO lowers a negative's summed log-probability, and the cheapest tokens to lower are
-often those after the mistake: a model trained on whole duplicated-call negatives learned to
-break the second call's JSON rather than not start it (docs/benchmarks.md, learning check).
+KTO option ``cut_negatives=True``: each undesirable completion is cut, in the tokenized sequence
+the trainer scores, after its first token that differs from the desirable completion of the same
+prompt and tools (rows without one are kept whole; the trainer's ``cut_count`` counts the cuts).
+KTO lowers a negative's summed log-probability, and the cheapest tokens to lower are often those
+after the mistake: a model trained on whole duplicated-call negatives learned to break the second
+call's JSON rather than not start it (docs/benchmarks.md, learning check).
 
 DAPO's dynamic sampling is not in TRL. ``dynamic_sampling=True`` (the default) drops groups
 whose rewards all tie (advantage 0, no gradient) from the loss and its token normaliser, and
@@ -382,9 +383,7 @@ def prepare(
         settings = {"r": 8, "lora_alpha": 16, "target_modules": "all-linear", "task_type": "CAUSAL_LM"}
         peft_config = LoraConfig(**{**settings, **(lora_options if isinstance(lora_options, dict) else {})})
 
-    if cut:
-        cut_negatives(rows, tokenizer)
-    dataset = data if isinstance(data, Dataset) and not cut else Dataset.from_list(rows)
+    dataset = data if isinstance(data, Dataset) else Dataset.from_list(rows)
     policy = AutoModelForCausalLM.from_pretrained(model_dir)
     common = {"model": policy, "args": trl_config, "train_dataset": dataset, "processing_class": tokenizer,
               "peft_config": peft_config}  # fmt: skip
@@ -392,7 +391,9 @@ def prepare(
     if kind == "sft":
         trainer = trl.SFTTrainer(**common)
     elif kind == "kto":
-        trainer = trl.KTOTrainer(**common)
+        kto_class = _kto_trainer_class()
+        kto_class.cut = cut  # read while the trainer's __init__ prepares the dataset
+        trainer = kto_class(**common)
     else:
         funcs: list[Any] = [REWARDS[r][0]() for r in reward_names]
         if trl_config.mask_truncated_completions and trl_config.loss_type == "dapo":
@@ -407,43 +408,67 @@ def prepare(
     return Prepared(kind, trainer, Path(out))
 
 
-def cut_negatives(rows: list[dict[str, Any]], tokenizer: Any) -> int:
-    """Cut, in place, each undesirable KTO completion after its first token that differs from the
-    desirable completion of the same prompt and tools; returns how many were cut. A negative that
-    is a prefix of its gold, or differs only in its last token, is left whole.
+def cut_negatives(examples: list[dict[str, Any]]) -> int:
+    """Cut, in place, each undesirable tokenized KTO example after its first completion token that
+    differs from the desirable completion of the same prompt; returns how many were cut.
 
-    >>> class Chars:  # a tokenizer of one token per character
-    ...     def encode(self, text, add_special_tokens=False): return [ord(c) for c in text]
-    ...     def decode(self, ids): return "".join(map(chr, ids))
-    >>> rows = [{"prompt": "p", "completion": "f(a=1); done", "label": True},
-    ...         {"prompt": "p", "completion": "f(a=2); done", "label": False}]
-    >>> cut_negatives(rows, Chars()), rows[1]["completion"]
-    (1, 'f(a=2')
+    The examples are TRL's tokenized rows (``prompt_ids``, ``completion_ids``, ``label``), so the
+    cut happens in the sequence the trainer scores: the chat template's end-of-turn tokens are
+    part of it, and nothing is appended after the cut. (Cutting the text instead lets the template
+    close the turn after the cut, and KTO then spends itself on lowering that end-of-turn token,
+    which the model never writes mid-call anyway.) A negative that differs from its gold only in
+    its last token, or has no gold, is left whole.
+
+    >>> rows = [{"prompt_ids": [1], "completion_ids": [5, 6, 7, 0], "label": True},
+    ...         {"prompt_ids": [1], "completion_ids": [5, 8, 7, 0], "label": False}]
+    >>> cut_negatives(rows), rows[1]["completion_ids"]
+    (1, [5, 8])
     """
-
-    def key(row: dict[str, Any]) -> str:
-        return json.dumps([row["prompt"], row.get("tools")], sort_keys=True)
-
-    def text(completion: Any) -> str:
-        return completion if isinstance(completion, str) else str(completion[-1]["content"] or "")
-
-    gold = {key(r): tokenizer.encode(text(r["completion"]), add_special_tokens=False) for r in rows if r["label"]}
+    gold = {tuple(e["prompt_ids"]): e["completion_ids"] for e in examples if e["label"]}
     cut = 0
-    for row in rows:
-        good_ids = gold.get(key(row))
-        if row["label"] or good_ids is None:
+    for example in examples:
+        good = gold.get(tuple(example["prompt_ids"]))
+        if example["label"] or good is None:
             continue
-        bad_ids = tokenizer.encode(text(row["completion"]), add_special_tokens=False)
-        first = next((i for i, (a, b) in enumerate(zip(bad_ids, good_ids, strict=False)) if a != b), None)
-        if first is None or first + 1 >= len(bad_ids):
+        bad = example["completion_ids"]
+        first = next((i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b), None)
+        if first is None or first + 1 >= len(bad):
             continue
-        short = tokenizer.decode(bad_ids[: first + 1])
-        if isinstance(row["completion"], str):
-            row["completion"] = short
-        else:
-            row["completion"] = [*row["completion"][:-1], {**row["completion"][-1], "content": short}]
+        example["completion_ids"] = bad[: first + 1]
         cut += 1
     return cut
+
+
+def _kto_trainer_class() -> type:
+    from trl import KTOTrainer
+
+    class ToolKTOTrainer(KTOTrainer):
+        """KTO whose undesirable completions can be cut at the mistake (:func:`cut_negatives`),
+        after tokenization and before the KL pairs are drawn from the completions."""
+
+        cut = False
+        cut_count = 0
+
+        def _prepare_dataset(self, dataset: Any, processing_class: Any, args: Any, dataset_name: str) -> Any:
+            dataset = super()._prepare_dataset(dataset, processing_class, args, dataset_name)
+            if not self.cut or dataset_name != "train":
+                return dataset
+            from datasets import Dataset
+
+            rows = dataset.to_list()
+            self.cut_count = cut_negatives(rows)
+            if "KL_completion_ids" in rows[0]:
+                # TRL pairs each prompt with the previous row's completion, batch by batch; the
+                # pairs are drawn again from the cut completions.
+                size = args.per_device_train_batch_size
+                for start in range(0, len(rows), size):
+                    chunk = rows[start : start + size]
+                    kl = [chunk[-1]["completion_ids"]] + [r["completion_ids"] for r in chunk[:-1]]
+                    for row, ids in zip(chunk, kl, strict=True):
+                        row["KL_completion_ids"] = ids
+            return Dataset.from_list(rows)
+
+    return ToolKTOTrainer
 
 
 def _check_grpo_rendering(trainer: Any, tokenizer: Any, row: dict[str, Any], model: Path) -> None:
