@@ -268,15 +268,35 @@ def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cp
         "rows_seen": int(trainer.state.global_step) * int(config.get("per_device_train_batch_size", 8)),
         "first_loss": logs[0]["loss"] if logs else None,
         "last_loss": logs[-1]["loss"] if logs else None,
+        **({"cut_count": trainer.cut_count} if kind == "kto" else {}),
     }
 
 
 # -- evaluation -----------------------------------------------------------------------------------
 
 
-def evaluate(model: Path, eval_seed: int, runs: Path, strategy: str | None = None, threads: int = 2,
-             per_template: int = EVAL_PER_TEMPLATE, max_new_tokens: int = MAX_NEW_TOKENS) -> dict[str, Any]:  # fmt: skip
-    """`toolmend bench world` with the hf/ backend, one turn per task; the metrics from its run."""
+def evaluate(model: Path, eval_seeds: list[int], runs: Path, strategy: str | None = None, threads: int = 2,
+             per_template: int = EVAL_PER_TEMPLATE, max_new_tokens: int = MAX_NEW_TOKENS,
+             temperature: float = 0.0) -> dict[str, Any]:  # fmt: skip
+    """`toolmend bench world` with the hf/ backend on each held-out world of ``eval_seeds``, one turn
+    per task; the metrics pooled over their tasks. ``temperature`` > 0 samples every reply (with the
+    world's seed as the generation seed)."""
+    runs_seen = [_evaluate_one(model, s, runs, strategy, threads, per_template, max_new_tokens, temperature)
+                 for s in eval_seeds]  # fmt: skip
+    per_sample = {k: v for r in runs_seen for k, v in r["per_sample"].items()}
+    first = {k: v for r in runs_seen for k, v in r["first_per_sample"].items()}
+    valid = sum(r["schema_valid"] * r["n"] for r in runs_seen)
+    first_valid = sum(r["first_schema_valid"] * r["n"] for r in runs_seen)
+    n = len(per_sample)
+    return {"run_dir": [r["run_dir"] for r in runs_seen], "wall_s": round(sum(r["wall_s"] for r in runs_seen), 1),
+            "n": n, "exact": sum(per_sample.values()) / n, "schema_valid": valid / n,
+            "first_exact": sum(first.values()) / n, "first_schema_valid": first_valid / n,
+            "temperature": temperature, "eval_seeds": eval_seeds,
+            "per_sample": per_sample, "first_per_sample": first}  # fmt: skip
+
+
+def _evaluate_one(model: Path, eval_seed: int, runs: Path, strategy: str | None, threads: int, per_template: int,
+                  max_new_tokens: int, temperature: float) -> dict[str, Any]:  # fmt: skip
     from toolmend.world import generate_tasks
 
     data = runs / f"tasks-{eval_seed}-{per_template}.jsonl"
@@ -289,6 +309,8 @@ def evaluate(model: Path, eval_seed: int, runs: Path, strategy: str | None = Non
            "--max-connections", "256", "--no-cache", "--no-report", "--runs-dir", str(runs), "--json"]  # fmt: skip
     if strategy:
         cmd += ["--strategy", strategy, "--max-refine", "1"]
+    if temperature > 0:
+        cmd += ["--temperature", str(temperature)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     t0 = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -321,26 +343,34 @@ def first_step_metrics(run_dir: Path, tasks: dict[str, Any]) -> dict[str, Any]:
     """exact-call and schema-valid of each task's reply (see the module docstring). The run has one
     turn per task, so the turn's reply is the last model output: the first reply in a plain run,
     the reply after the re-ask under self-refine (at a fixed point the last output makes the same
-    calls as the one the strategy returns; after a "keep it" reply, the reply it kept)."""
+    calls as the one the strategy returns; after a "keep it" reply, the reply it kept). ``first_*``
+    judge the first output, the reply before any re-ask."""
     from toolmend.guard._reask import is_keep
     from toolmend.runs import load_run
 
     exact: dict[str, bool] = {}
     valid: dict[str, bool] = {}
+    first: dict[str, bool] = {}
+    first_valid: dict[str, bool] = {}
     for record in load_run(run_dir).records:
         task = tasks[record.id]
+        gold, tools = first_turn(task), task.offered_tools(DISTRACTORS)
         outputs = list(record.outputs)
+        first[record.id], codes = judge(outputs[0] if outputs else "", gold, tools)
+        first_valid[record.id] = not codes
         while len(outputs) > 1 and is_keep(outputs[-1]):
             outputs.pop()
-        text = outputs[-1] if outputs else ""
-        exact[record.id], codes = judge(text, first_turn(task), task.offered_tools(DISTRACTORS))
+        exact[record.id], codes = judge(outputs[-1] if outputs else "", gold, tools)
         valid[record.id] = not codes
     n = len(exact)
-    return {"n": n, "exact": sum(exact.values()) / n, "schema_valid": sum(valid.values()) / n, "per_sample": exact}
+    return {"n": n, "exact": sum(exact.values()) / n, "schema_valid": sum(valid.values()) / n, "per_sample": exact,
+            "first_schema_valid": sum(first_valid.values()) / n, "first_per_sample": first}  # fmt: skip
 
 
 def recovery(plain: dict[str, bool], refined: dict[str, bool]) -> dict[str, float | None]:
-    """Of the wrong first replies, the share exact after the re-ask; of the exact ones, the share broken."""
+    """Of the wrong first replies, the share exact after the re-ask; of the exact ones, the share
+    broken. Both come from one self-refine run (its first output and its final reply), so a sampled
+    first reply is compared with its own refinement."""
     wrong = [k for k, ok in plain.items() if not ok]
     right = [k for k, ok in plain.items() if ok]
     return {
@@ -462,7 +492,7 @@ def _strip_train(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _strip(result: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in result.items() if k != "per_sample"}
+    return {k: v for k, v in result.items() if not k.endswith("per_sample")}
 
 
 def two_phase(init: Path, short: list[dict[str, Any]], whole: list[dict[str, Any]], out: Path, short_s: float,
@@ -497,19 +527,21 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     rng = random.Random(seed)
     sft_dir = seed_dir / "sft"
     base_config = {"seed": seed, "data_seed": seed}
-    eval_options = {"per_template": args.eval_per_template, "max_new_tokens": args.max_new_tokens}
+    eval_options = {"per_template": args.eval_per_template, "max_new_tokens": args.max_new_tokens,
+                    "temperature": args.eval_temperature}  # fmt: skip
+    eval_seeds = _ints(args.eval_seeds)
 
     def measure(name: str) -> dict[str, Any]:
         """The evaluation of checkpoint ``name`` (sft, kto, grpo, refine): its first replies, and
         for sft and refine also the replies after one self-refine re-ask."""
         model = sft_dir if name == "sft" else seed_dir / name
-        plain = evaluate(model, args.eval_seed, runs, threads=args.threads, **eval_options)
+        plain = evaluate(model, eval_seeds, runs, threads=args.threads, **eval_options)
         if name == "sft":
             results["sft_per_sample"] = plain["per_sample"]
         entry: dict[str, Any] = {"eval": _strip(plain)}
         if name in ("sft", "refine"):
-            refined = evaluate(model, args.eval_seed, runs, "self-refine", threads=args.threads, **eval_options)
-            entry |= {"self_refine": _strip(refined), **recovery(plain["per_sample"], refined["per_sample"])}
+            refined = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads, **eval_options)
+            entry |= {"self_refine": _strip(refined), **recovery(refined["first_per_sample"], refined["per_sample"])}
         return entry
 
     if stage in ("sft", "sft-more"):
@@ -557,11 +589,12 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
             "codes": dict(Counter(c for a in answers for c in a["codes"][:1]).most_common()),
         }  # fmt: skip
     elif stage == "kto":
-        # Model-aware HiTEC-KTO: the model's own rejected answers plus as many injected negatives.
+        # Model-aware HiTEC-KTO: the model's own rejected answers plus --kto-hitec times as many injected rows.
         own = own_kto_rows(_own(seed_dir))
         hitec = _read_jsonl(run / "data" / "kto.jsonl")
         rng.shuffle(hitec)
-        rows = [{k: r[k] for k in ("prompt", "completion", "tools", "label")} for r in own + hitec[: len(own)]]
+        hitec = hitec[: int(args.kto_hitec * len(own))]
+        rows = [{k: r[k] for k in ("prompt", "completion", "tools", "label")} for r in own + hitec]
         # An empty negative (HiTEC's "no call" form of a wrong tool count) supervises one token, the
         # end of the turn, which every right answer ends with too: KTO then lowers it everywhere, and
         # the model runs on past a right call into a broken second one (docs/benchmarks.md).
@@ -569,22 +602,14 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         empty = len(rows) - len(kept)
         if not args.kto_keep_empty:
             rows = kept
-        cut = 0
-        if not args.kto_whole:
-            from transformers import AutoTokenizer
-
-            from toolmend.train._recipes import cut_negatives
-
-            # The recipe's cut_negatives option, applied here to count the cuts.
-            cut = cut_negatives(rows, AutoTokenizer.from_pretrained(run / "tokenizer"))
         rng.shuffle(rows)
         rows = rows[: int(args.kto_minutes * 60 * ROWS_PER_CPU_S)]
         train = run_recipe("kto", sft_dir, rows, seed_dir / "kto", args.kto_minutes * 60,
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta,
-                            "desirable_weight": args.kto_desirable_weight},
+                            "desirable_weight": args.kto_desirable_weight, "cut_negatives": not args.kto_whole},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
         results["kto"] = {"train": train, "empty_negatives": empty, "kept_empty": args.kto_keep_empty,
-                          "cut_negatives": cut, **measure("kto")}  # fmt: skip
+                          "cut_negatives": train.pop("cut_count"), **measure("kto")}  # fmt: skip
     elif stage == "grpo":
         # The tasks in the model's band (sometimes exact, sometimes not): no group is all-equal.
         rows = [{k: i["row"][k] for k in ("prompt", "tools", "gold_calls")} for i in _own(seed_dir) if in_band(i)]
@@ -648,18 +673,27 @@ def _beyond_noise(before: list[float | None], deltas: list[float | None]) -> str
 def render(run: Path, seeds: list[int]) -> str:
     per = {s: _load(run / f"seed-{s}" / "results.json") for s in seeds}
 
+    def get(s: int, stage: str, *path: str) -> Any:
+        value: Any = per[s].get(stage)
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
     def col(stage: str, *path: str) -> list[float | None]:
-        out = []
-        for s in seeds:
-            value: Any = per[s].get(stage)
-            for key in path:
-                value = value.get(key) if isinstance(value, dict) else None
-            out.append(value)
-        return out
+        # Self-refine's first reply comes from its own run; runs recorded before that was kept
+        # fall back to the plain run's (the same greedy reply).
+        fallback = ("eval", path[-1].removeprefix("first_")) if path[-1].startswith("first_") else None
+        return [get(s, stage, *path) if get(s, stage, *path) is not None or not fallback
+                else get(s, stage, *fallback) for s in seeds]  # fmt: skip
 
     cut = any((per[s].get("kto") or {}).get("cut_negatives") for s in seeds)
     kto_name = "KTO (HiTEC + own negatives" + (", cut at the mistake)" if cut else ")")
+    sft_eval: dict[str, Any] = next((per[s]["sft"]["eval"] for s in seeds if "eval" in per[s].get("sft", {})), {})
+    decoding = f"sampled at temperature {sft_eval['temperature']}" if sft_eval.get("temperature") else "greedy"
+    worlds = ", ".join(str(w) for w in sft_eval.get("eval_seeds", [1000]))
     lines = [
+        f"Evaluation: {sft_eval.get('n', '?')} held-out tasks (world seeds {worlds}), replies {decoding}.",
+        "",
         "| model | metric | before | after | change | beyond seed noise | per seed (before → after) |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -671,16 +705,16 @@ def render(run: Path, seeds: list[int]) -> str:
         ("refine-SFT (ToolACE-R)", "recovery after one re-ask", ("sft", "recovery"), ("refine", "recovery")),
         ("refine-SFT", "broken by the re-ask", ("sft", "broken"), ("refine", "broken")),
         # The same model before and after the feedback: does self-refine improve its calls?
-        ("SFT, self-refine", "exact-call: first reply → after one re-ask", ("sft", "eval", "exact"),
+        ("SFT, self-refine", "exact-call: first reply → after one re-ask", ("sft", "self_refine", "first_exact"),
          ("sft", "self_refine", "exact")),
-        ("refine-SFT, self-refine", "exact-call: first reply → after one re-ask", ("refine", "eval", "exact"),
-         ("refine", "self_refine", "exact")),
-        ("refine-SFT, self-refine", "schema-valid: first reply → after one re-ask", ("refine", "eval", "schema_valid"),
-         ("refine", "self_refine", "schema_valid")),
+        ("refine-SFT, self-refine", "exact-call: first reply → after one re-ask",
+         ("refine", "self_refine", "first_exact"), ("refine", "self_refine", "exact")),
+        ("refine-SFT, self-refine", "schema-valid: first reply → after one re-ask",
+         ("refine", "self_refine", "first_schema_valid"), ("refine", "self_refine", "schema_valid")),
     ]  # fmt: skip
     for name, metric, before, after in rows:
         b = col(*before)
-        a = col(*after) if after else [None] * len(seeds)
+        a: list[float | None] = col(*after) if after else [None] * len(seeds)
         pairs = ", ".join(
             (f"{x * 100:.1f}" if x is not None else "–") + (f" → {y * 100:.1f}" if after and y is not None else "")
             for x, y in zip(b, a, strict=True)
@@ -723,7 +757,9 @@ def main() -> None:
     parser.add_argument("--refine-seeds", default="1-4")
     parser.add_argument("--own-seeds", default="1-4",
                         help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages")
-    parser.add_argument("--eval-seed", type=int, default=1000, help="held-out world seed")
+    parser.add_argument("--eval-seeds", default="1000", help="held-out world seeds (their tasks are pooled)")
+    parser.add_argument("--eval-temperature", type=float, default=0.0,
+                        help="sampling temperature of every reply in the evaluation (0: greedy)")
     parser.add_argument("--eval-per-template", type=int, default=EVAL_PER_TEMPLATE,
                         help="held-out tasks per world template (43 templates)")
     parser.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="longest reply in the evaluation")
@@ -742,6 +778,8 @@ def main() -> None:
     parser.add_argument("--kto-beta", type=float, default=0.1)
     parser.add_argument("--kto-desirable-weight", type=float, default=1.0,
                         help="KTO's desirable_weight (TRL); above 1 holds the gold's likelihood up harder")
+    parser.add_argument("--kto-hitec", type=float, default=1.0,
+                        help="HiTEC-injected KTO rows per row of the model's own (0: only its own answers)")
     parser.add_argument("--kto-keep-empty", action="store_true",
                         help="keep the empty undesirable answers in KTO (dropped by default)")
     parser.add_argument("--refine-wrong-clean", type=float, default=0.0,
