@@ -439,7 +439,7 @@ def cut_negatives(examples: list[dict[str, Any]]) -> int:
     return cut
 
 
-def _kto_trainer_class() -> type:
+def _kto_trainer_class() -> Any:
     from trl import KTOTrainer
 
     class ToolKTOTrainer(KTOTrainer):
