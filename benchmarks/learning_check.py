@@ -8,7 +8,9 @@ Task: the first step of the built-in world's tasks (`toolmend bench world`), wit
 task's domains plus 3 distractors (`-o tools=domain`), sent as native tools and rendered compactly
 by this model's chat template. Training uses world seeds ``--train-seeds``; evaluation runs
 `toolmend bench world` with the ``hf/`` backend on the held-out world seed ``--eval-seed`` (other
-people, contacts, files, dates), one turn per task (``-o max_turns=1``).
+people, contacts, files, dates), one turn per task (``-o max_turns=1``). Replies are greedy unless
+``--eval-temperature`` samples them (docs/benchmarks.md reports greedy on world 1000 and sampled
+at 1.0 on worlds 1000-1002, ``--eval-seeds``).
 
 * **exact-call**: the first reply's calls equal the gold first-turn calls (names and arguments,
   as a multiset; the world's first turn can hold several independent calls).
@@ -570,7 +572,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         results["sft"] = {"train": results["sft"]["train"], **measure("sft")}
     elif stage == "reeval":
         # Every checkpoint of the seed evaluated again with the current evaluation options.
-        for name in ("sft", "kto", "grpo", "refine"):
+        for name in args.reeval.split(","):
             if name in results:
                 results[name] = {**results[name], **measure(name)}
         stage = "sft"
@@ -758,6 +760,7 @@ def main() -> None:
     parser.add_argument("--own-seeds", default="1-4",
                         help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages")
     parser.add_argument("--eval-seeds", default="1000", help="held-out world seeds (their tasks are pooled)")
+    parser.add_argument("--reeval", default="sft,kto,grpo,refine", help="the checkpoints --stage reeval evaluates")
     parser.add_argument("--eval-temperature", type=float, default=0.0,
                         help="sampling temperature of every reply in the evaluation (0: greedy)")
     parser.add_argument("--eval-per-template", type=int, default=EVAL_PER_TEMPLATE,
@@ -767,7 +770,7 @@ def main() -> None:
     parser.add_argument("--short-minutes", type=float, default=12.0,
                         help="CPU minutes of the SFT budget spent first on short rows (no system prompt, no tool list)")
     parser.add_argument("--kto-minutes", type=float, default=4.0, help="KTO budget, process CPU minutes")
-    parser.add_argument("--grpo-minutes", type=float, default=5.0, help="GRPO budget, process CPU minutes")
+    parser.add_argument("--grpo-minutes", type=float, default=15.0, help="GRPO budget, process CPU minutes")
     parser.add_argument("--refine-minutes", type=float, default=12.0, help="refine-SFT budget, process CPU minutes")
     parser.add_argument("--refine-short-minutes", type=float, default=4.0,
                         help="CPU minutes of the refine budget spent first on short rows")
