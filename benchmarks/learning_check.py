@@ -7,10 +7,10 @@ from-scratch model, not an LLM; read its numbers as "the recipe moves the metric
 Task: the first step of the built-in world's tasks (`toolmend bench world`), with the tools of the
 task's domains plus 3 distractors (`-o tools=domain`), sent as native tools and rendered compactly
 by this model's chat template. Training uses world seeds ``--train-seeds``; evaluation runs
-`toolmend bench world` with the ``hf/`` backend on the held-out world seed ``--eval-seed`` (other
+`toolmend bench world` with the ``hf/`` backend on the held-out world seeds ``--eval-seeds`` (other
 people, contacts, files, dates), one turn per task (``-o max_turns=1``). Replies are greedy unless
 ``--eval-temperature`` samples them (docs/benchmarks.md reports greedy on world 1000 and sampled
-at 1.0 on worlds 1000-1002, ``--eval-seeds``).
+at 1.0 on worlds 1000-1002).
 
 * **exact-call**: the first reply's calls equal the gold first-turn calls (names and arguments,
   as a multiset; the world's first turn can hold several independent calls).
