@@ -150,6 +150,18 @@ async def test_self_refine_max_and_model_feedback() -> None:
     assert "schema check" not in script.seen[1][0][-1].content
 
 
+async def test_self_refine_when_findings_re_asks_only_a_faulted_reply() -> None:
+    clean = Script('[get_weather(city="Oslo")]', '[get_weather(city="Olso")]')
+    out, st = await run("self-refine", clean, max_refine=3, when="findings")
+    assert out == '[get_weather(city="Oslo")]' and len(clean.seen) == 1
+    assert st.events[0] == {"kind": "self-refine", "rounds": 0, "requests": 0, "stop": "clean"}
+    # A faulted reply is re-asked with the finding; once the new reply passes, no more rounds.
+    faulted = Script("[get_weather(days=2)]", '[get_weather(city="Oslo", days=2)]', "[get_weather(city='X')]")
+    out, st = await run("self-refine", faulted, max_refine=3, when="findings")
+    assert out == '[get_weather(city="Oslo", days=2)]' and len(faulted.seen) == 2
+    assert "'city'" in faulted.seen[1][0][-1].content and st.events[0]["stop"] == "clean"
+
+
 async def test_best_of_n_prefers_clean_then_agreement() -> None:
     script = Script(
         "[get_weather(days=2)]",
@@ -214,6 +226,8 @@ async def test_composition_applies_in_order() -> None:
         ("guard+guard", {}, "given twice"),
         ("none+guard", {}, "cannot be combined"),
         ("self-refine", {"max_refine": 0}, "--max-refine must be at least 1"),
+        ("self-refine", {"when": "sometimes"}, "when must be always or findings"),
+        ("self-refine", {"when": "findings", "feedback": "model"}, "needs feedback=checker"),
         ("guard", {"max_refine": 2}, "no chosen strategy takes max_refine"),
         ("none", {"max_refine": 2}, "need a --strategy"),
         ("guard+", {}, "empty name"),

@@ -38,10 +38,14 @@ def reflect(max_rounds: int = 2) -> Strategy:
     return Reflect(max_rounds=max_rounds)
 
 
-def self_refine(max_refine: int = 3, feedback: Literal["checker", "model"] = "checker") -> Strategy:
+def self_refine(
+    max_refine: int = 3,
+    feedback: Literal["checker", "model"] = "checker",
+    when: Literal["always", "findings"] = "always",
+) -> Strategy:
     from toolmend.strategies._refine import SelfRefine
 
-    return SelfRefine(max_refine=max_refine, feedback=feedback)
+    return SelfRefine(max_refine=max_refine, feedback=feedback, when=when)
 
 
 def best_of_n(n: int = 3) -> Strategy:

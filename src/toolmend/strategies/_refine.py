@@ -4,7 +4,10 @@ or the same answer again: a fixed point) or ``max_refine`` rounds are spent. The
 from the checker (default: its findings, or that it found none) or from the model alone
 (``feedback="model"``: a request to review).
 
-Self-refinement can break a correct answer; runs report those regressions."""
+Self-refinement can break a correct answer; runs report those regressions. ``when="findings"``
+re-asks only while the checker faults the reply: a reply it passes is returned as it is, so the
+strategy cannot break it, and costs no request. (Re-asking every reply is ToolACE-R's form: a
+model that re-checks values itself gains from it; one that cannot only loses right answers.)"""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from toolmend._errors import ConfigError
 from toolmend._schema import Message
 from toolmend.check import Checker
 from toolmend.guard import Turn
-from toolmend.guard._reask import is_keep, refine_reask
+from toolmend.guard._reask import is_keep, refine_reask, turn_findings
 from toolmend.strategies._base import Generate, SolveState
 from toolmend.strategies._reply import read_reply, reply_format
 
@@ -34,13 +37,23 @@ class SelfRefine:
 
     name = "self-refine"
 
-    def __init__(self, max_refine: int = 3, feedback: Literal["checker", "model"] = "checker") -> None:
+    def __init__(
+        self,
+        max_refine: int = 3,
+        feedback: Literal["checker", "model"] = "checker",
+        when: Literal["always", "findings"] = "always",
+    ) -> None:
         if max_refine < 1:
             raise ConfigError(f"--max-refine must be at least 1, got {max_refine}")
         if feedback not in ("checker", "model"):
             raise ConfigError(f"self-refine feedback must be checker or model, got {feedback!r}")
+        if when not in ("always", "findings"):
+            raise ConfigError(f"self-refine when must be always or findings, got {when!r}")
+        if when == "findings" and feedback != "checker":
+            raise ConfigError("self-refine when=findings needs feedback=checker: the checker decides when to re-ask")
         self.max_refine = max_refine
         self.feedback = feedback
+        self.when = when
 
     def wrap(self, generate: Generate, state: SolveState) -> Generate:
         fmt = reply_format(state.benchmark)
@@ -52,6 +65,9 @@ class SelfRefine:
             history = list(messages)
             rounds, stop = 0, "max_refine"
             while rounds < self.max_refine:
+                if self.when == "findings" and not turn_findings(turn, checker):
+                    stop = "clean"
+                    break
                 ask = refine_reask(turn, checker, self.feedback)
                 history += [Message(role="assistant", content=reply), Message(role="user", content=ask)]
                 new = await generate(history, epoch=epoch)
