@@ -279,12 +279,12 @@ def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cp
 
 def evaluate(model: Path, eval_seeds: list[int], runs: Path, strategy: str | None = None, threads: int = 2,
              per_template: int = EVAL_PER_TEMPLATE, max_new_tokens: int = MAX_NEW_TOKENS,
-             temperature: float = 0.0) -> dict[str, Any]:  # fmt: skip
+             temperature: float = 0.0, strategy_options: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """`toolmend bench world` with the hf/ backend on each held-out world of ``eval_seeds``, one turn
     per task; the metrics pooled over their tasks. ``temperature`` > 0 samples every reply (with the
-    world's seed as the generation seed)."""
-    runs_seen = [_evaluate_one(model, s, runs, strategy, threads, per_template, max_new_tokens, temperature)
-                 for s in eval_seeds]  # fmt: skip
+    world's seed as the generation seed). ``strategy_options`` go to ``-S`` (``when=findings``)."""
+    runs_seen = [_evaluate_one(model, s, runs, strategy, threads, per_template, max_new_tokens, temperature,
+                               strategy_options) for s in eval_seeds]  # fmt: skip
     per_sample = {k: v for r in runs_seen for k, v in r["per_sample"].items()}
     first = {k: v for r in runs_seen for k, v in r["first_per_sample"].items()}
     valid = sum(r["schema_valid"] * r["n"] for r in runs_seen)
@@ -298,7 +298,7 @@ def evaluate(model: Path, eval_seeds: list[int], runs: Path, strategy: str | Non
 
 
 def _evaluate_one(model: Path, eval_seed: int, runs: Path, strategy: str | None, threads: int, per_template: int,
-                  max_new_tokens: int, temperature: float) -> dict[str, Any]:  # fmt: skip
+                  max_new_tokens: int, temperature: float, strategy_options: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
     from toolmend.world import generate_tasks
 
     data = runs / f"tasks-{eval_seed}-{per_template}.jsonl"
@@ -311,6 +311,7 @@ def _evaluate_one(model: Path, eval_seed: int, runs: Path, strategy: str | None,
            "--max-connections", "256", "--no-cache", "--no-report", "--runs-dir", str(runs), "--json"]  # fmt: skip
     if strategy:
         cmd += ["--strategy", strategy, "--max-refine", "1"]
+        cmd += [arg for option in strategy_options for arg in ("-S", option)]
     if temperature > 0:
         cmd += ["--temperature", str(temperature)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
@@ -544,6 +545,10 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         if name in ("sft", "refine"):
             refined = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads, **eval_options)
             entry |= {"self_refine": _strip(refined), **recovery(refined["first_per_sample"], refined["per_sample"])}
+            # The re-ask only where the checker faults the first reply: clean replies are kept as they are.
+            gated = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads,
+                             strategy_options=("when=findings",), **eval_options)  # fmt: skip
+            entry["self_refine_findings"] = _strip(gated)
         return entry
 
     if stage in ("sft", "sft-more"):
@@ -713,6 +718,12 @@ def render(run: Path, seeds: list[int]) -> str:
          ("refine", "self_refine", "first_exact"), ("refine", "self_refine", "exact")),
         ("refine-SFT, self-refine", "schema-valid: first reply → after one re-ask",
          ("refine", "self_refine", "first_schema_valid"), ("refine", "self_refine", "schema_valid")),
+        ("SFT, self-refine when=findings", "exact-call: first reply → after one re-ask",
+         ("sft", "self_refine_findings", "first_exact"), ("sft", "self_refine_findings", "exact")),
+        ("refine-SFT, self-refine when=findings", "exact-call: first reply → after one re-ask",
+         ("refine", "self_refine_findings", "first_exact"), ("refine", "self_refine_findings", "exact")),
+        ("refine-SFT, self-refine when=findings", "schema-valid: first reply → after one re-ask",
+         ("refine", "self_refine_findings", "first_schema_valid"), ("refine", "self_refine_findings", "schema_valid")),
     ]  # fmt: skip
     for name, metric, before, after in rows:
         b = col(*before)
