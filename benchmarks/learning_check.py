@@ -18,7 +18,8 @@ at 1.0 on worlds 1000-1002).
   against the offered tools (the findings the self-refine strategy would show).
 * **recovery** (self-refine, one re-ask with the checker's feedback): of the tasks whose first
   reply was not exact, the share whose reply after the re-ask is exact; ``broken`` is the share of
-  exact first replies that the re-ask made wrong.
+  exact first replies that the re-ask made wrong. The sft and refine checkpoints are also
+  evaluated under ``-S when=findings`` (the re-ask only for a reply the checker faults).
 
 The second stages are model-aware (ToolACE-R): stage ``own`` has the SFT model answer training
 tasks (greedy and sampled), and KTO, GRPO and refine-SFT build on those answers.
@@ -580,7 +581,6 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         for name in args.reeval.split(","):
             if name in results:
                 results[name] = {**results[name], **measure(name)}
-        stage = "sft"
     elif stage == "own":
         rows = [r for r in _read_jsonl(run / "data" / "sft.jsonl") if r["seed"] in _ints(args.own_seeds)]
         t0 = time.time()
@@ -650,7 +650,8 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     # Stages of one seed may run side by side: write back only what this one changed.
     changed = {k: v for k, v in results.items() if loaded.get(k) != v}
     _save(results_path, {**_load(results_path), **changed})
-    print(json.dumps({stage: {k: v for k, v in results[stage].items()}}, indent=1), flush=True)
+    shown = args.reeval.split(",") if stage == "reeval" else [stage]
+    print(json.dumps({name: _strip(results[name]) for name in shown if name in results}, indent=1), flush=True)
 
 
 def _mean_spread(values: list[float | None]) -> str:
