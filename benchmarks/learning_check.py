@@ -414,14 +414,46 @@ def own_answers(model: Path, rows: list[dict[str, Any]], k: int, max_new_tokens:
     return out
 
 
-def own_kto_rows(own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+CALL_BLOCK = "<tool_call>"
+
+
+def splice_at_finding(text: str, gold_text: str, tools: list[Any]) -> tuple[str, str] | None:
+    """``text`` with the calls before its first faulted call replaced by the gold's: the model's
+    own mistake after a right prefix, so that a cut at the first token that differs from the gold
+    lands in the faulted call, not on an earlier wrong value. ``(spliced, code)`` when the spliced
+    answer still has a finding (verified again), else ``None``."""
+    from toolmend.check import Checker
+    from toolmend.guard._reask import turn_findings
+    from toolmend.strategies._reply import read_reply
+
+    checker = Checker(tools)
+    found = [f for f in turn_findings(read_reply(text, "tags"), checker) if f.call is not None]
+    if not found:
+        return None
+    k = min(f.call for f in found if f.call is not None)
+    blocks, gold = text.split(CALL_BLOCK), gold_text.split(CALL_BLOCK)
+    if k + 1 >= len(blocks) or k + 1 > len(gold):
+        return None
+    spliced = CALL_BLOCK.join(gold[: k + 1] + blocks[k + 1 :])
+    codes = [str(f.code) for f in turn_findings(read_reply(spliced, "tags"), checker)]
+    return (spliced, codes[0]) if codes else None
+
+
+def own_kto_rows(own: list[dict[str, Any]], splice: bool = False) -> list[dict[str, Any]]:
     """Model-aware HiTEC-KTO rows: the model's own answers that the checklist rejects are
     undesirable (verified: each has a finding), the gold of the same task desirable. The injected
-    negatives teach the HiTEC error list; these teach the mistakes this model makes."""
+    negatives teach the HiTEC error list; these teach the mistakes this model makes. ``splice``
+    puts each negative's faulted calls after the gold's right ones (:func:`splice_at_finding`)."""
+    from toolmend.formats import load_tools
+
     rows = []
     for item in own:
         row = item["row"]
         bad = {a["text"]: a["codes"][0] for a in [item["greedy"], *item["samples"]] if a["codes"]}
+        if splice:
+            tools = load_tools(json.loads(row["tools"]))
+            gold_text = row["completion"][0]["content"]
+            bad = dict(filter(None, (splice_at_finding(text, gold_text, tools) for text in bad)))
         if not bad:
             continue
         rows.append({"prompt": row["prompt"], "completion": row["completion"], "tools": row["tools"],
@@ -597,7 +629,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         }  # fmt: skip
     elif stage == "kto":
         # Model-aware HiTEC-KTO: the model's own rejected answers plus --kto-hitec times as many injected rows.
-        own = own_kto_rows(_own(seed_dir))
+        own = own_kto_rows(_own(seed_dir), splice=args.kto_splice)
         hitec = _read_jsonl(run / "data" / "kto.jsonl")
         rng.shuffle(hitec)
         hitec = hitec[: int(args.kto_hitec * len(own))]
@@ -795,6 +827,8 @@ def main() -> None:
                         help="KTO's desirable_weight (TRL); above 1 holds the gold's likelihood up harder")
     parser.add_argument("--kto-hitec", type=float, default=1.0,
                         help="HiTEC-injected KTO rows per row of the model's own (0: only its own answers)")
+    parser.add_argument("--kto-splice", action="store_true",
+                        help="own negatives: the gold's calls before the first faulted call, then the model's own")
     parser.add_argument("--kto-keep-empty", action="store_true",
                         help="keep the empty undesirable answers in KTO (dropped by default)")
     parser.add_argument("--refine-wrong-clean", type=float, default=0.0,
