@@ -427,10 +427,10 @@ def splice_at_finding(text: str, gold_text: str, tools: list[Any]) -> tuple[str,
     from toolmend.strategies._reply import read_reply
 
     checker = Checker(tools)
-    found = [f for f in turn_findings(read_reply(text, "tags"), checker) if f.call is not None]
-    if not found:
+    faulted = [f.call for f in turn_findings(read_reply(text, "tags"), checker) if f.call is not None]
+    if not faulted:
         return None
-    k = min(f.call for f in found if f.call is not None)
+    k = min(faulted)
     blocks, gold = text.split(CALL_BLOCK), gold_text.split(CALL_BLOCK)
     if k + 1 >= len(blocks) or k + 1 > len(gold):
         return None

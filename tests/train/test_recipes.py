@@ -79,10 +79,14 @@ def test_kto_runs_two_steps_with_both_labels(tiny_model: Path, data: dict[str, P
     assert {"rewards/chosen", "rewards/rejected"} <= logged  # shuffled rows: mixed batches
 
 
-def test_kto_cut_negatives_end_at_the_mistake(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:
+def test_kto_cut_negatives_end_at_the_mistake(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
     config = {**SMALL, "per_device_train_batch_size": 4}
     whole = prepare("kto", model=tiny_model, data=data["kto"], out=tmp_path, config=config)
-    cut = prepare("kto", model=tiny_model, data=data["kto"], out=tmp_path, config={**config, "cut_negatives": True})
+    cut = prepare(
+        "kto", model=tiny_model, data=data["kto"], out=tmp_path, config={**config, "cut_negatives": True}
+    )
     whole_rows, cut_rows = whole.trainer.train_dataset.to_list(), cut.trainer.train_dataset.to_list()
     gold = {tuple(r["prompt_ids"]): r["completion_ids"] for r in whole_rows if r["label"]}
     eos = whole.trainer.processing_class.eos_token_id

@@ -53,12 +53,15 @@ def describe_findings(findings: list[Finding], checker: Checker | None, turn: Tu
     return "\n".join(lines)
 
 
-def refine_reask(turn: Turn, checker: Checker | None, feedback: str = "checker") -> str:
+def refine_reask(
+    turn: Turn, checker: Checker | None, feedback: str = "checker", found: list[Finding] | None = None
+) -> str:
     """The re-ask sent after ``turn``: with ``feedback="checker"`` the checker's findings (or that
-    it found none), with ``"model"`` only the request to review."""
+    it found none), with ``"model"`` only the request to review. ``found``: the turn's
+    :func:`turn_findings`, when the caller has them already."""
     if feedback == "model":
         return f"{_ASK} {_DO}"
-    found = turn_findings(turn, checker)
+    found = turn_findings(turn, checker) if found is None else found
     if found:
         return f"{_ASK} A check of your calls found:\n{describe_findings(found, checker, turn)}\n{_DO}"
     return f"{_ASK} {_CLEAN} {_DO}"

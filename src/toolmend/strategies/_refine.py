@@ -50,7 +50,9 @@ class SelfRefine:
         if when not in ("always", "findings"):
             raise ConfigError(f"self-refine when must be always or findings, got {when!r}")
         if when == "findings" and feedback != "checker":
-            raise ConfigError("self-refine when=findings needs feedback=checker: the checker decides when to re-ask")
+            raise ConfigError(
+                "self-refine when=findings needs feedback=checker: the checker decides when to re-ask"
+            )
         self.max_refine = max_refine
         self.feedback = feedback
         self.when = when
@@ -65,10 +67,11 @@ class SelfRefine:
             history = list(messages)
             rounds, stop = 0, "max_refine"
             while rounds < self.max_refine:
-                if self.when == "findings" and not turn_findings(turn, checker):
+                found = turn_findings(turn, checker) if self.when == "findings" else None
+                if found == []:
                     stop = "clean"
                     break
-                ask = refine_reask(turn, checker, self.feedback)
+                ask = refine_reask(turn, checker, self.feedback, found)
                 history += [Message(role="assistant", content=reply), Message(role="user", content=ask)]
                 new = await generate(history, epoch=epoch)
                 rounds += 1

@@ -391,9 +391,7 @@ def prepare(
     if kind == "sft":
         trainer = trl.SFTTrainer(**common)
     elif kind == "kto":
-        kto_class = _kto_trainer_class()
-        kto_class.cut = cut  # read while the trainer's __init__ prepares the dataset
-        trainer = kto_class(**common)
+        trainer = _kto_trainer_class()(**common, cut=cut)
     else:
         funcs: list[Any] = [REWARDS[r][0]() for r in reward_names]
         if trl_config.mask_truncated_completions and trl_config.loss_type == "dapo":
@@ -446,8 +444,10 @@ def _kto_trainer_class() -> Any:
         """KTO whose undesirable completions can be cut at the mistake (:func:`cut_negatives`),
         after tokenization and before the KL pairs are drawn from the completions."""
 
-        cut = False
-        cut_count = 0
+        def __init__(self, *args: Any, cut: bool = False, **kwargs: Any) -> None:
+            # Set before TRL's __init__, which prepares the dataset.
+            self.cut, self.cut_count = cut, 0
+            super().__init__(*args, **kwargs)
 
         def _prepare_dataset(self, dataset: Any, processing_class: Any, args: Any, dataset_name: str) -> Any:
             dataset = super()._prepare_dataset(dataset, processing_class, args, dataset_name)
