@@ -162,6 +162,23 @@ async def test_self_refine_when_findings_re_asks_only_a_faulted_reply() -> None:
     assert "'city'" in faulted.seen[1][0][-1].content and st.events[0]["stop"] == "clean"
 
 
+async def test_self_refine_ground_names_a_value_the_request_never_gave() -> None:
+    # "Olso" passes the schema; only the grounding check sees that the request says Oslo.
+    typo = Script('[get_weather(city="Olso")]', '[get_weather(city="Oslo")]', '[get_weather(city="X")]')
+    out, st = await run("self-refine", typo, max_refine=3, when="findings", ground=True)
+    assert out == '[get_weather(city="Oslo")]' and len(typo.seen) == 2
+    ask = typo.seen[1][0][-1].content
+    assert "'city' is 'Olso', which appears nowhere in the conversation" in ask
+    assert st.events[0]["stop"] == "clean"  # the re-ask quotes 'Olso': the context is the request alone
+    grounded = Script('[get_weather(city="OSLO")]')
+    out, st = await run("self-refine", grounded, max_refine=3, when="findings", ground=True)
+    assert len(grounded.seen) == 1 and st.events[0]["stop"] == "clean"
+    # Re-asking every reply, a grounded one is told the check found nothing.
+    always = Script('[get_weather(city="Oslo")]', KEEP_IT)
+    await run("self-refine", always, max_refine=3, ground=True)
+    assert len(always.seen) == 2 and "found no problem" in always.seen[1][0][-1].content
+
+
 async def test_best_of_n_prefers_clean_then_agreement() -> None:
     script = Script(
         "[get_weather(days=2)]",
@@ -228,6 +245,8 @@ async def test_composition_applies_in_order() -> None:
         ("self-refine", {"max_refine": 0}, "--max-refine must be at least 1"),
         ("self-refine", {"when": "sometimes"}, "when must be always or findings"),
         ("self-refine", {"when": "findings", "feedback": "model"}, "needs feedback=checker"),
+        ("self-refine", {"ground": "yes"}, "ground must be true or false"),
+        ("self-refine", {"ground": True, "feedback": "model"}, "ground=true needs feedback=checker"),
         ("guard", {"max_refine": 2}, "no chosen strategy takes max_refine"),
         ("none", {"max_refine": 2}, "need a --strategy"),
         ("guard+", {}, "empty name"),

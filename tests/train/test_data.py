@@ -18,7 +18,7 @@ from toolmend.guard._reask import refine_reask
 from toolmend.strategies._reply import read_reply
 from toolmend.synth.inject import Injection
 from toolmend.train import build_dataset, build_rows, verify_injection
-from toolmend.train._data import KEEP_IT, _fingerprint
+from toolmend.train._data import KEEP_IT, _fingerprint, feedback_text
 
 PROVENANCE = {"source", "seed", "trace_id", "operator", "sub_label", "code", "verified_by", "checker_version"}
 
@@ -103,6 +103,24 @@ def test_refine_feedback_is_the_self_refine_strategys_reask() -> None:
         assert feedback == refine_reask(read_reply(first, "tags"), checker)
 
 
+def test_grounded_refine_feedback_names_wrong_values_and_never_the_golds() -> None:
+    rows, report = build_rows("refine", source="world", seed=0, limit=60, max_tools=6, ground=True)
+    plain, _ = build_rows("refine", source="world", seed=0, limit=60, max_tools=6)
+    assert report.ground and len(rows) == len(plain)
+    named = [r for r in rows if "appears nowhere in the conversation" in r["prompt"][-1]["content"]]
+    assert named and all(r["completion"][0]["content"] != KEEP_IT for r in named)
+    # A gold value the check cannot find (an end time computed from "one hour") is not named.
+    tools = [{"name": "event", "parameters": {"type": "object", "properties": {
+        "start": {"type": "string"}, "end": {"type": "string"}}}}]  # fmt: skip
+    ask = "A one-hour meeting at 10:00, please."
+    gold = '<tool_call>\n{"name": "event", "arguments": {"start": "10:00", "end": "11:00"}}\n</tool_call>'
+    bad = gold.replace('"10:00"', '"09:00"')
+    text = feedback_text(bad, Checker(load_tools(tools)), context=ask, gold=gold)
+    assert "'start' is '09:00'" in text and "11:00" not in text
+    with pytest.raises(ConfigError, match="ground applies to refine data"):
+        build_rows("kto", source="world", seed=0, limit=2, ground=True)
+
+
 def test_reflect_rows_hold_a_reflection_and_the_gold_for_the_reward() -> None:
     rows, report = build_rows("reflect", source="world", seed=0, limit=4, max_tools=3)
     assert rows and {"missing_call", "redundant_call", "argument_error"} <= set(report.operators)
@@ -162,3 +180,7 @@ def test_cli_writes_jsonl_and_report(tmp_path: Path) -> None:
     assert len(rows) == report["rows"] and "verified by" in result.output
     bad = CliRunner().invoke(app, ["build", "sft", "--source", "nope", "--out", str(out)])
     assert bad.exit_code == 2 and "unknown trajectory source" in bad.output
+    grounded = CliRunner().invoke(app, ["build", "refine", "--limit", "2", "--ground", "--out", str(out)])
+    assert grounded.exit_code == 0 and json.loads((tmp_path / "kto.jsonl.report.json").read_text())["ground"]
+    bad = CliRunner().invoke(app, ["build", "kto", "--limit", "2", "--ground", "--out", str(out)])
+    assert bad.exit_code == 2 and "ground applies to refine data" in bad.output

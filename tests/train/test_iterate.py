@@ -22,7 +22,7 @@ from toolmend.models import GenerateRequest, ScriptedModel
 from toolmend.models._hf import chat_dicts
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 from toolmend.train import IterateConfig, build_rows, iterate
-from toolmend.train._iterate import _gold
+from toolmend.train._iterate import _gold, _self_refine
 
 TINY = {"limit": 2, "max_tools": 2, "k": 2, "max_new_tokens": 12, "eval_set": {"limit": 2},
         "sft": {"max_steps": 1, "per_device_train_batch_size": 2}}  # fmt: skip
@@ -215,3 +215,15 @@ def test_cli_runs_one_round_and_writes_the_curves(tiny_model: Path, tmp_path: Pa
     assert curves["rounds"][1]["eval_tasks"] == 1 and (out / "curves.md").is_file()
     assert (out / "round-1" / "difficulty.jsonl").is_file()
     assert f"curves in {out}/curves.json" in " ".join(result.output.split())
+
+
+def test_self_refine_rows_with_grounding_name_a_wrong_value() -> None:
+    row = build_rows("sft", source="world", seed=0, limit=1, max_tools=2)[0][0]
+    call = json.loads(row["gold_calls"])[0]
+    key = next(k for k, v in call["arguments"].items() if isinstance(v, str) and len(v) > 1)
+    wrong = {**call, "arguments": {**call["arguments"], key: "Nowhere Town"}}
+    attempt = f"<tool_call>\n{json.dumps(wrong)}\n</tool_call>"
+    grounded = _self_refine(row, attempt, ground=True)
+    assert f"'{key}' is 'Nowhere Town', which appears nowhere" in grounded["prompt"][-1]["content"]
+    assert "appears nowhere" not in _self_refine(row, attempt)["prompt"][-1]["content"]
+    assert grounded["completion"] == row["completion"]

@@ -13,6 +13,7 @@
 
 from toolmend.check._checker import Checker, check, format_path
 from toolmend.check._codes import bfcl_error_type, critictool_category, describe
+from toolmend.check._ground import ungrounded
 from toolmend.check._repair import Fix, RepairResult, repair
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "describe",
     "format_path",
     "repair",
+    "ungrounded",
 ]

@@ -39,13 +39,16 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         data: Annotated[
             Path | None, typer.Option(help="Data folder for nestools/bfcl (default: shared).")
         ] = None,
+        ground: Annotated[
+            bool, typer.Option(help="refine: feedback also names values the conversation never mentions.")
+        ] = False,
     ) -> None:
         from toolmend.train._data import build_rows
 
         try:
             rows, report = build_rows(
                 kind, source=source, seed=seed, limit=limit, max_tools=max_tools,
-                reply_format=reply_format, data=data,  # type: ignore[arg-type]
+                reply_format=reply_format, data=data, ground=ground,  # type: ignore[arg-type]
             )  # fmt: skip
         except ToolmendError as exc:
             fail(str(exc))

@@ -108,6 +108,8 @@ def finding_line(finding: Finding, tool: Tool | None, tools: Sequence[str] = ())
     if code == "invalid_type":
         return f"- '{path}' must be {expected or 'of another type'}; {finding.message.split(', got ')[-1] if ', got ' in finding.message else finding.message}.{_hint(finding)}"
     if code == "invalid_value":
+        if finding.data.get("ungrounded"):
+            return f"- {finding.message}. {finding.suggestion}"
         if isinstance(schema.get("enum"), list):
             return f"- '{path}' must be one of {_dump(schema['enum'])}."
         return f"- {finding.message}. Expected: {expected or 'a value the schema allows'}."

@@ -19,7 +19,8 @@ True
 from __future__ import annotations
 
 from toolmend._schema import Finding
-from toolmend.check import Checker
+from toolmend.check import Checker, ungrounded
+from toolmend.check._ground import Context
 from toolmend.guard._messages import finding_line
 from toolmend.guard._turn import Turn
 
@@ -34,11 +35,16 @@ _DO = (
 )
 
 
-def turn_findings(turn: Turn, checker: Checker | None) -> list[Finding]:
-    """The parser's findings (prose around calls aside) and the checklist's, no repair."""
+def turn_findings(turn: Turn, checker: Checker | None, context: Context | None = None) -> list[Finding]:
+    """The parser's findings (prose around calls aside) and the checklist's, no repair. With the
+    conversation before the turn as ``context``, also the values it never mentions
+    (:func:`toolmend.check.ungrounded`) where the checklist found nothing at the same place."""
     found = [f for f in turn.findings if f.code != "redundant_information" or not turn.calls]
     if checker is not None and turn.calls:
         found += checker.check(turn.tool_calls())
+        if context is not None:
+            seen = {(f.call, f.path) for f in found}
+            found += [f for f in ungrounded(turn.tool_calls(), context, checker) if (f.call, f.path) not in seen]
     return found
 
 
@@ -54,14 +60,19 @@ def describe_findings(findings: list[Finding], checker: Checker | None, turn: Tu
 
 
 def refine_reask(
-    turn: Turn, checker: Checker | None, feedback: str = "checker", found: list[Finding] | None = None
+    turn: Turn,
+    checker: Checker | None,
+    feedback: str = "checker",
+    found: list[Finding] | None = None,
+    context: Context | None = None,
 ) -> str:
     """The re-ask sent after ``turn``: with ``feedback="checker"`` the checker's findings (or that
     it found none), with ``"model"`` only the request to review. ``found``: the turn's
-    :func:`turn_findings`, when the caller has them already."""
+    :func:`turn_findings`, when the caller has them already; ``context``: the conversation
+    before the turn, to name the values it never mentions."""
     if feedback == "model":
         return f"{_ASK} {_DO}"
-    found = turn_findings(turn, checker) if found is None else found
+    found = turn_findings(turn, checker, context) if found is None else found
     if found:
         return f"{_ASK} A check of your calls found:\n{describe_findings(found, checker, turn)}\n{_DO}"
     return f"{_ASK} {_CLEAN} {_DO}"

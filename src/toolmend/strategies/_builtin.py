@@ -42,10 +42,11 @@ def self_refine(
     max_refine: int = 3,
     feedback: Literal["checker", "model"] = "checker",
     when: Literal["always", "findings"] = "always",
+    ground: bool = False,
 ) -> Strategy:
     from toolmend.strategies._refine import SelfRefine
 
-    return SelfRefine(max_refine=max_refine, feedback=feedback, when=when)
+    return SelfRefine(max_refine=max_refine, feedback=feedback, when=when, ground=ground)
 
 
 def best_of_n(n: int = 3) -> Strategy:

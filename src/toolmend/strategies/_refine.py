@@ -7,7 +7,9 @@ from the checker (default: its findings, or that it found none) or from the mode
 Self-refinement can break a correct answer; runs report those regressions. ``when="findings"``
 re-asks only while the checker faults the reply: a reply it passes is returned as it is, so the
 strategy cannot break it, and costs no request. (Re-asking every reply is ToolACE-R's form: a
-model that re-checks values itself gains from it; one that cannot only loses right answers.)"""
+model that re-checks values itself gains from it; one that cannot only loses right answers.)
+``ground=True`` adds to the checker's findings the string values that the conversation never
+mentions (:func:`toolmend.check.ungrounded`): the wrong values a schema cannot see."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ class SelfRefine:
         max_refine: int = 3,
         feedback: Literal["checker", "model"] = "checker",
         when: Literal["always", "findings"] = "always",
+        ground: bool = False,
     ) -> None:
         if max_refine < 1:
             raise ConfigError(f"--max-refine must be at least 1, got {max_refine}")
@@ -53,7 +56,12 @@ class SelfRefine:
             raise ConfigError(
                 "self-refine when=findings needs feedback=checker: the checker decides when to re-ask"
             )
+        if not isinstance(ground, bool):
+            raise ConfigError(f"self-refine ground must be true or false, got {ground!r}")
+        if ground and feedback != "checker":
+            raise ConfigError("self-refine ground=true needs feedback=checker: grounding is a check")
         self.max_refine = max_refine
+        self.ground = ground
         self.feedback = feedback
         self.when = when
 
@@ -65,10 +73,12 @@ class SelfRefine:
             reply = await generate(messages, epoch=epoch)
             turn = read_reply(reply, fmt)
             history = list(messages)
+            # The conversation before the reply: later re-asks quote the values they question.
+            context = messages if self.ground else None
             rounds, stop = 0, "max_refine"
             while rounds < self.max_refine:
-                found = turn_findings(turn, checker) if self.when == "findings" else None
-                if found == []:
+                found = turn_findings(turn, checker, context)
+                if not found and self.when == "findings":
                     stop = "clean"
                     break
                 ask = refine_reask(turn, checker, self.feedback, found)

@@ -68,11 +68,12 @@ from toolmend._errors import ConfigError
 from toolmend._schema import Tool, ToolCall
 from toolmend._version import __version__
 from toolmend.benchmarks.critic._traces import Trace, load_traces
-from toolmend.check import Checker
+from toolmend.check import Checker, ungrounded
+from toolmend.check._ground import Context
 from toolmend.formats import parse_calls, to_openai_tool, write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.guard import Turn
-from toolmend.guard._reask import KEEP_IT, refine_reask
+from toolmend.guard._reask import KEEP_IT, refine_reask, turn_findings
 from toolmend.synth.inject import Injection, applicable, inject, operator_names
 from toolmend.synth.inject._values import ref_targets
 from toolmend.train._from_traces import TRACE_KINDS, trace_examples, trace_path
@@ -137,6 +138,8 @@ class BuildReport(BaseModel):
     turns: dict[str, int] = Field(default_factory=dict)
     """Rows per assistant turn of the gold they answer (``"0"``: the first reply; ``"1"``: the
     reply after the first turn's tool results …), for the world, BFCL and NesTools sources."""
+    ground: bool = False
+    """``refine`` feedback that also names values the conversation never mentions."""
 
 
 @dataclass
@@ -148,6 +151,9 @@ class _Ctx:
     report: BuildReport
     rng: random.Random
     rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def feedback(self, attempt: str, checker: Checker, history: Sequence[Mapping[str, Any]], gold: str) -> str:
+        return feedback_text(attempt, checker, self.fmt, history if self.report.ground else None, gold)
 
     def drop(self, reason: str) -> None:
         self.report.dropped[reason] = self.report.dropped.get(reason, 0) + 1
@@ -324,10 +330,22 @@ def _code(inj: Injection) -> str:
     return inj.expected_codes[0] if inj.expected_codes else inj.label
 
 
-def feedback_text(attempt: str, checker: Checker, fmt: CallFormat = "tags") -> str:
+def feedback_text(
+    attempt: str, checker: Checker, fmt: CallFormat = "tags", context: Context | None = None, gold: str | None = None
+) -> str:
     """The feedback a refine sample shows after the first attempt: the ``self-refine`` strategy's
-    re-ask, so that a refine-trained model is asked at inference what it was trained on."""
-    return refine_reask(Turn.from_text(attempt, fmt), checker)
+    re-ask, so that a refine-trained model is asked at inference what it was trained on. With the
+    conversation before the attempt as ``context``, the re-ask of ``-S ground=true``; a value that
+    the ``gold`` answer holds too (a computed end time, a composed title) is not named, so that
+    the feedback a model learns from is never wrong."""
+    turn = Turn.from_text(attempt, fmt)
+    if context is None:
+        return refine_reask(turn, checker)
+    found = turn_findings(turn, checker, context)
+    if gold is not None:
+        right = {f.data["value"] for f in ungrounded(Turn.from_text(gold, fmt).tool_calls(), context, checker)}
+        found = [f for f in found if not (f.data.get("ungrounded") and f.data["value"] in right)]
+    return refine_reask(turn, checker, found=found)
 
 
 def _injections(
@@ -407,11 +425,11 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_
         for op, inj, how in _injections(ctx, turn.calls, trace, checker, chosen, state, _played(turns[:k])):
             ctx.verified(how)
             first = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
-            feedback = feedback_text(first, checker, ctx.fmt)
+            history = _history(trace, turns[:k], ctx.fmt)
             prompt = [
-                *_history(trace, turns[:k], ctx.fmt),
+                *history,
                 *_assistant(first),
-                {"role": "user", "content": feedback},
+                {"role": "user", "content": ctx.feedback(first, checker, history, gold)},
             ]
             ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools, "gold_calls": gold_calls},
                     trace, _code(inj), op, inj.sub_label, how, turn=k)  # fmt: skip
@@ -419,7 +437,7 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_
         prompt = [
             *_history(trace, turns[:k], ctx.fmt),
             *_assistant(gold),
-            {"role": "user", "content": feedback_text(gold, checker, ctx.fmt)},
+            {"role": "user", "content": ctx.feedback(gold, checker, _history(trace, turns[:k], ctx.fmt), gold)},
         ]
         ctx.add({"prompt": prompt, "completion": _assistant(KEEP_IT), "tools": tools,
                  "gold_calls": gold_calls}, trace, "correct", turn=k)  # fmt: skip
@@ -588,7 +606,7 @@ def _from_traces(ctx: _Ctx, path: Path, limit: int | None) -> None:
             turns = [
                 *prompt,
                 *_assistant(first.text),
-                {"role": "user", "content": feedback_text(first.text, Checker(tools), ctx.fmt)},
+                {"role": "user", "content": ctx.feedback(first.text, Checker(tools), prompt, good.text)},
             ]
             answer = good.text if bad is not None else KEEP_IT
             code = bad.findings[0].code if bad is not None else "correct"
@@ -606,14 +624,19 @@ def build_rows(
     max_tools: int | None = None,
     reply_format: CallFormat = "tags",
     data: str | Path | None = None,
+    ground: bool = False,
 ) -> tuple[list[dict[str, Any]], BuildReport]:
     """The rows of a ``kind`` dataset and the report (no ``datasets`` import needed).
 
     ``limit`` caps the gold trajectories used; ``max_tools`` offers only the gold calls' tools
-    plus seeded distractors up to that many (the world offers 50 tools otherwise).
+    plus seeded distractors up to that many (the world offers 50 tools otherwise). ``ground``
+    (``refine`` only): the feedback of ``self-refine -S ground=true``, which also names the
+    values the conversation never mentions (:func:`toolmend.check.ungrounded`).
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown dataset kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if ground and kind != "refine":
+        raise ConfigError(f"ground applies to refine data (its feedback), not to {kind}")
     key = "traces:DIR" if source.startswith("traces:") else source
     if key not in SOURCE_KINDS:
         raise ConfigError(f"unknown trajectory source {source!r}; expected {', '.join(SOURCE_KINDS)}")
@@ -622,7 +645,7 @@ def build_rows(
             f"the traces: source builds {', '.join(TRACE_KINDS)} data; {kind} needs gold trajectories "
             "with executed steps (use --source world, bfcl or nestools)"
         )
-    report = BuildReport(kind=kind, source=source, seed=seed)
+    report = BuildReport(kind=kind, source=source, seed=seed, ground=ground)
     ctx = _Ctx(
         kind, source, seed, reply_format, report, random.Random(f"toolmend-train:{kind}:{source}:{seed}")
     )

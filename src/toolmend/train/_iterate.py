@@ -105,6 +105,9 @@ class IterateConfig(BaseModel):
     data: str | None = None
     """Data folder for ``nestools`` / ``bfcl`` (default: the shared one)."""
     refine: Literal["model", "builder", "none"] = "model"
+    ground: bool = False
+    """Self-refine feedback that also names the values the conversation never mentions (the
+    re-ask of ``self-refine -S ground=true``)."""
     eval_set: EvalSet = Field(default_factory=EvalSet)
     sft: dict[str, Any] = Field(default_factory=dict)
     """TRL ``SFTConfig`` fields for each round's training (default: one epoch)."""
@@ -197,14 +200,14 @@ def _sample(model: Model, rows: Sequence[dict[str, Any]], n: int, config: Any) -
     return [texts[i * n : (i + 1) * n] for i in range(len(rows))]
 
 
-def _self_refine(row: dict[str, Any], attempt: str) -> dict[str, Any]:
+def _self_refine(row: dict[str, Any], attempt: str, ground: bool = False) -> dict[str, Any]:
     """ToolACE-R's self-refinement sample: the model's own attempt, the checklist's feedback, and
     the gold (or "keep it" when the attempt was already right) as the only supervised turn."""
     gold = _gold(row)
     tools = load_tools(json.loads(row["tools"]))
     gold_text = row["completion"][0]["content"]
     right = calls_match(parse_calls(attempt).calls, gold)
-    feedback = feedback_text(attempt, Checker(tools), "auto")
+    feedback = feedback_text(attempt, Checker(tools), "auto", row["prompt"] if ground else None, gold_text)
     prompt = [
         *row["prompt"],
         {"role": "assistant", "content": attempt},
@@ -335,7 +338,7 @@ def iterate(
 
     def training_rows(kind: str) -> list[dict[str, Any]]:
         return build_rows(kind, source=cfg.source, seed=cfg.seed, limit=cfg.limit, max_tools=cfg.max_tools,
-                          data=cfg.data)[0]  # fmt: skip
+                          data=cfg.data, ground=cfg.ground and kind == "refine")[0]  # fmt: skip
 
     tasks = training_rows("sft")
     if not tasks:
@@ -389,7 +392,7 @@ def iterate(
                                   seed=cfg.seed * 1000 + round_no)  # fmt: skip
         answers = _sample(sample(current), tasks, cfg.k, sampling)
         if cfg.refine == "model":
-            refine = [_self_refine(row, a[0]) for row, a in zip(tasks, answers, strict=True)]
+            refine = [_self_refine(row, a[0], cfg.ground) for row, a in zip(tasks, answers, strict=True)]
         else:
             refine = list(builder_refine)
         refine_answers = _sample(sample(current), refine, cfg.k, sampling)
