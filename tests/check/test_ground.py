@@ -45,6 +45,8 @@ def test_chosen_long_short_and_non_string_values_are_not_checked() -> None:
     args = {"unit": "fahrenheit", "mode": "fast", "body": body, "to": "x", "n": 7}
     assert paths(args, "Tell Ana.") == []
     assert paths({"body": body}, "Tell Ana.", max_words=40) == ["body"]
+    long = ungrounded([ToolCall(name="send", arguments={"to": "x" * 5000})], "Tell Ana.", TOOLS)
+    assert len(long[0].message) < 200 and long[0].data["value"] == "x" * 5000
     call = ToolCall(name="send", arguments={"to": Ref(target="API_call_0")})
     assert ungrounded([call], "Tell Ana.", TOOLS) == []
 

@@ -119,3 +119,23 @@ def test_bad_usage_exits_2() -> None:
     assert code == 2 and "--format must be one of" in out
     code, _ = _run("--calls", str(EXAMPLES / "calls.txt"))
     assert code == 2
+
+
+def test_context_adds_the_values_the_request_never_gave(tmp_path: Path) -> None:
+    args = ("--tools", str(EXAMPLES / "tools.json"), "--calls", str(EXAMPLES / "calls.txt"), "--repair")
+    code, out = _run(*args, "--context", str(EXAMPLES / "request.txt"), "--json")
+    found = json.loads(out)["findings"]
+    assert code == 1 and [(f["code"], f["call"], f["path"]) for f in found] == [("invalid_value", 1, "destination")]
+    assert found[0]["message"] == "'destination' is 'JFK', which appears nowhere in the conversation"
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "Paris, 3 days; CDG to JFK on 2025-07-01"}]))
+    code, out = _run(*args, "--context", str(messages))
+    assert code == 0 and out.rstrip().endswith("clean")
+    messages.write_text('[{"role": "user", "content": 3}]')
+    code, out = _run(*args, "--context", str(messages))
+    assert code == 2 and "messages.json: message 0: expected an object with a text 'content'" in out
+    messages.write_text("[{]")
+    code, out = _run(*args, "--context", str(messages))
+    assert code == 2 and "messages.json:1: not a JSON list of messages" in out
+    code, out = _run(*args, "--context", str(tmp_path / "none.txt"))
+    assert code == 2 and "none.txt: cannot read the conversation" in out

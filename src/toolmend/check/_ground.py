@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from toolmend._schema import Finding, Message, Tool, ToolCall
-from toolmend.check._checker import Checker, format_path
+from toolmend.check._checker import Checker, _short, format_path
 
 __all__ = ["ungrounded"]
 
@@ -115,7 +115,7 @@ def ungrounded(
             found.append(
                 Finding(
                     code="invalid_value",
-                    message=f"'{path}' is {value!r}, which appears nowhere in the conversation",
+                    message=f"'{path}' is {_short(value, 120)}, which appears nowhere in the conversation",
                     call=i,
                     path=path,
                     suggestion="Use the value the request or a tool's output gives.",

@@ -4,6 +4,7 @@
 
     toolmend check --tools tools.json --calls output.txt
     toolmend check --tools tools.json --calls output.txt --repair --json
+    toolmend check --tools tools.json --calls output.txt --context request.txt   # + grounding
 
 Exit status: 0 when there is nothing to report, 1 when findings remain (after repair, with
 ``--repair``), 2 on bad usage or an input that cannot be read.
@@ -23,7 +24,7 @@ from rich.markup import escape
 from toolmend._errors import DatasetError, SpecError, ToolmendError
 from toolmend._jsontext import dumps, printable
 from toolmend._schema import Finding, ToolCall
-from toolmend.check import Checker, repair
+from toolmend.check import Checker, repair, ungrounded
 from toolmend.formats import CallFormat, load_tools, parse_calls
 
 __all__ = ["register", "run_check"]
@@ -51,11 +52,14 @@ def run_check(
     format: str = "auto",
     do_repair: bool = False,
     expected_count: int | None = None,
+    context: str | list[Any] | None = None,
 ) -> dict[str, Any]:
     """The report ``toolmend check`` prints: ``{"calls", "findings", "repaired", "format"}``.
 
     Parser findings (``invalid_format``, ``redundant_information``, ``positional_argument``)
-    come first, then the checklist's. Raises :class:`~toolmend.ToolmendError` for unusable input.
+    come first, then the checklist's; with the conversation as ``context`` (a text or chat
+    messages), then the values it never mentions (:func:`toolmend.check.ungrounded`). Raises
+    :class:`~toolmend.ToolmendError` for unusable input.
     """
     tools = load_tools(tools_path)
     parsed = parse_calls(calls_text, format)  # type: ignore[arg-type]
@@ -81,6 +85,9 @@ def run_check(
         ]
     else:
         calls, findings = parsed.calls, checker.check(parsed.calls, expected_count)
+    if context is not None:
+        seen = {(f.call, f.path) for f in findings}
+        findings += [f for f in ungrounded(calls, context, checker) if (f.call, f.path) not in seen]
     return {
         "format": parsed.format,
         "calls": [_call_json(c) for c in calls],
@@ -103,6 +110,26 @@ def _read_calls(source: str) -> str:
         raise ToolmendError(f"{path}: cannot read the model output: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ToolmendError(f"{path}: the model output is not UTF-8 text ({exc.reason})") from exc
+
+
+def _read_context(path: Path) -> str | list[Any]:
+    """A JSON list of chat messages (``{"role", "content"}``), or any other text as it is."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ToolmendError(f"{path}: cannot read the conversation: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ToolmendError(f"{path}: the conversation is not UTF-8 text ({exc.reason})") from exc
+    if not text.lstrip().startswith("["):
+        return text
+    try:
+        messages = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolmendError(f"{path}:{exc.lineno}: not a JSON list of messages: {exc.msg}") from exc
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("content", ""), str | list | None):
+            raise ToolmendError(f"{path}: message {i}: expected an object with a text 'content'")
+    return list(messages)
 
 
 def _print_human(report: dict[str, Any], console: Console) -> None:
@@ -150,6 +177,14 @@ def register(app: typer.Typer) -> None:
         expected_count: Annotated[
             int | None, typer.Option("--expected-count", min=0, help="How many calls the task needs.")
         ] = None,
+        context: Annotated[
+            Path | None,
+            typer.Option(
+                "--context",
+                help="The conversation (text, or a JSON list of messages): also report string "
+                "values it never mentions.",
+            ),
+        ] = None,
     ) -> None:
         """Check a model's tool calls against tool schemas (exit 0 clean, 1 findings, 2 bad input)."""
         err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -158,8 +193,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         try:
             report = run_check(
-                tools, _read_calls(calls), format=format, do_repair=do_repair, expected_count=expected_count
-            )
+                tools, _read_calls(calls), format=format, do_repair=do_repair, expected_count=expected_count,
+                context=_read_context(context) if context is not None else None,
+            )  # fmt: skip
         except ToolmendError as exc:
             err.print(f"error: {escape(str(exc))}")
             raise typer.Exit(2) from exc
