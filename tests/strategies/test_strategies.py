@@ -179,6 +179,17 @@ async def test_self_refine_ground_names_a_value_the_request_never_gave() -> None
     assert len(always.seen) == 2 and "found no problem" in always.seen[1][0][-1].content
 
 
+async def test_self_refine_accept_no_worse_keeps_the_reply_a_re_ask_broke() -> None:
+    # Grounded but wrong-valued first reply; the re-ask drops the required city: keep the first.
+    broke = Script('[get_weather(city="Olso", days=2)]', "[get_weather(days=2)]")
+    out, st = await run("self-refine", broke, max_refine=3, when="findings", ground=True, accept="no_worse")
+    assert out == '[get_weather(city="Olso", days=2)]' and st.events[0]["stop"] == "worse"
+    # Trading one ungrounded value for another is no worse: taken, then re-asked again.
+    other = Script('[get_weather(city="Olso")]', '[get_weather(city="Osl")]', '[get_weather(city="Oslo")]')
+    out, st = await run("self-refine", other, max_refine=3, when="findings", ground=True, accept="no_worse")
+    assert out == '[get_weather(city="Oslo")]' and st.events[0]["rounds"] == 2
+
+
 async def test_best_of_n_prefers_clean_then_agreement() -> None:
     script = Script(
         "[get_weather(days=2)]",
@@ -247,6 +258,8 @@ async def test_composition_applies_in_order() -> None:
         ("self-refine", {"when": "findings", "feedback": "model"}, "needs feedback=checker"),
         ("self-refine", {"ground": "yes"}, "ground must be true or false"),
         ("self-refine", {"ground": True, "feedback": "model"}, "ground=true needs feedback=checker"),
+        ("self-refine", {"accept": "best"}, "accept must be any or no_worse"),
+        ("self-refine", {"accept": "no_worse", "feedback": "model"}, "accept=no_worse needs feedback=checker"),
         ("guard", {"max_refine": 2}, "no chosen strategy takes max_refine"),
         ("none", {"max_refine": 2}, "need a --strategy"),
         ("guard+", {}, "empty name"),

@@ -16,7 +16,8 @@ to compose or compute, such as a date from "tomorrow", is not in the conversatio
 What is not checked: values under an ``enum`` or ``const`` (the schema check owns them, and the
 right one is chosen, not copied), values of one character, values of more than ``max_words``
 words (text the model writes, such as a message body), non-strings, and references.
-Matching ignores case and runs of whitespace.
+Matching ignores case and runs of whitespace, and a value must not be part of a longer word
+("Osl" is not found in "Oslo").
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ Context = str | Sequence[Message | Mapping[str, Any] | str]
 
 def _norm(text: str) -> str:
     return _SPACE.sub(" ", text.casefold()).strip()
+
+
+def _mentions(text: str, value: str) -> bool:
+    """``value`` in ``text``, not as a part of a longer word: "Osl" is not in "Oslo"."""
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None if value in text else False
 
 
 def _context_text(context: Context) -> str:
@@ -109,7 +115,7 @@ def ungrounded(
             if len(want) < 2 or len(want.split(" ")) > max_words:
                 continue
             # A value escaped in a JSON tool output (``"Jos\\u00e9"``) still counts as seen.
-            if want in text or _norm(json.dumps(value)[1:-1]) in text:
+            if _mentions(text, want) or _mentions(text, _norm(json.dumps(value)[1:-1])):
                 continue
             path = format_path(loc)
             found.append(

@@ -43,10 +43,11 @@ def self_refine(
     feedback: Literal["checker", "model"] = "checker",
     when: Literal["always", "findings"] = "always",
     ground: bool = False,
+    accept: Literal["any", "no_worse"] = "any",
 ) -> Strategy:
     from toolmend.strategies._refine import SelfRefine
 
-    return SelfRefine(max_refine=max_refine, feedback=feedback, when=when, ground=ground)
+    return SelfRefine(max_refine=max_refine, feedback=feedback, when=when, ground=ground, accept=accept)
 
 
 def best_of_n(n: int = 3) -> Strategy:

@@ -9,14 +9,17 @@ re-asks only while the checker faults the reply: a reply it passes is returned a
 strategy cannot break it, and costs no request. (Re-asking every reply is ToolACE-R's form: a
 model that re-checks values itself gains from it; one that cannot only loses right answers.)
 ``ground=True`` adds to the checker's findings the string values that the conversation never
-mentions (:func:`toolmend.check.ungrounded`): the wrong values a schema cannot see."""
+mentions (:func:`toolmend.check.ungrounded`): the wrong values a schema cannot see.
+``accept="no_worse"`` takes a refined reply only when the checker finds no more problems in it
+than in the reply before, and no more schema problems: a re-ask that breaks a call ends the loop
+with the reply it had (event ``stop: "worse"``)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from toolmend._errors import ConfigError
-from toolmend._schema import Message
+from toolmend._schema import Finding, Message
 from toolmend.check import Checker
 from toolmend.guard import Turn
 from toolmend.guard._reask import is_keep, refine_reask, turn_findings
@@ -34,6 +37,13 @@ def _same(a: Turn, b: Turn, a_text: str, b_text: str) -> bool:
     return a_text.strip() == b_text.strip()
 
 
+def _worse(new: list[Finding], old: list[Finding]) -> bool:
+    def schema(found: list[Finding]) -> int:
+        return sum(not f.data.get("ungrounded") for f in found)
+
+    return len(new) > len(old) or schema(new) > schema(old)
+
+
 class SelfRefine:
     """See the module docstring."""
 
@@ -45,6 +55,7 @@ class SelfRefine:
         feedback: Literal["checker", "model"] = "checker",
         when: Literal["always", "findings"] = "always",
         ground: bool = False,
+        accept: Literal["any", "no_worse"] = "any",
     ) -> None:
         if max_refine < 1:
             raise ConfigError(f"--max-refine must be at least 1, got {max_refine}")
@@ -60,8 +71,13 @@ class SelfRefine:
             raise ConfigError(f"self-refine ground must be true or false, got {ground!r}")
         if ground and feedback != "checker":
             raise ConfigError("self-refine ground=true needs feedback=checker: grounding is a check")
+        if accept not in ("any", "no_worse"):
+            raise ConfigError(f"self-refine accept must be any or no_worse, got {accept!r}")
+        if accept == "no_worse" and feedback != "checker":
+            raise ConfigError("self-refine accept=no_worse needs feedback=checker: the checker compares")
         self.max_refine = max_refine
         self.ground = ground
+        self.accept = accept
         self.feedback = feedback
         self.when = when
 
@@ -91,6 +107,9 @@ class SelfRefine:
                 new_turn = read_reply(new, fmt)
                 if _same(turn, new_turn, reply, new):
                     stop = "fixed_point"
+                    break
+                if self.accept == "no_worse" and _worse(turn_findings(new_turn, checker, context), found):
+                    stop = "worse"
                     break
                 reply, turn = new, new_turn
             state.events.append({"kind": "self-refine", "rounds": rounds, "requests": rounds, "stop": stop})
