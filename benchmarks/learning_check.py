@@ -20,6 +20,8 @@ at 1.0 on worlds 1000-1002).
   reply was not exact, the share whose reply after the re-ask is exact; ``broken`` is the share of
   exact first replies that the re-ask made wrong. The sft and refine checkpoints are also
   evaluated under ``-S when=findings`` (the re-ask only for a reply the checker faults).
+  ``--ground`` adds the grounding check to the re-ask (``-S ground=true``) and to the refine
+  rows built from the model's own attempts; ``--accept no_worse`` passes ``-S accept=no_worse``.
 
 The second stages are model-aware (ToolACE-R): stage ``own`` has the SFT model answer training
 tasks (greedy and sampled), and KTO, GRPO and refine-SFT build on those answers.
@@ -348,7 +350,8 @@ def first_step_metrics(run_dir: Path, tasks: dict[str, Any]) -> dict[str, Any]:
     turn per task, so the turn's reply is the last model output: the first reply in a plain run,
     the reply after the re-ask under self-refine (at a fixed point the last output makes the same
     calls as the one the strategy returns; after a "keep it" reply, the reply it kept). ``first_*``
-    judge the first output, the reply before any re-ask."""
+    judge the first output, the reply before any re-ask. A re-ask that ``-S accept=no_worse``
+    refused (event ``stop: "worse"``) leaves the reply before it."""
     from toolmend.guard._reask import is_keep
     from toolmend.runs import load_run
 
@@ -362,6 +365,8 @@ def first_step_metrics(run_dir: Path, tasks: dict[str, Any]) -> dict[str, Any]:
         outputs = list(record.outputs)
         first[record.id], codes = judge(outputs[0] if outputs else "", gold, tools)
         first_valid[record.id] = not codes
+        if any(e.get("stop") == "worse" for e in record.events if e.get("kind") == "self-refine"):
+            outputs.pop()  # -S accept=no_worse kept the reply before the last re-ask
         while len(outputs) > 1 and is_keep(outputs[-1]):
             outputs.pop()
         exact[record.id], codes = judge(outputs[-1] if outputs else "", gold, tools)
@@ -463,7 +468,7 @@ def own_kto_rows(own: list[dict[str, Any]], splice: bool = False) -> list[dict[s
     return rows
 
 
-def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0) -> list[dict[str, Any]]:
+def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0, ground: bool = False) -> list[dict[str, Any]]:
     """ToolACE-R self-refinement rows from the model's own attempts, each followed by the
     self-refine strategy's re-ask: an attempt the checker finds fault with leads to the gold,
     an exact attempt to the "keep it" reply (what the re-ask asks for). An attempt that is wrong but
@@ -471,9 +476,12 @@ def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0) -> list
     the model to rewrite answers the check passes, right ones included. (On the from-scratch
     model, leaving them out did not lower how often it broke exact replies: docs/benchmarks.md.)
     ``wrong_clean`` > 0 keeps up to that many of them per exact attempt, answered with the gold
-    (the first ones in task order)."""
+    (the first ones in task order). ``ground``: the re-ask of ``-S ground=true``, which also names
+    the values the request never mentions, so a wrong value the schema passes gets feedback too."""
     from toolmend.check import Checker
     from toolmend.formats import load_tools
+    from toolmend.guard import Turn
+    from toolmend.guard._reask import turn_findings
     from toolmend.train._data import KEEP_IT, feedback_text
 
     rows = []
@@ -481,15 +489,19 @@ def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0) -> list
         row = item["row"]
         checker = Checker(load_tools(json.loads(row["tools"])))
         seen: set[str] = set()
+        context = row["prompt"] if ground else None
         for a in [item["greedy"], *item["samples"]]:
-            if a["text"] in seen or not (a["exact"] or a["codes"] or wrong_clean > 0):
+            codes = a["codes"] or ([str(f.code) for f in turn_findings(Turn.from_text(a["text"], "tags"), checker,
+                                                                       context)] if ground else [])  # fmt: skip
+            if a["text"] in seen or not (a["exact"] or codes or wrong_clean > 0):
                 continue
             seen.add(a["text"])
             answer = KEEP_IT if a["exact"] else row["completion"][0]["content"]
             rows.append({"prompt": [*row["prompt"], {"role": "assistant", "content": a["text"]},
-                                    {"role": "user", "content": feedback_text(a["text"], checker)}],
+                                    {"role": "user", "content": feedback_text(a["text"], checker, context=context,
+                                                                              gold=row["completion"][0]["content"])}],
                          "completion": [{"role": "assistant", "content": answer}], "tools": row["tools"],
-                         "code": "correct" if a["exact"] else (a["codes"] or ["wrong_value"])[0]})  # fmt: skip
+                         "code": "correct" if a["exact"] else (codes or ["wrong_value"])[0]})  # fmt: skip
     limit = int(wrong_clean * sum(r["code"] == "correct" for r in rows))
     dropped = set([i for i, r in enumerate(rows) if r["code"] == "wrong_value"][limit:])
     return [r for i, r in enumerate(rows) if i not in dropped]
@@ -576,11 +588,13 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
             results["sft_per_sample"] = plain["per_sample"]
         entry: dict[str, Any] = {"eval": _strip(plain)}
         if name in ("sft", "refine"):
-            refined = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads, **eval_options)
+            options = (*(["ground=true"] if args.ground else []), *([f"accept={args.accept}"] if args.accept != "any" else []))
+            refined = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads,
+                               strategy_options=options, **eval_options)  # fmt: skip
             entry |= {"self_refine": _strip(refined), **recovery(refined["first_per_sample"], refined["per_sample"])}
             # The re-ask only where the checker faults the first reply: clean replies are kept as they are.
             gated = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads,
-                             strategy_options=("when=findings",), **eval_options)  # fmt: skip
+                             strategy_options=("when=findings", *options), **eval_options)  # fmt: skip
             entry["self_refine_findings"] = _strip(gated)
         return entry
 
@@ -661,7 +675,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         results["grpo"] = {"train": train, **measure("grpo")}
     elif stage == "refine":
         # Model-aware refine rows (the model's own attempts and the real re-ask) before the builder's.
-        own = own_refine_rows(_own(seed_dir), wrong_clean=args.refine_wrong_clean)
+        own = own_refine_rows(_own(seed_dir), wrong_clean=args.refine_wrong_clean, ground=args.ground)
         rng.shuffle(own)
         builder = _read_jsonl(run / "data" / "refine.jsonl")
         rng.shuffle(builder)
@@ -773,7 +787,7 @@ def render(run: Path, seeds: list[int]) -> str:
     lines += ["", "| model seed | SFT CPU-s | steps | exact-call | schema-valid |", "|---|---|---|---|---|"]
     for s in seeds:
         sft = per[s].get("sft")
-        if not sft:
+        if not sft or "eval" not in sft:
             continue
         points = [*per[s].get("sft_history", []), _strip_train(sft)]
         for p in points:
@@ -834,6 +848,11 @@ def main() -> None:
     parser.add_argument("--refine-wrong-clean", type=float, default=0.0,
                         help="refine rows also from the model's wrong answers that the checker passes, "
                              "up to this many per exact answer (0: none)")
+    parser.add_argument("--ground", action="store_true",
+                        help="refine rows and self-refine with the grounding check (-S ground=true): the re-ask "
+                             "also names values the request never mentions")
+    parser.add_argument("--accept", choices=("any", "no_worse"), default="any",
+                        help="self-refine's -S accept: no_worse keeps the reply before a re-ask that the checker finds worse")
     parser.add_argument("--kto-whole", action="store_true",
                         help="train KTO on whole negatives (default: each cut after its first token that differs "
                              "from its gold, the KTO recipe's cut_negatives)")
