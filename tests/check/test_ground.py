@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolmend import Message, Ref, ToolCall
+from toolmend import Finding, Message, Ref, ToolCall
 from toolmend.check import Checker, ungrounded
 from toolmend.guard import Turn
 from toolmend.guard._reask import refine_reask, turn_findings
@@ -68,6 +68,12 @@ def test_a_tool_not_offered_still_has_its_values_checked() -> None:
     assert [(f.code, f.call, f.path, f.data) for f in found] == [
         ("invalid_value", 0, "q", {"ungrounded": True, "value": "Lisbon"})
     ]
+
+
+def test_a_place_already_faulted_is_not_reported_again() -> None:
+    call = ToolCall(name="send", arguments={"to": "Bob", "meta": {"city": "Rome"}})
+    earlier = [Finding(code="invalid_type", message="...", call=0, path="to")]
+    assert [f.path for f in ungrounded([call], "to Ana", TOOLS, besides=earlier)] == ["meta.city"]
 
 
 def test_a_malformed_schema_reads_as_no_schema() -> None:

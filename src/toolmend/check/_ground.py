@@ -99,13 +99,16 @@ def ungrounded(
     tools: Checker | Iterable[Tool | Mapping[str, Any]] = (),
     *,
     max_words: int = MAX_WORDS,
+    besides: Sequence[Finding] = (),
 ) -> list[Finding]:
     """An ``invalid_value`` finding (``data["ungrounded"]`` set) for each copied-looking string
     argument of ``calls`` that ``context`` never mentions. ``context`` is the conversation before
     the calls: a text, or messages (:class:`~toolmend.Message` or ``{"role", "content"}`` dicts),
-    tool outputs included. ``tools`` gives the schemas that mark chosen values (``enum``)."""
+    tool outputs included. ``tools`` gives the schemas that mark chosen values (``enum``).
+    ``besides``: findings already made; a value at a place one of them names is not reported again."""
     checker = tools if isinstance(tools, Checker) else Checker(tools)
     text = _norm(_context_text(context))
+    taken = {(f.call, f.path) for f in besides}
     found: list[Finding] = []
     for i, raw in enumerate(calls):
         call = raw if isinstance(raw, ToolCall) else ToolCall.model_validate(raw)
@@ -118,6 +121,8 @@ def ungrounded(
             if _mentions(text, want) or _mentions(text, _norm(json.dumps(value)[1:-1])):
                 continue
             path = format_path(loc)
+            if (i, path) in taken:
+                continue
             found.append(
                 Finding(
                     code="invalid_value",

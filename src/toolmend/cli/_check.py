@@ -86,8 +86,7 @@ def run_check(
     else:
         calls, findings = parsed.calls, checker.check(parsed.calls, expected_count)
     if context is not None:
-        seen = {(f.call, f.path) for f in findings}
-        findings += [f for f in ungrounded(calls, context, checker) if (f.call, f.path) not in seen]
+        findings += ungrounded(calls, context, checker, besides=findings)
     return {
         "format": parsed.format,
         "calls": [_call_json(c) for c in calls],

@@ -43,8 +43,7 @@ def turn_findings(turn: Turn, checker: Checker | None, context: Context | None =
     if checker is not None and turn.calls:
         found += checker.check(turn.tool_calls())
         if context is not None:
-            seen = {(f.call, f.path) for f in found}
-            found += [f for f in ungrounded(turn.tool_calls(), context, checker) if (f.call, f.path) not in seen]
+            found += ungrounded(turn.tool_calls(), context, checker, besides=found)
     return found
 
 

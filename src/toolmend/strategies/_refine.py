@@ -63,18 +63,14 @@ class SelfRefine:
             raise ConfigError(f"self-refine feedback must be checker or model, got {feedback!r}")
         if when not in ("always", "findings"):
             raise ConfigError(f"self-refine when must be always or findings, got {when!r}")
-        if when == "findings" and feedback != "checker":
-            raise ConfigError(
-                "self-refine when=findings needs feedback=checker: the checker decides when to re-ask"
-            )
         if not isinstance(ground, bool):
             raise ConfigError(f"self-refine ground must be true or false, got {ground!r}")
-        if ground and feedback != "checker":
-            raise ConfigError("self-refine ground=true needs feedback=checker: grounding is a check")
         if accept not in ("any", "no_worse"):
             raise ConfigError(f"self-refine accept must be any or no_worse, got {accept!r}")
-        if accept == "no_worse" and feedback != "checker":
-            raise ConfigError("self-refine accept=no_worse needs feedback=checker: the checker compares")
+        on = [name for name, set_ in (("when=findings", when == "findings"), ("ground=true", ground),
+                                      ("accept=no_worse", accept == "no_worse")) if set_]  # fmt: skip
+        if on and feedback != "checker":
+            raise ConfigError(f"self-refine {on[0]} needs feedback=checker: it works on the checker's findings")
         self.max_refine = max_refine
         self.ground = ground
         self.accept = accept
