@@ -71,3 +71,13 @@ def test_write_calls_dispatches_and_round_trips(fmt: str) -> None:
     back = parse_calls(text)
     assert back.format == fmt and back.ok
     assert [(c.name, c.arguments) for c in back.calls] == [(c.name, c.arguments) for c in calls]
+
+
+@pytest.mark.parametrize("fmt", ["json", "nestools"])
+def test_a_tag_inside_a_json_value_is_a_value(fmt: str) -> None:
+    # Found by the round-trip property test: '<CALL>' as an argument value used to send the
+    # whole output to the tag reader, which found no call.
+    calls = [ToolCall(name="A"), ToolCall(name="A", arguments={"": "<CALL>", "b": "<tool_call>x"})]
+    back = parse_calls(write_calls(calls, fmt))  # type: ignore[arg-type]
+    assert back.format == fmt and back.ok and back.calls == calls
+    assert parse_calls('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>').format == "tags"

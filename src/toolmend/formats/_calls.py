@@ -4,7 +4,8 @@
 call (or a final answer):
 
 1. ``<think>`` is removed (an unclosed one is an ``invalid_format`` finding);
-2. **tags** — any ``<tool_call>``/``<call>``/``<reflect>``/``<final>`` tag decides it;
+2. **tags** — any ``<tool_call>``/``<call>``/``<reflect>``/``<final>`` tag decides it, unless
+   the whole output is one JSON document (the tag is then inside one of its string values);
 3. **json** — a JSON action or list of actions, bare or fenced (an OpenAI-shaped object or
    message reports ``format="openai"``; a CriticTool ``FinishAction`` counts as found);
 4. **nestools** — a list of ``{"api_name", ...}`` call dicts (JSON or Python literal);
@@ -30,6 +31,7 @@ findings; a plain prose answer has no finding at all. So "abstained", "answered 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -76,11 +78,23 @@ def parse_calls(text: str, format: CallFormat = "auto") -> ParseResult:
         return result
 
 
+def _whole_json(text: str) -> bool:
+    """Whether ``text`` is one JSON document: a tag inside one of its strings is a value, not a tag."""
+    body = text.strip()
+    if not body or body[0] not in "[{":
+        return False
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
 def _parse(text: str, format: str) -> ParseResult:
-    if format == "tags" or (format == "auto" and has_tags(text)):
+    if format == "tags" or (format == "auto" and has_tags(text) and not _whole_json(text)):
         return parse_tagged_calls(text)
     rest, think, problem = strip_think(text)
-    if format == "auto" and has_tags(rest):
+    if format == "auto" and has_tags(rest) and not _whole_json(rest):
         return parse_tagged_calls(text)
     result = _dispatch(rest, format)
     result.think = think
