@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,16 @@ class Proxy:
         from toolmend.serve._app import PROXY
 
         return self.app[PROXY].metrics
+
+    def counted(self, n: int) -> float:
+        """``toolmend_requests_total`` once it reaches ``n`` (or after a bounded wait). The proxy
+        counts a request after its handler returns, which can be just after the client has read
+        the last byte; this thread waits, the proxy's own thread runs on."""
+        for _ in range(500):
+            if self.metrics.value("toolmend_requests_total") >= n:
+                break
+            time.sleep(0.01)
+        return float(self.metrics.value("toolmend_requests_total"))
 
     def stop(self) -> None:
         self.thread.stop()

@@ -191,6 +191,7 @@ def test_metrics_in_prometheus_text_format(serve: Any) -> None:
     client = _client(proxy)
     client.chat.completions.create(**ASK)
     client.chat.completions.create(**ASK)
+    proxy.counted(2)
     with urllib.request.urlopen(proxy.thread.url + "/metrics", timeout=5) as resp:
         assert resp.headers["Content-Type"].startswith("text/plain")
         text = resp.read().decode()
