@@ -481,25 +481,26 @@ def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0, ground:
     from toolmend.check import Checker
     from toolmend.formats import load_tools
     from toolmend.guard import Turn
-    from toolmend.guard._reask import turn_findings
-    from toolmend.train._data import KEEP_IT, feedback_text
+    from toolmend.guard._reask import refine_reask
+    from toolmend.train._data import KEEP_IT, feedback_findings
 
     rows = []
     for item in own:
         row = item["row"]
         checker = Checker(load_tools(json.loads(row["tools"])))
         seen: set[str] = set()
-        context = row["prompt"] if ground else None
+        context, gold = (row["prompt"] if ground else None), row["completion"][0]["content"]
         for a in [item["greedy"], *item["samples"]]:
-            codes = a["codes"] or ([str(f.code) for f in turn_findings(Turn.from_text(a["text"], "tags"), checker,
-                                                                       context)] if ground else [])  # fmt: skip
+            turn = Turn.from_text(a["text"], "tags")
+            # One set of findings gives both the feedback and the row's code.
+            found = feedback_findings(turn, checker, context=context, gold=gold)
+            codes = a["codes"] or ([str(f.code) for f in found] if ground else [])
             if a["text"] in seen or not (a["exact"] or codes or wrong_clean > 0):
                 continue
             seen.add(a["text"])
-            answer = KEEP_IT if a["exact"] else row["completion"][0]["content"]
+            answer = KEEP_IT if a["exact"] else gold
             rows.append({"prompt": [*row["prompt"], {"role": "assistant", "content": a["text"]},
-                                    {"role": "user", "content": feedback_text(a["text"], checker, context=context,
-                                                                              gold=row["completion"][0]["content"])}],
+                                    {"role": "user", "content": refine_reask(turn, checker, found=found)}],
                          "completion": [{"role": "assistant", "content": answer}], "tools": row["tools"],
                          "code": "correct" if a["exact"] else (codes or ["wrong_value"])[0]})  # fmt: skip
     limit = int(wrong_clean * sum(r["code"] == "correct" for r in rows))

@@ -41,9 +41,10 @@ def turn_findings(turn: Turn, checker: Checker | None, context: Context | None =
     (:func:`toolmend.check.ungrounded`) where the checklist found nothing at the same place."""
     found = [f for f in turn.findings if f.code != "redundant_information" or not turn.calls]
     if checker is not None and turn.calls:
-        found += checker.check(turn.tool_calls())
+        calls = turn.tool_calls()
+        found += checker.check(calls)
         if context is not None:
-            found += ungrounded(turn.tool_calls(), context, checker, besides=found)
+            found += ungrounded(calls, context, checker, besides=found)
     return found
 
 

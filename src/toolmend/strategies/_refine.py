@@ -88,8 +88,8 @@ class SelfRefine:
             # The conversation before the reply: later re-asks quote the values they question.
             context = messages if self.ground else None
             rounds, stop = 0, "max_refine"
+            found = turn_findings(turn, checker, context)
             while rounds < self.max_refine:
-                found = turn_findings(turn, checker, context)
                 if not found and self.when == "findings":
                     stop = "clean"
                     break
@@ -104,10 +104,11 @@ class SelfRefine:
                 if _same(turn, new_turn, reply, new):
                     stop = "fixed_point"
                     break
-                if self.accept == "no_worse" and _worse(turn_findings(new_turn, checker, context), found):
+                new_found = turn_findings(new_turn, checker, context)
+                if self.accept == "no_worse" and _worse(new_found, found):
                     stop = "worse"
                     break
-                reply, turn = new, new_turn
+                reply, turn, found = new, new_turn, new_found
             state.events.append({"kind": "self-refine", "rounds": rounds, "requests": rounds, "stop": stop})
             return reply
 

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from toolmend._errors import ConfigError
-from toolmend._schema import Tool, ToolCall
+from toolmend._schema import Finding, Tool, ToolCall
 from toolmend._version import __version__
 from toolmend.benchmarks.critic._traces import Trace, load_traces
 from toolmend.check import Checker, ungrounded
@@ -91,6 +91,7 @@ __all__ = [
     "Kind",
     "build_dataset",
     "build_rows",
+    "feedback_findings",
     "feedback_text",
     "gold_json",
     "verify_injection",
@@ -339,13 +340,19 @@ def feedback_text(
     the ``gold`` answer holds too (a computed end time, a composed title) is not named, so that
     the feedback a model learns from is never wrong."""
     turn = Turn.from_text(attempt, fmt)
-    if context is None:
-        return refine_reask(turn, checker)
+    return refine_reask(turn, checker, found=feedback_findings(turn, checker, fmt, context, gold))
+
+
+def feedback_findings(
+    turn: Turn, checker: Checker, fmt: CallFormat = "tags", context: Context | None = None, gold: str | None = None
+) -> list[Finding]:
+    """What :func:`feedback_text` names for ``turn``: :func:`~toolmend.guard._reask.turn_findings`,
+    less any value not in ``context`` that the ``gold`` answer holds too."""
     found = turn_findings(turn, checker, context)
-    if gold is not None:
+    if context is not None and gold is not None:
         right = {f.data["value"] for f in ungrounded(Turn.from_text(gold, fmt).tool_calls(), context, checker)}
         found = [f for f in found if not (f.data.get("ungrounded") and f.data["value"] in right)]
-    return refine_reask(turn, checker, found=found)
+    return found
 
 
 def _injections(
@@ -422,10 +429,10 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_
         gold_calls = gold_json(turn.calls)
         chosen = [ctx.rng.choice(ops)]
         state = _turn_state(trace, turns, k)
+        history = _history(trace, turns[:k], ctx.fmt)
         for op, inj, how in _injections(ctx, turn.calls, trace, checker, chosen, state, _played(turns[:k])):
             ctx.verified(how)
             first = inj.text if inj.text is not None else write_calls(inj.calls, ctx.fmt)
-            history = _history(trace, turns[:k], ctx.fmt)
             prompt = [
                 *history,
                 *_assistant(first),
@@ -434,11 +441,7 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_
             ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools, "gold_calls": gold_calls},
                     trace, _code(inj), op, inj.sub_label, how, turn=k)  # fmt: skip
         # ToolACE-R keeps already-correct attempts too, answered with "keep it".
-        prompt = [
-            *_history(trace, turns[:k], ctx.fmt),
-            *_assistant(gold),
-            {"role": "user", "content": ctx.feedback(gold, checker, _history(trace, turns[:k], ctx.fmt), gold)},
-        ]
+        prompt = [*history, *_assistant(gold), {"role": "user", "content": ctx.feedback(gold, checker, history, gold)}]
         ctx.add({"prompt": prompt, "completion": _assistant(KEEP_IT), "tools": tools,
                  "gold_calls": gold_calls}, trace, "correct", turn=k)  # fmt: skip
 
