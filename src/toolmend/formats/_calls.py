@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -78,13 +79,16 @@ def parse_calls(text: str, format: CallFormat = "auto") -> ParseResult:
         return result
 
 
+_JSON_START = re.compile(r"\s*[\[{]")
+
+
 def _whole_json(text: str) -> bool:
-    """Whether ``text`` is one JSON document: a tag inside one of its strings is a value, not a tag."""
-    body = text.strip()
-    if not body or body[0] not in "[{":
+    """Whether ``text`` is one JSON document: a tag inside one of its strings is a value, not a tag.
+    (Tagged replies start with a tag, so they cost one failed match here.)"""
+    if not _JSON_START.match(text):
         return False
     try:
-        json.loads(body)
+        json.loads(text)
     except ValueError:
         return False
     return True
