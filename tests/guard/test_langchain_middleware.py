@@ -143,3 +143,16 @@ def test_tool_choice_in_langchain_words_is_enforced() -> None:
     out = middleware.wrap_model_call(request, handler)
     assert [c["args"] for c in out.result[0].tool_calls] == [{"city": "Oslo"}]
     assert len(sent) == 2 and [e["action"] for e in middleware.events] == ["reask", "repaired"]
+
+
+def test_ground_reads_the_agent_messages() -> None:
+    RAN.clear()
+    paris = {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1", "type": "tool_call"}
+    oslo = {"name": "get_weather", "args": {"city": "Oslo"}, "id": "c2", "type": "tool_call"}
+    fake = model(AIMessage(content="", tool_calls=[paris]), AIMessage(content="", tool_calls=[oslo]),
+                 AIMessage(content="done"))  # fmt: skip
+    guard = GuardMiddleware(policy=GuardPolicy(ground=True))
+    create_agent(fake, tools=[get_weather], middleware=[guard]).invoke({"messages": [HumanMessage(content="weather in Oslo?")]})
+    assert RAN == [{"city": "Oslo", "days": 1}]
+    assert "'Paris', which appears nowhere" in fake.seen[1][-1].content
+    assert [e["action"] for e in guard.events][:2] == ["reask", "accept"]

@@ -215,3 +215,19 @@ def test_tool_choice_and_parallel_tool_calls_are_enforced() -> None:
         assert [e["codes"] for e in client.events] == [["parallel_tool_calls"], ["tool_choice_none"]]
     finally:
         server.close()
+
+
+def test_ground_reads_the_request_and_reasks_an_unmentioned_value_once() -> None:
+    server = Server([{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                    [{"name": "get_weather", "arguments": {"city": "Oslo"}}])  # fmt: skip
+    try:
+        client = wrap(openai.OpenAI(base_url=server.url, api_key="x"), policy=GuardPolicy(ground=True))
+        oslo = {"role": "user", "content": "What is the weather in Oslo?"}
+        msg = client.chat.completions.create(**ask(messages=[oslo])).choices[0].message
+        assert json.loads(msg.tool_calls[0].function.arguments) == {"city": "Oslo"}
+        assert "'Paris', which appears nowhere" in json.dumps(server.bodies[1]["messages"])
+        # The request names the value: no re-ask (the check reads the caller's messages).
+        client.chat.completions.create(**ask(messages=[oslo]))
+        assert len(server.bodies) == 3 and [e["action"] for e in client.events] == ["reask", "accept", "accept"]
+    finally:
+        server.close()

@@ -99,6 +99,27 @@ def test_parallel_tool_calls_false_keeps_the_first(serve: Any) -> None:
     assert _streamed(proxy, parallel_tool_calls=False)[1] == [("get_weather", '{"city": "Oslo"}')]
 
 
+def test_ground_reasks_a_value_the_request_never_mentions_once(serve: Any) -> None:
+    from toolmend.guard import GuardPolicy
+
+    rome = call("get_weather", '{"city": "Rome"}', "c1")
+    proxy = serve(Scene(body=completion(None, [rome])), Scene(body=completion(None, [OSLO])), policy=GuardPolicy(ground=True))
+    resp = _client(proxy).chat.completions.create(**ASK)
+    assert resp.choices[0].message.tool_calls[0].function.arguments == '{"city": "Oslo"}'
+    feedback = json.dumps(proxy.upstream.bodies[1]["messages"][len(ASK["messages"]) :])
+    assert "'Rome', which appears nowhere in the conversation" in feedback
+    # A value the model sends again after the re-ask goes through: the check is a heuristic.
+    proxy = serve(Scene(body=completion(None, [rome])), Scene(body=completion(None, [rome])), policy=GuardPolicy(ground=True))
+    resp = _client(proxy).chat.completions.create(**ASK)
+    assert resp.choices[0].message.tool_calls[0].function.arguments == '{"city": "Rome"}'
+    assert len(proxy.upstream.bodies) == 2
+    # Odd messages are read as far as they can be, never a crash: content parts, a stray field.
+    odd = [{"role": "user", "content": [{"type": "text", "text": "Weather in Rome?"}], "tool_calls": 5}]
+    proxy = serve(Scene(body=completion(None, [rome])), policy=GuardPolicy(ground=True))
+    resp = _client(proxy).chat.completions.create(**{**ASK, "messages": odd})
+    assert resp.choices[0].message.tool_calls[0].function.arguments == '{"city": "Rome"}'
+
+
 def test_per_tool_strict_requires_every_property(serve: Any) -> None:
     strict = {"type": "function", "function": {**WEATHER["function"], "strict": True}}
     proxy = serve(

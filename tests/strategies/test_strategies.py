@@ -69,6 +69,13 @@ async def test_guard_reask_is_a_second_request() -> None:
     assert "'city'" in script.seen[1][0][-1].content and st.events[-1]["status"] == "recovered"
 
 
+async def test_guard_takes_policy_options_and_grounds_on_the_conversation() -> None:
+    script = Script('[get_weather(city="Rome")]', '[get_weather(city="Oslo")]')
+    out, st = await run("guard", script, ground=True, max_reasks_per_turn=1)
+    assert out == '[get_weather(city="Oslo")]' and "'Rome', which appears nowhere" in script.seen[1][0][-1].content
+    assert st.events[-1]["status"] == "recovered"
+
+
 async def test_hitec_two_rounds_with_global_and_local_checklists() -> None:
     script = Script('[get_weather(city="Oslo")]', '[get_weather(city="Oslo", days=1)]')
     out, st = await run("hitec-icl", script)
@@ -261,6 +268,8 @@ async def test_composition_applies_in_order() -> None:
         ("self-refine", {"accept": "best"}, "accept must be any or no_worse"),
         ("self-refine", {"accept": "no_worse", "feedback": "model"}, "accept=no_worse needs feedback=checker"),
         ("guard", {"max_refine": 2}, "no chosen strategy takes max_refine"),
+        ("guard", {"ground": "maybe"}, "--strategy guard: ground: Input should be a valid boolean"),
+        ("guard", {"max_reasks_per_turn": -1}, "max_reasks_per_turn must be at least 0"),
         ("none", {"max_refine": 2}, "need a --strategy"),
         ("guard+", {}, "empty name"),
     ],

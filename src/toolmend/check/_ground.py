@@ -37,7 +37,7 @@ MAX_WORDS = 12
 
 _SPACE = re.compile(r"\s+")
 
-Context = str | Sequence[Message | Mapping[str, Any] | str]
+Context = str | Sequence[Any]
 
 
 def _norm(text: str) -> str:
@@ -50,19 +50,29 @@ def _mentions(text: str, value: str) -> bool:
 
 
 def _context_text(context: Context) -> str:
+    """The text of a conversation: a string, or messages as toolmend :class:`Message`, OpenAI
+    dicts or message objects (LangChain's). What is none of these is skipped: the conversation
+    may come from an untrusted request body."""
     if isinstance(context, str):
         return context
     parts: list[str] = []
-    for m in context:
+    for m in context if isinstance(context, list | tuple) else ():
         if isinstance(m, str):
             parts.append(m)
-        elif isinstance(m, Message):
+            continue
+        if isinstance(m, Message):
             parts.append(m.content)
             parts += [json.dumps(c.arguments, ensure_ascii=False, default=str) for c in m.tool_calls]
+            continue
+        if isinstance(m, Mapping):
+            content, calls = m.get("content"), m.get("tool_calls")
+        elif hasattr(m, "content"):
+            content, calls = m.content, getattr(m, "tool_calls", None)
         else:
-            content = m.get("content")
-            parts.append(content if isinstance(content, str) else json.dumps(content, default=str))
-            parts += [json.dumps(c, ensure_ascii=False, default=str) for c in m.get("tool_calls") or ()]
+            continue
+        parts.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str))
+        if isinstance(calls, list):
+            parts += [json.dumps(c, ensure_ascii=False, default=str) for c in calls]
     return "\n".join(parts)
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from toolmend._errors import ConfigError, ModelError
 from toolmend._schema import Message, ToolCall
+from toolmend.check._ground import Context
 from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._decision import Decision
 from toolmend.guard._engine import Guard
@@ -81,13 +82,20 @@ class _Loop:
     """The decisions of one turn, apart from how requests are made (async or not)."""
 
     def __init__(
-        self, guard: Guard, messages: list[Message], allowed: AllowedCalls | None, decision: Decision | None
+        self,
+        guard: Guard,
+        messages: list[Message],
+        allowed: AllowedCalls | None,
+        decision: Decision | None,
+        context: Context | None = None,
     ) -> None:
         self.guard = guard
         self.allowed = allowed
         self.given = decision
         """The guard's decision on the first answer, when the caller has already made it."""
         self.history = list(messages)
+        self.context = (list(messages) if context is None else context) if guard.policy.ground else None
+        """The conversation before the turn, for the policy's grounding check."""
         self.outcome = GuardOutcome(status="accepted", calls=[], turn=Turn())
         self.attempt = 0
         self.kept: list[ToolCall] = []
@@ -116,7 +124,7 @@ class _Loop:
         decision, self.given = self.given, None
         if decision is None:
             decision = self.guard.decide(
-                reply.turn, attempt=self.attempt, kept=self.kept, allowed=self.allowed
+                reply.turn, attempt=self.attempt, kept=self.kept, allowed=self.allowed, context=self.context
             )
         out.decisions.append(decision)
         recovery = bool(self.attempt)
@@ -176,6 +184,7 @@ async def drive(
     first: Turn | Reply | None = None,
     decision: Decision | None = None,
     allowed: AllowedCalls | None = None,
+    context: Context | None = None,
 ) -> GuardOutcome:
     """Run one guarded turn: ask (unless ``first`` is the answer already), decide, act, repeat.
 
@@ -183,11 +192,13 @@ async def drive(
     proxy that answers clean turns at once and drives only the others): it is acted on as it
     is, not checked again, and its re-ask counts once against the budget. ``allowed`` is what
     the request allows (``tool_choice``, ``parallel_tool_calls``), applied to every answer.
+    ``context`` is the conversation before the turn for the policy's ``ground`` check, when
+    ``messages`` is not all of it (a caller that sends the re-asks after a request of its own).
 
     Returns a :class:`GuardOutcome`; never raises on model output. A non-retryable
     :class:`~toolmend.ModelError`, or a retryable one past ``policy.transport_retries``, propagates.
     """
-    loop = _Loop(guard, messages, allowed, _given(first, decision))
+    loop = _Loop(guard, messages, allowed, _given(first, decision), context)
     pending: list[Message] | None = None if first is not None else list(messages)
     started = time.perf_counter()
     got = first
@@ -214,9 +225,10 @@ def drive_sync(
     first: Turn | Reply | None = None,
     decision: Decision | None = None,
     allowed: AllowedCalls | None = None,
+    context: Context | None = None,
 ) -> GuardOutcome:
     """:func:`drive` for a blocking ``respond`` (a sync client), with no event loop."""
-    loop = _Loop(guard, messages, allowed, _given(first, decision))
+    loop = _Loop(guard, messages, allowed, _given(first, decision), context)
     pending: list[Message] | None = None if first is not None else list(messages)
     started = time.perf_counter()
     got = first

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolmend._schema import Finding, Message, Tool, ToolCall
-from toolmend.check import Checker, repair
+from toolmend.check import Checker, repair, ungrounded
+from toolmend.check._ground import Context
 from toolmend.formats import load_lenient
 from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._decision import Action, Decision, GuardFix
@@ -40,6 +41,8 @@ _TEXT_FIXABLE = {"redundant_information"}
 # How formats.lenient read text that was not strict JSON but held whole values.
 _COMPLETE_READS = {"python", "repaired"}
 _ANY = AllowedCalls()
+# A grounding finding may be wrong (a computed date): the model can confirm the value, once.
+_CONFIRM = "If the value is right as it is, send the call again unchanged."
 # Checkers of a tool list's subsets (a named tool_choice), kept as long as the full checker:
 # compiling a schema costs far more than deciding a clean turn.
 _SUBSETS: weakref.WeakKeyDictionary[Checker, dict[tuple[str, ...], Checker]] = weakref.WeakKeyDictionary()
@@ -94,6 +97,7 @@ class Guard:
         attempt: int = 0,
         kept: Sequence[ToolCall] = (),
         allowed: AllowedCalls | None = None,
+        context: Context | None = None,
     ) -> Decision:
         """The decision for ``turn``; ``attempt`` is 0 for the model's first answer.
 
@@ -104,10 +108,24 @@ class Guard:
 
         ``allowed`` is what the request allows (:class:`~toolmend.guard.AllowedCalls`: OpenAI's
         ``tool_choice`` and ``parallel_tool_calls``); calls it forbids are dropped or re-asked.
+
+        ``context`` is the conversation before the turn (messages or a text). With the policy's
+        ``ground``, a first answer whose string values it never mentions is re-asked once:
+
+        >>> guard = Guard([{"name": "get_weather", "parameters": {"type": "object",
+        ...     "properties": {"city": {"type": "string"}}}}], GuardPolicy(ground=True))
+        >>> request = [{"role": "user", "content": "Weather in Paris?"}]
+        >>> d = guard.decide(Turn.from_text('[get_weather(city="London")]'), context=request)
+        >>> d.action, d.findings[0].message
+        ('reask', "'city' is 'London', which appears nowhere in the conversation")
+        >>> guard.decide(Turn.from_text('[get_weather(city="London")]'), attempt=1, context=request).action
+        'accept'
         """
         allowed = allowed or _ANY
+        # Grounding is a heuristic: it asks once, and only while a re-ask is left to ask with.
+        ground = context if self.policy.ground and attempt == 0 and not self._spent(attempt) else None
         if allowed.unrestricted:
-            return self._decide(turn, attempt, kept, self.checker, _ANY, [])
+            return self._decide(turn, attempt, kept, self.checker, _ANY, [], ground)
         dropped: list[GuardFix] = []
         if allowed.mode == "none":
             # Nothing may be called: the answer's text stands and its calls go.
@@ -119,7 +137,17 @@ class Guard:
             dropped = [GuardFix(code="parallel_tool_calls", action="drop_call", call=i, before=c.name)
                        for i, c in enumerate(turn.calls) if i >= room]  # fmt: skip
             turn = replace(turn, calls=turn.calls[:room])
-        return self._decide(turn, attempt, kept, self._checker_for(allowed.names), allowed, dropped)
+        return self._decide(turn, attempt, kept, self._checker_for(allowed.names), allowed, dropped, ground)
+
+    def _spent(self, attempt: int) -> str:
+        """Why no re-ask may be sent now ("" when one may)."""
+        if not self.policy.reask:
+            return "re-asking is off"
+        if attempt >= self.policy.max_reasks_per_turn:
+            return f"the turn's budget of {self.policy.max_reasks_per_turn} re-ask(s) is spent"
+        if self.reasks_used >= self.policy.max_reasks_per_run:
+            return f"the run's budget of {self.policy.max_reasks_per_run} re-ask(s) is spent"
+        return ""
 
     def _checker_for(self, names: tuple[str, ...] | None) -> Checker:
         """The checker of the tools ``names`` allows (all of them for ``None``)."""
@@ -140,14 +168,17 @@ class Guard:
         checker: Checker,
         allowed: AllowedCalls,
         fixes: list[GuardFix],
+        ground: Context | None = None,
     ) -> Decision:
         if attempt == 0:
             self._last, self._repeats = None, 0
         if not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
-            if not checker.check(calls, self.policy.expected_count) and (
-                calls or not (self.policy.expected_count or allowed.mode == "required")
+            if (
+                not checker.check(calls, self.policy.expected_count)
+                and (calls or not (self.policy.expected_count or allowed.mode == "required"))
+                and (ground is None or not ungrounded(calls, ground, checker))
             ):
                 return Decision(action="repaired" if fixes else "accept", calls=calls, fixes=list(fixes),
                                 keep=list(range(len(calls))), attempt=attempt)  # fmt: skip
@@ -155,6 +186,13 @@ class Guard:
         work.fixes[:0] = fixes
         work.kept = list(kept)
         self._check(work)
+        if ground is not None:
+            # The calls the checklist passed (after repair), each against the conversation.
+            for i, call in enumerate(work.calls):
+                if call is not None and i not in work.per_call and i not in work.parse_errors:
+                    for f in ungrounded([call], ground, checker):
+                        confirm = f"{f.suggestion} {_CONFIRM}"
+                        work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i, "suggestion": confirm}))
         if not work.per_call and not work.parse_errors and not work.whole:
             action: Action = "repaired" if work.fixes else "accept"
             calls = [*work.kept, *(c for c in work.calls if c is not None)]
@@ -174,15 +212,10 @@ class Guard:
         self._repeats = self._repeats + 1 if signature == self._last else 0
         self._last = signature
         escalated = self._repeats > 0
-        reason = ""
-        if not self.policy.reask:
-            reason = "re-asking is off"
-        elif self._repeats > self.policy.escalate_after:
+        reason = "re-asking is off" if not self.policy.reask else ""
+        if not reason and self._repeats > self.policy.escalate_after:
             reason = f"the same failure repeated {self._repeats} time(s)"
-        elif attempt >= self.policy.max_reasks_per_turn:
-            reason = f"the turn's budget of {self.policy.max_reasks_per_turn} re-ask(s) is spent"
-        elif self.reasks_used >= self.policy.max_reasks_per_run:
-            reason = f"the run's budget of {self.policy.max_reasks_per_run} re-ask(s) is spent"
+        reason = reason or self._spent(attempt)
         # A count problem concerns the whole list, so nothing can go ahead on its own.
         keep = valid if self.policy.parallel == "keep_valid" and not work.whole else []
         common: dict[str, Any] = {"fixes": work.fixes, "findings": findings, "attempt": attempt, "reask": bad}

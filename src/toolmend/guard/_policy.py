@@ -38,7 +38,12 @@ class GuardPolicy(BaseModel):
       this number ends the turn as if the budget were spent;
     - ``transport_retries``: how often the driver re-sends the *same* request after a
       retryable transport error (never shown to the model);
-    - ``expected_count``: the number of calls the turn must have, when known.
+    - ``expected_count``: the number of calls the turn must have, when known;
+    - ``ground``: also re-ask, once per turn, for string values that the conversation never
+      mentions (:func:`toolmend.check.ungrounded`; the caller passes the conversation to
+      :meth:`Guard.decide <toolmend.guard.Guard.decide>`). The check is a heuristic (a date
+      computed from "tomorrow" is not in the conversation either), so a re-asked answer that
+      keeps such a value is accepted, and it never ends a turn when no re-ask is left.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -53,6 +58,7 @@ class GuardPolicy(BaseModel):
     escalate_after: int = 1
     transport_retries: int = 2
     expected_count: int | None = None
+    ground: bool = False
     max_echo_chars: int = 300
     """How much of a broken call's raw arguments the re-ask quotes back."""
 

@@ -143,7 +143,8 @@ class GuardMiddleware(AgentMiddleware):
             )
             return self._reply(last[-1])
 
-        outcome = drive_sync(guard, respond, [], first=self._reply(first), allowed=_allowed(request))
+        outcome = drive_sync(guard, respond, [], first=self._reply(first), allowed=_allowed(request),
+                                context=list(request.messages))
         return self._result(outcome, last[-1])
 
     async def awrap_model_call(
@@ -162,5 +163,6 @@ class GuardMiddleware(AgentMiddleware):
             )
             return self._reply(last[-1])
 
-        outcome = await drive(guard, respond, [], first=self._reply(first), allowed=_allowed(request))
+        outcome = await drive(guard, respond, [], first=self._reply(first), allowed=_allowed(request),
+                                context=list(request.messages))
         return self._result(outcome, last[-1])

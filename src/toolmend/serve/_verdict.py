@@ -254,7 +254,7 @@ async def judge(
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes
     # tool_choice and parallel_tool_calls are the guard's to enforce (toolmend.guard.AllowedCalls).
-    decision = guard.decide(turn, allowed=allowed)
+    decision = guard.decide(turn, allowed=allowed, context=body.get("messages") if policy.ground else None)
     if not (shadow or strict) and decision.action == "accept" and not fixes:
         # The common case: a clean answer costs one decision, and nothing is rewritten.
         verdict.events.append(decision.event())

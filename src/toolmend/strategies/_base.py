@@ -37,6 +37,15 @@ def _factory(name: str) -> Callable[..., Strategy]:
     return factory
 
 
+def _accepted(factory: Callable[..., Strategy]) -> set[str]:
+    """The option names ``factory`` takes: its named parameters, and for one that takes
+    ``**options`` the names its ``options()`` lists (the guard's are GuardPolicy's fields)."""
+    params = inspect.signature(factory).parameters
+    names = {n for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+    listed = getattr(factory, "options", None)
+    return names | set(listed()) if callable(listed) else names
+
+
 def _no_strategy(opts: Mapping[str, Any]) -> list[Strategy]:
     if opts:
         raise ConfigError(f"strategy options {', '.join(sorted(opts))} need a --strategy that takes them")
@@ -70,7 +79,7 @@ def build_strategies(
     used: set[str] = set()
     for name in names:
         factory = _factory(name)
-        accepted = set(inspect.signature(factory).parameters)
+        accepted = _accepted(factory)
         mine = {k: v for k, v in opts.items() if k in accepted}
         used |= set(mine)
         out.append(factory(**mine))

@@ -16,6 +16,15 @@ def guard(**policy: Any) -> Strategy:
     return GuardStrategy(**policy)
 
 
+def _guard_options() -> list[str]:
+    from toolmend.guard import GuardPolicy
+
+    return list(GuardPolicy.model_fields)
+
+
+guard.options = _guard_options  # type: ignore[attr-defined]  # -S takes any GuardPolicy field
+
+
 def hitec_icl(
     model_checklists: bool = False,
     checklist_model: str | None = None,

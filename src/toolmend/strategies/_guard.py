@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
+from toolmend._errors import ConfigError
 from toolmend._schema import Message
 from toolmend.guard import Guard, GuardPolicy, drive
 from toolmend.guard._turn import Turn
@@ -21,7 +24,12 @@ class GuardStrategy:
     name = "guard"
 
     def __init__(self, policy: GuardPolicy | None = None, **policy_options: Any) -> None:
-        self.policy = policy or GuardPolicy(**policy_options)
+        try:
+            self.policy = policy or GuardPolicy(**policy_options)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ConfigError(f"--strategy guard: {where}: {err['msg']} (got {err.get('input')!r})") from None
 
     def wrap(self, generate: Generate, state: SolveState) -> Generate:
         if not state.sample.tools:
