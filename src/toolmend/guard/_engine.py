@@ -188,11 +188,12 @@ class Guard:
         self._check(work)
         if ground is not None:
             # The calls the checklist passed (after repair), each against the conversation.
-            for i, call in enumerate(work.calls):
-                if call is not None and i not in work.per_call and i not in work.parse_errors:
-                    for f in ungrounded([call], ground, checker):
-                        confirm = f"{f.suggestion} {_CONFIRM}"
-                        work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i, "suggestion": confirm}))
+            passed = {i: c for i, c in enumerate(work.calls) if c is not None and i not in work.per_call}
+            at = list(passed)
+            for f in ungrounded(list(passed.values()), ground, checker):
+                i = at[f.call or 0]
+                confirm = f"{f.suggestion} {_CONFIRM}"
+                work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i, "suggestion": confirm}))
         if not work.per_call and not work.parse_errors and not work.whole:
             action: Action = "repaired" if work.fixes else "accept"
             calls = [*work.kept, *(c for c in work.calls if c is not None)]
