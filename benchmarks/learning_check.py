@@ -444,11 +444,15 @@ def splice_at_finding(text: str, gold_text: str, tools: list[Any]) -> tuple[str,
     return (spliced, codes[0]) if codes else None
 
 
-def own_kto_rows(own: list[dict[str, Any]], splice: bool = False) -> list[dict[str, Any]]:
+def own_kto_rows(own: list[dict[str, Any]], splice: bool = False, desirable: str = "gold") -> list[dict[str, Any]]:
     """Model-aware HiTEC-KTO rows: the model's own answers that the checklist rejects are
     undesirable (verified: each has a finding), the gold of the same task desirable. The injected
     negatives teach the HiTEC error list; these teach the mistakes this model makes. ``splice``
-    puts each negative's faulted calls after the gold's right ones (:func:`splice_at_finding`)."""
+    puts each negative's faulted calls after the gold's right ones (:func:`splice_at_finding`).
+    ``desirable="own"`` labels with the checklist alone, as KTO's binary feedback on the model's
+    own outputs: the desirable rows of a task are its distinct answers that the checklist passes
+    (right or not; as many as it has negatives, in the order sampled), the gold only when it has
+    none."""
     from toolmend.formats import load_tools
 
     rows = []
@@ -461,8 +465,12 @@ def own_kto_rows(own: list[dict[str, Any]], splice: bool = False) -> list[dict[s
             bad = dict(filter(None, (splice_at_finding(text, gold_text, tools) for text in bad)))
         if not bad:
             continue
-        rows.append({"prompt": row["prompt"], "completion": row["completion"], "tools": row["tools"],
-                     "label": True, "code": "correct"})  # fmt: skip
+        good = [row["completion"]]
+        if desirable == "own":
+            passed = dict.fromkeys(a["text"] for a in [item["greedy"], *item["samples"]] if not a["codes"])
+            good = [[{"role": "assistant", "content": text}] for text in passed][: len(bad)] or good
+        rows += [{"prompt": row["prompt"], "completion": completion, "tools": row["tools"],
+                  "label": True, "code": "correct"} for completion in good]  # fmt: skip
         rows += [{"prompt": row["prompt"], "completion": [{"role": "assistant", "content": text}],
                   "tools": row["tools"], "label": False, "code": code} for text, code in bad.items()]  # fmt: skip
     return rows
@@ -631,7 +639,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     elif stage == "own":
         rows = [r for r in _read_jsonl(run / "data" / "sft.jsonl") if r["seed"] in _ints(args.own_seeds)]
         t0 = time.time()
-        own = own_answers(sft_dir, rows, OWN_SAMPLES, args.max_new_tokens, seed)
+        own = own_answers(sft_dir, rows, args.own_samples, args.max_new_tokens, seed)
         _write_jsonl(seed_dir / "own.jsonl", own)
         answers = [a for item in own for a in [item["greedy"], *item["samples"]]]
         results["own"] = {
@@ -644,7 +652,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         }  # fmt: skip
     elif stage == "kto":
         # Model-aware HiTEC-KTO: the model's own rejected answers plus --kto-hitec times as many injected rows.
-        own = own_kto_rows(_own(seed_dir), splice=args.kto_splice)
+        own = own_kto_rows(_own(seed_dir), splice=args.kto_splice, desirable=args.kto_desirable)
         hitec = _read_jsonl(run / "data" / "kto.jsonl")
         rng.shuffle(hitec)
         hitec = hitec[: int(args.kto_hitec * len(own))]
@@ -663,6 +671,8 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                             "desirable_weight": args.kto_desirable_weight, "cut_negatives": not args.kto_whole},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
         results["kto"] = {"train": train, "empty_negatives": empty, "kept_empty": args.kto_keep_empty,
+                          "desirable": args.kto_desirable, "own_desirable": sum(r["label"] for r in own),
+                          "own_undesirable": sum(not r["label"] for r in own),
                           "cut_negatives": train.pop("cut_count"), **measure("kto")}  # fmt: skip
     elif stage == "grpo":
         # The tasks in the model's band (sometimes exact, sometimes not): no group is all-equal.
@@ -818,6 +828,8 @@ def main() -> None:
     parser.add_argument("--refine-seeds", default="1-4")
     parser.add_argument("--own-seeds", default="1-4",
                         help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages")
+    parser.add_argument("--own-samples", type=int, default=OWN_SAMPLES,
+                        help="answers sampled at temperature 1.0 per task in stage own, besides the greedy one")
     parser.add_argument("--eval-seeds", default="1000", help="held-out world seeds (their tasks are pooled)")
     parser.add_argument("--reeval", default="sft,kto,grpo,refine", help="the checkpoints --stage reeval evaluates")
     parser.add_argument("--eval-temperature", type=float, default=0.0,
@@ -842,6 +854,8 @@ def main() -> None:
                         help="KTO's desirable_weight (TRL); above 1 holds the gold's likelihood up harder")
     parser.add_argument("--kto-hitec", type=float, default=1.0,
                         help="HiTEC-injected KTO rows per row of the model's own (0: only its own answers)")
+    parser.add_argument("--kto-desirable", choices=("gold", "own"), default="gold",
+                        help="KTO's desirable rows: the gold, or the model's own answers the checklist passes")
     parser.add_argument("--kto-splice", action="store_true",
                         help="own negatives: the gold's calls before the first faulted call, then the model's own")
     parser.add_argument("--kto-keep-empty", action="store_true",

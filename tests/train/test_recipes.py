@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from toolmend._errors import ConfigError, DatasetError
 from toolmend.cli._app import app
 from toolmend.train import build_rows, prepare, train
-from toolmend.train._recipes import _check_grpo_rendering
+from toolmend.train._recipes import _check_grpo_rendering, cut_negatives
 
 SMALL = {"max_steps": 2, "logging_steps": 1, "per_device_train_batch_size": 2}
 
@@ -110,6 +110,18 @@ def test_kto_cut_negatives_end_at_the_mistake(
         ]
     with pytest.raises(ConfigError, match="cut_negatives is a KTO option"):
         prepare("sft", model=tiny_model, data=data["sft"], out=tmp_path, config={"cut_negatives": True})
+
+
+def test_cut_negatives_follows_the_closest_of_several_desirables() -> None:
+    rows = [
+        {"prompt_ids": [1], "completion_ids": [5, 6, 7, 0], "label": True},
+        {"prompt_ids": [1], "completion_ids": [5, 9, 7, 0], "label": True},
+        {"prompt_ids": [1], "completion_ids": [5, 9, 8, 0], "label": False},  # right up to 8
+        {"prompt_ids": [1], "completion_ids": [5, 6], "label": False},  # a prefix of a desirable
+        {"prompt_ids": [2], "completion_ids": [3, 4, 0], "label": False},  # no desirable
+    ]
+    assert cut_negatives(rows) == 1
+    assert [r["completion_ids"] for r in rows[2:]] == [[5, 9, 8], [5, 6], [3, 4, 0]]
 
 
 def test_kto_with_lora(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:

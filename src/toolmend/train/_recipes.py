@@ -408,7 +408,8 @@ def prepare(
 
 def cut_negatives(examples: list[dict[str, Any]]) -> int:
     """Cut, in place, each undesirable tokenized KTO example after its first completion token that
-    differs from the desirable completion of the same prompt; returns how many were cut.
+    differs from the desirable completions of the same prompt (from the one it shares the longest
+    prefix with, when a prompt has several); returns how many were cut.
 
     The examples are TRL's tokenized rows (``prompt_ids``, ``completion_ids``, ``label``), so the
     cut happens in the sequence the trainer scores: the chat template's end-of-turn tokens are
@@ -422,15 +423,21 @@ def cut_negatives(examples: list[dict[str, Any]]) -> int:
     >>> cut_negatives(rows), rows[1]["completion_ids"]
     (1, [5, 8])
     """
-    gold = {tuple(e["prompt_ids"]): e["completion_ids"] for e in examples if e["label"]}
+    gold: dict[tuple[int, ...], list[list[int]]] = {}
+    for e in examples:
+        if e["label"]:
+            gold.setdefault(tuple(e["prompt_ids"]), []).append(e["completion_ids"])
     cut = 0
     for example in examples:
-        good = gold.get(tuple(example["prompt_ids"]))
-        if example["label"] or good is None:
+        goods = gold.get(tuple(example["prompt_ids"]))
+        if example["label"] or not goods:
             continue
         bad = example["completion_ids"]
-        first = next((i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b), None)
-        if first is None or first + 1 >= len(bad):
+        firsts = [next((i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b), None) for good in goods]
+        if None in firsts:
+            continue
+        first = max(f for f in firsts if f is not None)
+        if first + 1 >= len(bad):
             continue
         example["completion_ids"] = bad[: first + 1]
         cut += 1
