@@ -45,8 +45,13 @@ from toolmend.formats._tools import load_tools
 
 def _gold() -> list[tuple[list[Tool], ToolCall]]:
     """(tools, call) for every BFCL gold call: first acceptable value, omittable ones left out."""
+    return [(tools, call) for tools, call, _ in _gold_turns()]
+
+
+def _gold_turns() -> list[tuple[list[Tool], ToolCall, list[dict[str, Any]]]]:
+    """(tools, call, the question's messages) for every BFCL gold call."""
     folder = shared_dir() / "data" / "bfcl"
-    pairs = []
+    out = []
     for qfile in sorted(folder.glob("BFCL_v4_*.json")):
         afile = folder / "possible_answer" / qfile.name
         if not afile.exists():
@@ -55,11 +60,12 @@ def _gold() -> list[tuple[list[Tool], ToolCall]]:
         answers = [json.loads(line) for line in afile.read_text().splitlines() if line.strip()]
         for q, a in zip(questions, answers, strict=True):
             tools = load_tools(q["function"])
+            messages = [m for turn in q["question"] for m in turn]
             for entry in a["ground_truth"]:
                 ((name, params),) = entry.items()
                 args = {k: _first(v) for k, v in params.items() if v and "" not in v}
-                pairs.append((tools, ToolCall(name=name, arguments=args)))
-    return pairs
+                out.append((tools, ToolCall(name=name, arguments=args), messages))
+    return out
 
 
 def _first(values: list[Any]) -> Any:

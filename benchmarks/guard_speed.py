@@ -8,6 +8,10 @@ repeats. "checker alone" is what a caller with parsed calls pays: ``json.loads``
 string plus ``Checker.check``. "guard" is ``Guard.decide`` on a :class:`~toolmend.guard.Turn`
 built from the same string — reading the arguments, checking, deciding, and the
 :class:`~toolmend.guard.Decision` it returns. Target (issue 9): at most 2x the checker alone.
+
+``--ground`` times a third row: the guard with ``GuardPolicy(ground=True)`` given the BFCL
+question as the conversation, so each clean turn also pays the grounding check (the question's
+text read and every copied-looking string value looked up in it).
 """
 
 from __future__ import annotations
@@ -21,28 +25,32 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from check_speed import _gold  # noqa: E402
+from check_speed import _gold_turns  # noqa: E402
 
 from toolmend._schema import ToolCall  # noqa: E402
 from toolmend.check import Checker  # noqa: E402
-from toolmend.guard import Guard, Turn  # noqa: E402
+from toolmend.guard import Guard, GuardPolicy, Turn  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ground", action="store_true", help="also time the guard with its grounding check")
     args = parser.parse_args()
-    pairs = _gold()
     checkers: dict[int, Checker] = {}
     guards: dict[int, Guard] = {}
+    grounded: dict[int, Guard] = {}
     cases = []
-    for tools, call in pairs:
+    contexts = []
+    for tools, call, messages in _gold_turns():
         key = id(tools)
         if key not in checkers:
             checkers[key] = Checker(tools)
             guards[key] = Guard(checkers[key])
+            grounded[key] = Guard(checkers[key], GuardPolicy(ground=True))
         raw = json.dumps(call.model_dump(mode="json")["arguments"])
         cases.append((checkers[key], guards[key], call.name, raw))
+        contexts.append((grounded[key], messages))
     # warm-up: compile every plan once for both
     for checker, guard, name, raw in cases:
         checker.check([ToolCall(name=name, arguments=json.loads(raw))])
@@ -60,20 +68,37 @@ def main() -> None:
             guard.decide(Turn.from_native("", [{"id": "c0", "name": name, "arguments": raw}]))
         return time.perf_counter() - t0
 
+    def run_grounded() -> float:
+        t0 = time.perf_counter()
+        for (_, _, name, raw), (guard, messages) in zip(cases, contexts, strict=True):
+            guard.reset()  # each turn is a run of its own: a re-ask must not spend the next one's budget
+            guard.decide(Turn.from_native("", [{"id": "c0", "name": name, "arguments": raw}]), context=messages)
+        return time.perf_counter() - t0
+
     clean = sum(
         guard.decide(Turn.from_native("", [{"id": "c0", "name": n, "arguments": r}])).action == "accept"
         for _, guard, n, r in cases
     )
-    c_times, g_times = [], []
+    c_times, g_times, r_times = [], [], []
     for _ in range(args.repeat):
         c_times.append(run_checker())
         g_times.append(run_guard())
+        if args.ground:
+            r_times.append(run_grounded())
     c, g = statistics.median(c_times), statistics.median(g_times)
     n = len(cases)
     print(f"{n} BFCL gold calls ({clean} accepted as they are), median of {args.repeat} runs")
     print(f"{'':18} {'us/turn':>9} {'ratio':>7}")
     print(f"{'checker alone':18} {c / n * 1e6:9.1f} {1.0:7.2f}")
     print(f"{'guard.decide':18} {g / n * 1e6:9.1f} {g / c:7.2f}")
+    if args.ground:
+        r = statistics.median(r_times)
+        reasked = 0
+        for (_, _, n_, raw), (guard, m) in zip(cases, contexts, strict=True):
+            guard.reset()
+            turn = Turn.from_native("", [{"id": "c0", "name": n_, "arguments": raw}])
+            reasked += guard.decide(turn, context=m).action == "reask"
+        print(f"{'guard, ground':18} {r / n * 1e6:9.1f} {r / c:7.2f}   ({reasked} gold calls re-asked as ungrounded)")
 
 
 if __name__ == "__main__":
