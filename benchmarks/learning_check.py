@@ -499,11 +499,13 @@ def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0, ground:
         seen: set[str] = set()
         context, gold = (row["prompt"] if ground else None), row["completion"][0]["content"]
         for a in [item["greedy"], *item["samples"]]:
+            if a["text"] in seen:
+                continue  # a repeated answer: its row is written once
             turn = Turn.from_text(a["text"], "tags")
             # One set of findings gives both the feedback and the row's code.
             found = feedback_findings(turn, checker, context=context, gold=gold)
             codes = a["codes"] or ([str(f.code) for f in found] if ground else [])
-            if a["text"] in seen or not (a["exact"] or codes or wrong_clean > 0):
+            if not (a["exact"] or codes or wrong_clean > 0):
                 continue
             seen.add(a["text"])
             answer = KEEP_IT if a["exact"] else gold
