@@ -77,3 +77,29 @@ def test_new_errors_keep_their_builtin_base(cls: type[Exception], base: type[Exc
         load_lenient("{not json at all")
     with pytest.raises(PathError):
         extract_path({"a": {}}, "a.b")
+
+
+def test_first_error_names_the_nested_field_and_drops_pydantics_prefix() -> None:
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    from toolmend._errors import first_error
+
+    class Inner(BaseModel):
+        k: int
+
+        @field_validator("k")
+        @classmethod
+        def positive(cls, v: int) -> int:
+            if v <= 0:
+                raise ValueError("k must be positive")
+            return v
+
+    class Outer(BaseModel):
+        items: list[Inner]
+
+    with pytest.raises(ValidationError) as info:
+        Outer.model_validate({"items": [{"k": 1}, {"k": -2}]})
+    assert first_error(info.value) == ("items.1.k", "k must be positive")
+    with pytest.raises(ValidationError) as top:
+        Outer.model_validate([1])
+    assert first_error(top.value)[0] == ""

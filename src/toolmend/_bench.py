@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolmend._errors import ConfigError, DatasetError, ModelError
+from toolmend._errors import ConfigError, DatasetError, ModelError, first_error
 from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
@@ -137,9 +137,8 @@ class BenchSettings(BaseModel):
         try:
             settings = cls.model_validate(raw)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(x) for x in err["loc"])
-            raise ConfigError(f"{run.path}: cannot read its settings ({where}: {err['msg']})") from exc
+            where, msg = first_error(exc)
+            raise ConfigError(f"{run.path}: cannot read its settings ({where}: {msg})") from exc
         if settings.schema_version != SETTINGS_VERSION:
             raise ConfigError(
                 f"{run.path} has settings version {settings.schema_version}; this toolmend reads "

@@ -15,6 +15,10 @@ Catch everything toolmend raises with ``except ToolmendError``::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "ConfigError",
@@ -121,3 +125,21 @@ class ScoringError(ToolmendError, ValueError):
 
 class PathError(ToolmendError, KeyError):
     """A dotted path (``flights.0.id``) that does not exist in the data it is looked up in."""
+
+
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """``(where, message)`` of the first error pydantic reports: the dotted field path ("" at the
+    top level) and the message without pydantic's "Value error, " prefix. Each caller turns it into
+    its one-line error, naming its own file or option::
+
+        >>> from pydantic import BaseModel, ValidationError
+        >>> class Point(BaseModel):
+        ...     x: int
+        >>> try:
+        ...     Point.model_validate({"x": "north"})
+        ... except ValidationError as exc:
+        ...     first_error(exc)
+        ('x', 'Input should be a valid integer, unable to parse string as an integer')
+    """
+    err = exc.errors()[0]
+    return ".".join(str(p) for p in err["loc"]), str(err["msg"]).removeprefix("Value error, ")

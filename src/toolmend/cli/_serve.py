@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 import typer
 from pydantic import ValidationError
 
-from toolmend._errors import ToolmendError
+from toolmend._errors import ToolmendError, first_error
 from toolmend.cli._console import fail
 from toolmend.guard import GuardPolicy
 
@@ -49,9 +49,8 @@ def load_policy(path: Path) -> GuardPolicy:
     try:
         return GuardPolicy.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "?"
-        raise ToolmendError(f"{path}, field {field!r}: {err['msg']}") from None
+        field, msg = first_error(exc)
+        raise ToolmendError(f"{path}, field {field or '?'!r}: {msg}") from None
     except ToolmendError as exc:
         raise ToolmendError(f"{path}: {exc}") from None
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
-from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, TypeAdapter, create_model
 
 from toolmend._errors import ConfigError, SpecError
 from toolmend._schema import Tool
@@ -258,8 +258,3 @@ def _order(prop: dict[str, Any]) -> dict[str, Any]:
     # type first, description second: easier to read in prompts.
     head: dict[str, Any] = {k: prop[k] for k in ("type", "description") if k in prop}
     return {**head, **{k: v for k, v in prop.items() if k not in head}}
-
-
-def validation_messages(exc: ValidationError) -> list[tuple[str, str]]:
-    """(dotted path, message) for each error pydantic reported."""
-    return [(".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()]

@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolmend._errors import ConfigError, DatasetError
+from toolmend._errors import ConfigError, DatasetError, first_error
 from toolmend._jsontext import dumps, load_model, model_json
 from toolmend.runs._manifest import DatasetInfo, Manifest
 from toolmend.runs._record import SampleRecord
@@ -154,10 +154,9 @@ class RunDir:
         try:
             return load_model(SampleRecord, text)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or None
+            field, msg = first_error(exc)
             raise DatasetError(
-                f"not a sample record: {err['msg']}", path=self.samples_path, line=n, field=field
+                f"not a sample record: {msg}", path=self.samples_path, line=n, field=field or None
             ) from exc
 
     def iter_records(self) -> Iterator[SampleRecord]:

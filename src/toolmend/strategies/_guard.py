@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolmend._errors import ConfigError
+from toolmend._errors import ConfigError, first_error
 from toolmend._schema import Message
 from toolmend.guard import Guard, GuardPolicy, drive
 from toolmend.guard._turn import Turn
@@ -27,9 +27,9 @@ class GuardStrategy:
         try:
             self.policy = policy or GuardPolicy(**policy_options)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ConfigError(f"--strategy guard: {where}: {err['msg']} (got {err.get('input')!r})") from None
+            where, msg = first_error(exc)
+            got = exc.errors()[0].get("input")
+            raise ConfigError(f"--strategy guard: {where}: {msg} (got {got!r})") from None
 
     def wrap(self, generate: Generate, state: SolveState) -> Generate:
         if not state.sample.tools:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolmend._errors import ConfigError
+from toolmend._errors import ConfigError, first_error
 from toolmend._schema import Message, ToolCall
 from toolmend.benchmarks._toolace_r import calls_match, difficulty, in_band, overlap_score
 from toolmend.check import Checker
@@ -133,10 +133,9 @@ class IterateConfig(BaseModel):
         try:
             return cls.model_validate(value or {})
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
+            field, msg = first_error(exc)
             what = f"iterate config field {field!r}" if field else "iterate config"
-            raise ConfigError(f"{where}{what}: {err['msg'].removeprefix('Value error, ')}") from None
+            raise ConfigError(f"{where}{what}: {msg}") from None
 
 
 class RoundResult(BaseModel):

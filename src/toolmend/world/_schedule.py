@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolmend._errors import ConfigError
+from toolmend._errors import ConfigError, first_error
 from toolmend.env._faults import FAULT_KINDS
 from toolmend.world._tasks import Task
 
@@ -193,9 +193,8 @@ class FaultSchedule(BaseModel):
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        return f"{where}: {err['msg']}" if where else str(err["msg"])
+        where, msg = first_error(exc)
+        return f"{where}: {msg}" if where else msg
     return str(exc)
 
 

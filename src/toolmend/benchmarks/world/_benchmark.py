@@ -42,7 +42,7 @@ from toolmend.benchmarks.world._metrics import aggregate_world
 
 if TYPE_CHECKING:
     from toolmend.benchmarks.world._audit import AuditReport
-from toolmend._errors import ConfigError, DatasetError
+from toolmend._errors import ConfigError, DatasetError, first_error
 from toolmend._schema import Message, Sample, Tool
 from toolmend.world import WORLD_TOOLS, generate_tasks
 from toolmend.world._episode import Episode, gold_replies
@@ -88,9 +88,8 @@ def read_tasks(path: str | Path) -> list[Task]:
         try:
             tasks.append(Task.model_validate_json(line))
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "line"
-            raise DatasetError(f"{path}:{number}: {where}: {err['msg']} (expected a world task)") from None
+            where, msg = first_error(exc)
+            raise DatasetError(f"{path}:{number}: {where or 'line'}: {msg} (expected a world task)") from None
     if not tasks:
         raise DatasetError(f"{path}: no world tasks")
     return tasks
