@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from toolmend._errors import ConfigError
 from toolmend._schema import ToolCall
+from toolmend.check import ungrounded
 from toolmend.guard import Guard, GuardPolicy, Turn
 
 TOOLS = [
@@ -258,11 +260,32 @@ def test_ground_reasks_a_value_the_conversation_never_mentions_once() -> None:
     assert again.action == "accept" and [c.arguments.get("city") for c in again.calls] == [None, "London"]
 
 
+def test_ground_checks_a_clean_turn_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hot path's grounding findings are the re-ask's: the same calls are not matched again.
+    import toolmend.guard._engine as engine
+
+    seen: list[int] = []
+
+    def counted(calls: Any, context: Any, tools: Any, **kw: Any) -> Any:
+        seen.append(len(calls))
+        return ungrounded(calls, context, tools, **kw)
+
+    monkeypatch.setattr(engine, "ungrounded", counted)
+    turn = native(("get_weather", {"city": "London", "days": 3}), ("send_mail", {"to": "ana@example.org", "body": "x"}))
+    assert Guard(TOOLS, GuardPolicy(ground=True)).decide(turn, context=REQUEST).reask == [0]
+    assert seen == [2]
+
+
 def test_ground_is_off_without_the_policy_or_the_conversation() -> None:
     turn = native(("get_weather", {"city": "London"}))
     assert Guard(TOOLS).decide(turn, context=REQUEST).action == "accept"
     assert Guard(TOOLS, GuardPolicy(ground=True)).decide(turn).action == "accept"
-    assert Guard(TOOLS, GuardPolicy(ground=True)).decide(native(("get_weather", {"city": "paris"})), context=REQUEST).action == "accept"
+    assert (
+        Guard(TOOLS, GuardPolicy(ground=True))
+        .decide(native(("get_weather", {"city": "paris"})), context=REQUEST)
+        .action
+        == "accept"
+    )
 
 
 @pytest.mark.parametrize("policy", [{"max_reasks_per_turn": 0}, {"reask": False}, {"max_reasks_per_run": 0}])
@@ -274,5 +297,9 @@ def test_ground_never_ends_a_turn_without_a_reask_left(policy: dict[str, object]
 
 def test_ground_joins_a_reask_the_checklist_asks_for() -> None:
     guard = Guard(TOOLS, GuardPolicy(ground=True))
-    d = guard.decide(native(("get_weather", {"city": "London"}), ("send_mail", {"to": "ana@example.org"})), context=REQUEST)
-    assert d.action == "reask" and d.reask == [0, 1] and sorted(d.codes) == ["invalid_value", "missing_required"]
+    d = guard.decide(
+        native(("get_weather", {"city": "London"}), ("send_mail", {"to": "ana@example.org"})), context=REQUEST
+    )
+    assert (
+        d.action == "reask" and d.reask == [0, 1] and sorted(d.codes) == ["invalid_value", "missing_required"]
+    )

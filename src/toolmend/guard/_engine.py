@@ -172,16 +172,17 @@ class Guard:
     ) -> Decision:
         if attempt == 0:
             self._last, self._repeats = None, 0
+        clean: list[Finding] | None = None  # the grounding findings of a turn the checklist passed
         if not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
-            if (
-                not checker.check(calls, self.policy.expected_count)
-                and (calls or not (self.policy.expected_count or allowed.mode == "required"))
-                and (ground is None or not ungrounded(calls, ground, checker))
+            if not checker.check(calls, self.policy.expected_count) and (
+                calls or not (self.policy.expected_count or allowed.mode == "required")
             ):
-                return Decision(action="repaired" if fixes else "accept", calls=calls, fixes=list(fixes),
-                                keep=list(range(len(calls))), attempt=attempt)  # fmt: skip
+                clean = [] if ground is None else ungrounded(calls, ground, checker)
+                if not clean:
+                    return Decision(action="repaired" if fixes else "accept", calls=calls, fixes=list(fixes),
+                                    keep=list(range(len(calls))), attempt=attempt)  # fmt: skip
         work = self._read(turn, checker, allowed)
         work.fixes[:0] = fixes
         work.kept = list(kept)
@@ -190,7 +191,10 @@ class Guard:
             # The calls the checklist passed (after repair), each against the conversation.
             passed = {i: c for i, c in enumerate(work.calls) if c is not None and i not in work.per_call}
             at = list(passed)
-            for f in ungrounded(list(passed.values()), ground, checker):
+            # A clean turn's calls all pass again, unchanged: its findings are already known.
+            if clean is None or len(at) != len(turn.calls):
+                clean = ungrounded(list(passed.values()), ground, checker)
+            for f in clean:
                 i = at[f.call or 0]
                 confirm = f"{f.suggestion} {_CONFIRM}"
                 work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i, "suggestion": confirm}))
