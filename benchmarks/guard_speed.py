@@ -11,7 +11,9 @@ built from the same string — reading the arguments, checking, deciding, and th
 
 ``--ground`` times a third row: the guard with ``GuardPolicy(ground=True)`` given the BFCL
 question as the conversation, so each clean turn also pays the grounding check (the question's
-text read and every copied-looking string value looked up in it).
+text read and every copied-looking string value looked up in it). It also counts what the check
+re-asks: right gold calls (false alarms), and gold calls with one string value swapped for the
+same parameter's value in another BFCL question (a wrong value the schema passes; caught ones).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -99,6 +102,36 @@ def main() -> None:
             turn = Turn.from_native("", [{"id": "c0", "name": n_, "arguments": raw}])
             reasked += guard.decide(turn, context=m).action == "reask"
         print(f"{'guard, ground':18} {r / n * 1e6:9.1f} {r / c:7.2f}   ({reasked} gold calls re-asked as ungrounded)")
+        wrong = _swapped(cases, contexts)
+        caught = 0
+        for guard, name, args_, messages in wrong:
+            guard.reset()
+            turn = Turn.from_native("", [{"id": "c0", "name": name, "arguments": json.dumps(args_)}])
+            caught += guard.decide(turn, context=messages).action == "reask"
+        print(f"wrong values (one string swapped for another question's): {caught} of {len(wrong)} re-asked")
+
+
+def _swapped(cases: list[Any], contexts: list[Any]) -> list[tuple[Guard, str, dict[str, Any], Any]]:
+    """Each gold call with its first string argument replaced by the next other value that the
+    same parameter name takes in another question (deterministic: the order of the BFCL files)."""
+    values: dict[str, list[tuple[int, str]]] = {}
+    for i, (_, _, _, raw) in enumerate(cases):
+        for key, value in json.loads(raw).items():
+            if isinstance(value, str):
+                values.setdefault(key, []).append((i, value))
+    out = []
+    for i, ((_, _, name, raw), (guard, messages)) in enumerate(zip(cases, contexts, strict=True)):
+        args = json.loads(raw)
+        for key, value in args.items():
+            if not isinstance(value, str):
+                continue
+            pool = values[key]
+            at = next(k for k, (j, _) in enumerate(pool) if j == i)
+            donor = next((v for j, v in pool[at + 1 :] + pool[:at] if j != i and v.casefold() != value.casefold()), None)
+            if donor is not None:
+                out.append((guard, name, {**args, key: donor}, messages))
+            break
+    return out
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from toolmend import Finding, Message, Ref, ToolCall
 from toolmend.check import Checker, ungrounded
 from toolmend.guard import Turn
@@ -33,6 +35,42 @@ def paths(args: dict[str, object], context: object, **kw: object) -> list[str]:
 def test_a_copied_value_passes_whatever_its_case_and_spacing() -> None:
     assert paths({"to": "Ana  LARSEN"}, "Write to ana larsen today.") == []
     assert paths({"to": "Sami Larsen"}, "Write to Ana Larsen today.") == ["to"]
+
+
+@pytest.mark.parametrize(
+    ("value", "context"),
+    [
+        ("2023-04-25", "The forecast for Palo Alto for April 25th 2023?"),
+        ("2024-03-12 16:00:00", "available on 12/03/2024 16:00 - 18:00"),
+        ("2023-11-01T20:00:00", "Move it to November 1, 2023 at 8pm London time."),
+        ("04-2022", "performing next month (April 2022)"),
+        ("2022-01-28", "the game on Jan. 28, 2022"),
+        ("油炸鸡翅", "我想买30个油炸鸡翅，90根薯条"),
+        ("Big Mac", "I'd like two Big Macs."),
+        ("3x + 2", "where y=3x+2 meets y=2x+3"),
+        ("3x**2", "the integral of f(x) = 3x^2"),
+        ("without_joker", "a heart from a deck without joker"),
+        ("Nashville, TN", "a guitar shop in Nashville"),
+    ],
+)
+def test_a_value_written_in_another_form_is_seen(value: str, context: str) -> None:
+    assert paths({"to": value}, context) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "context"),
+    [
+        ("2023-04-27", "The upcoming Wednesday; today is Monday April 25th 2023."),  # computed, not copied
+        ("2022-10-30T16:30:00", "Next Thursday at 4:30 PM? Today is 2022-10-20."),  # 30 is a minute there
+        ("2023-03-05", "The forecast for Marshall, MN on the 5th, 2023."),  # "Mar" of Marshall is no month
+        ("2023-04-25T09:00:00", "April 25th 2023 at 10am"),
+        ("London, UK", "Weather in Paris, UK?"),
+        ("鸡翅", "我想买30个油炸鸡腿"),
+        ("Big Macs", "I'd like a Big Mac."),
+    ],
+)
+def test_a_value_not_in_the_conversation_in_any_form_is_reported(value: str, context: str) -> None:
+    assert paths({"to": value}, context) == ["to"]
 
 
 def test_nested_values_are_named_by_their_path() -> None:

@@ -17,13 +17,24 @@ What is not checked: values under an ``enum`` or ``const`` (the schema check own
 right one is chosen, not copied), values of one character, values of more than ``max_words``
 words (text the model writes, such as a message body), non-strings, and references.
 Matching ignores case and runs of whitespace, and a value must not be part of a longer word
-("Osl" is not found in "Oslo").
+("Osl" is not found in "Oslo"; in scripts written without spaces, such as Chinese, any part
+counts). A value also counts as mentioned when the conversation has it in a common other form:
+spaced differently around punctuation ("3x + 2" for "3x+2"), with underscores for spaces, as a
+plural ("Big Mac" for "two Big Macs"), as a date written another way ("2023-04-25" for "April
+25th 2023"), or as the place a qualified value starts with ("Nashville, TN" for "Nashville"):
+
+>>> [f.path for f in ungrounded([ToolCall(name="weather", arguments={"city": "Paris, FR"})],
+...                             "Weather in Paris on 2023-04-25?", tools)]
+[]
+
+A value the model computes (the date of "next Friday") is still reported: the check cannot know it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -44,9 +55,77 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text.casefold()).strip()
 
 
+def _spaced(ch: str) -> bool:
+    """Whether ``ch`` is a word character of a script that separates its words (CJK does not:
+    "油炸鸡翅" is a word of "30个油炸鸡翅" with no boundary between them)."""
+    return (ch.isalnum() or ch == "_") and unicodedata.east_asian_width(ch) not in "WF"
+
+
+def _pattern(value: str, *, loose: bool) -> str:
+    """A regular expression for ``value`` as a whole word. ``loose``: any spacing around its
+    punctuation ("3x + 2" is "3x+2"), underscores as spaces, and a plural ending ("Big Mac" is in
+    "two Big Macs")."""
+    if loose:
+        # "without_joker" is "without joker"; "x**2" is "x^2".
+        words = re.findall(r"[^\W_]+|[^\w\s]", value.replace("_", " ").replace("**", "^"))
+        body = r"\s*".join(r"(?:\^|\*\*)" if t == "^" else re.escape(t) for t in words)
+        body += r"(?:e?s)?" if value[-1].isalpha() else ""
+    else:
+        body = re.escape(value)
+    left = r"(?<!\w)" if _spaced(value[0]) else ""
+    right = r"(?!\w)" if _spaced(value[-1]) else ""
+    return left + body + right
+
+
 def _mentions(text: str, value: str) -> bool:
     """``value`` in ``text``, not as a part of a longer word: "Osl" is not in "Oslo"."""
-    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None if value in text else False
+    return re.search(_pattern(value, loose=False), text) is not None if value in text else False
+
+
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december"]  # fmt: skip
+_DATE = re.compile(
+    r"(\d{1,4})[-/.](\d{1,4})(?:[-/.](\d{1,4}))?(?:[t ](\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"
+)
+
+
+def _date_seen(text: str, value: str) -> bool:
+    """A date (and time) value written in another form than the conversation's: "2023-04-25" for
+    "April 25th 2023", "2024-03-12 16:00:00" for "12/03/2024 16:00", "2023-11-01T20:00:00" for
+    "November 1, 2023 at 8pm". Its year, month and day must each be mentioned (the month as a
+    number or by name, the day with or without "st"/"th"), and its time, when not midnight."""
+    m = _DATE.fullmatch(value)
+    if not m:
+        return False
+    numbers = [int(g) for g in m.groups()[:3] if g]
+    years = [n for n in numbers if n >= 1000]
+    rest = [n for n in numbers if 1 <= n <= 31]
+    if len(years) != 1 or len(years) + len(rest) != len(numbers):
+        return False
+    said = {int(n) for n in re.findall(r"(?<![\d:])(\d{1,4})(?:st|nd|rd|th)?(?![\d:])", text)}
+    months = {i + 1 for i, name in enumerate(_MONTHS) if re.search(rf"(?<!\w)(?:{name}|{name[:3]}\.?)(?!\w)", text)}
+    # Which of the two small numbers is the month depends on the locale: either reading will do.
+    if years[0] not in said or not any(
+        rest[k] in said | months and all(n in said for j, n in enumerate(rest) if j != k) for k in range(len(rest))
+    ):
+        return False
+    if m[4] is None or (int(m[4]), int(m[5])) == (0, 0):
+        return True
+    hour, minute = int(m[4]), int(m[5])
+    clock = rf"(?<!\d)0?{hour % 12 or 12}(?::{minute:02d})?\s*{'p' if hour >= 12 else 'a'}\.?m\b"
+    return f"{hour}:{minute:02d}" in text or f"{hour:02d}:{minute:02d}" in text or re.search(clock, text) is not None
+
+
+def _seen(text: str, value: str) -> bool:
+    """Whether the conversation mentions ``value`` in some form (``text`` and ``value`` normalized)."""
+    # A value escaped in a JSON tool output (``"Jos\\u00e9"``) still counts as seen.
+    if _mentions(text, value) or _mentions(text, _norm(json.dumps(value)[1:-1])):
+        return True
+    if re.search(_pattern(value, loose=True), text) or _date_seen(text, value):
+        return True
+    # "Nashville, TN" for "Nashville": a place the request names, qualified by the model.
+    head, _, qualifier = value.partition(",")
+    return bool(qualifier) and len(qualifier.split()) <= 3 and len(head) > 1 and _seen(text, head.strip())
 
 
 def _context_text(context: Context) -> str:
@@ -127,8 +206,7 @@ def ungrounded(
             want = _norm(value)
             if len(want) < 2 or len(want.split(" ")) > max_words:
                 continue
-            # A value escaped in a JSON tool output (``"Jos\\u00e9"``) still counts as seen.
-            if _mentions(text, want) or _mentions(text, _norm(json.dumps(value)[1:-1])):
+            if _seen(text, want):
                 continue
             path = format_path(loc)
             if (i, path) in taken:
