@@ -128,3 +128,11 @@ def test_turn_findings_add_grounding_only_where_the_schema_found_nothing() -> No
     assert [(f.code, f.path) for f in with_context] == [("invalid_type", "n"), ("invalid_value", "to")]
     ask = refine_reask(turn, checker, context="Send it to Ana.")
     assert "'to' is 'Bob', which appears nowhere in the conversation. Use the value" in ask
+
+
+def test_a_long_value_is_matched_only_as_written() -> None:
+    # The looser forms are a regular expression per token: not for a value an attacker sizes.
+    value = ",".join(["a1"] * 5000)
+    context = " , ".join(["a1"] * 5000)
+    assert paths({"to": value}, context) == ["to"]
+    assert paths({"to": "a1,a1"}, context) == []  # short: any spacing

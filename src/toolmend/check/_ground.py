@@ -46,6 +46,10 @@ __all__ = ["ungrounded"]
 MAX_WORDS = 12
 """Longer string values are taken as written by the model, not copied."""
 
+LOOSE_MAX = 100
+"""Longer values are matched only as written: the other forms cost a search per value's token,
+and a value from an untrusted reply can be long."""
+
 _SPACE = re.compile(r"\s+")
 
 Context = str | Sequence[Any]
@@ -121,6 +125,8 @@ def _seen(text: str, value: str) -> bool:
     # A value escaped in a JSON tool output (``"Jos\\u00e9"``) still counts as seen.
     if _mentions(text, value) or _mentions(text, _norm(json.dumps(value)[1:-1])):
         return True
+    if len(value) > LOOSE_MAX:
+        return False
     if re.search(_pattern(value, loose=True), text) or _date_seen(text, value):
         return True
     # "Nashville, TN" for "Nashville": a place the request names, qualified by the model.
