@@ -35,7 +35,8 @@ Stages (each reads the previous one's checkpoint, per model seed, and records it
             prompt and the tool list), the rest on whole rows
     sft-eval  evaluate the SFT checkpoint again (e.g. after changing --eval-per-template)
     reeval  evaluate every checkpoint of the seed again with the current evaluation options
-    own     the SFT model's greedy answer and 4 samples for each training task of --own-seeds
+    own     the SFT model's greedy answer and 4 samples for each task of --own-seeds (training tasks,
+            or world seeds outside --train-seeds, which the SFT model never saw)
     kto     HiTEC-KTO from the SFT model, injected plus the model's own rejected answers, each cut
             after its first token that differs from the gold -> schema-valid
     grpo    GRPO (schema + call-match rewards) on the tasks the model sometimes gets right -> exact-call
@@ -139,19 +140,25 @@ def _system(seed: int) -> dict[str, str]:
     return {"role": "system", "content": system_prompt(seed, tools=False)}
 
 
-def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]) -> dict[str, Any]:
+def _world_rows(kind: str, seed: int) -> tuple[list[dict[str, Any]], Any]:
+    """``build_rows(kind, source="world", seed=seed)`` on first turns, each prompt led by the system prompt."""
     from toolmend.train import build_rows
 
+    built, report = build_rows(kind, source="world", seed=seed)
+    for row in built:
+        row["prompt"] = [_system(seed), *row["prompt"]]
+    return built, report
+
+
+def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]) -> dict[str, Any]:
     tasks = _tasks(sorted(set(train_seeds) | set(kto_seeds) | set(refine_seeds)))
     out: dict[str, Any] = {"reports": {}}
     rows: dict[str, list[dict[str, Any]]] = {"sft": [], "kto": [], "refine": []}
     with first_turn_traces(tasks):
         for kind, seeds in (("sft", train_seeds), ("kto", kto_seeds), ("refine", refine_seeds)):
             for s in seeds:
-                built, report = build_rows(kind, source="world", seed=s)
+                built, report = _world_rows(kind, s)
                 out["reports"][f"{kind}:{s}"] = report.model_dump(include={"rows", "traces", "dropped", "codes"})
-                for row in built:
-                    row["prompt"] = [_system(s), *row["prompt"]]
                 rows[kind] += built
     for kind, kind_rows in rows.items():
         _write_jsonl(run / "data" / f"{kind}.jsonl", kind_rows)
@@ -598,7 +605,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         if name == "sft":
             results["sft_per_sample"] = plain["per_sample"]
         entry: dict[str, Any] = {"eval": _strip(plain)}
-        if name in ("sft", "refine"):
+        if name in ("sft", "refine") and not args.no_self_refine:
             options = (*(["ground=true"] if args.ground else []), *([f"accept={args.accept}"] if args.accept != "any" else []))
             refined = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads,
                                strategy_options=options, **eval_options)  # fmt: skip
@@ -639,7 +646,12 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
             if name in results:
                 results[name] = {**results[name], **measure(name)}
     elif stage == "own":
-        rows = [r for r in _read_jsonl(run / "data" / "sft.jsonl") if r["seed"] in _ints(args.own_seeds)]
+        own_seeds = _ints(args.own_seeds)
+        rows = [r for r in _read_jsonl(run / "data" / "sft.jsonl") if r["seed"] in own_seeds]
+        # World seeds the SFT data lacks: tasks the model never trained on, built the same way.
+        unseen = sorted(set(own_seeds) - {r["seed"] for r in rows})
+        with first_turn_traces(_tasks(unseen)):
+            rows += [row for s in unseen for row in _world_rows("sft", s)[0]]
         t0 = time.time()
         own = own_answers(sft_dir, rows, args.own_samples, args.max_new_tokens, seed)
         _write_jsonl(seed_dir / "own.jsonl", own)
@@ -832,6 +844,8 @@ def main() -> None:
                         help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages")
     parser.add_argument("--own-samples", type=int, default=OWN_SAMPLES,
                         help="answers sampled at temperature 1.0 per task in stage own, besides the greedy one")
+    parser.add_argument("--no-self-refine", action="store_true",
+                        help="evaluate the sft and refine checkpoints on first replies only (no self-refine re-ask)")
     parser.add_argument("--eval-seeds", default="1000", help="held-out world seeds (their tasks are pooled)")
     parser.add_argument("--reeval", default="sft,kto,grpo,refine", help="the checkpoints --stage reeval evaluates")
     parser.add_argument("--eval-temperature", type=float, default=0.0,
