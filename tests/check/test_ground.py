@@ -136,3 +136,4 @@ def test_a_long_value_is_matched_only_as_written() -> None:
     context = " , ".join(["a1"] * 5000)
     assert paths({"to": value}, context) == ["to"]
     assert paths({"to": "a1,a1"}, context) == []  # short: any spacing
+    assert paths({"to": "__"}, context) == ["to"]  # nothing to anchor a loose search on

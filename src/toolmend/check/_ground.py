@@ -125,8 +125,8 @@ def _seen(text: str, value: str) -> bool:
     # A value escaped in a JSON tool output (``"Jos\\u00e9"``) still counts as seen.
     if _mentions(text, value) or _mentions(text, _norm(json.dumps(value)[1:-1])):
         return True
-    if len(value) > LOOSE_MAX:
-        return False
+    if len(value) > LOOSE_MAX or not re.search(r"[^\W_]", value):
+        return False  # too long to search loosely, or no letter or digit to anchor the search
     if re.search(_pattern(value, loose=True), text) or _date_seen(text, value):
         return True
     # "Nashville, TN" for "Nashville": a place the request names, qualified by the model.
