@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolmend import Finding, Message, Ref, ToolCall
 from toolmend.check import Checker, ungrounded
@@ -137,3 +141,15 @@ def test_a_long_value_is_matched_only_as_written() -> None:
     assert paths({"to": value}, context) == ["to"]
     assert paths({"to": "a1,a1"}, context) == []  # short: any spacing
     assert paths({"to": "__"}, context) == ["to"]  # nothing to anchor a loose search on
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text("ab _-.Ö1", max_size=12), st.text("ab _-.Ö1", min_size=1, max_size=3))
+def test_a_mention_is_a_whole_word_match(text: str, value: str) -> None:
+    # str.find with the neighbours looked at must agree with the regular expression it replaced,
+    # whose boundaries stand only at the value's word-character edges.
+    from toolmend.check._ground import _mentions
+
+    left = r"(?<!\w)" if re.match(r"\w", value[0]) else ""
+    right = r"(?!\w)" if re.match(r"\w", value[-1]) else ""
+    assert _mentions(text, value) == (re.search(left + re.escape(value) + right, text) is not None)
