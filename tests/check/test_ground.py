@@ -45,6 +45,8 @@ def test_a_copied_value_passes_whatever_its_case_and_spacing() -> None:
     ("value", "context"),
     [
         ("2023-04-25", "The forecast for Palo Alto for April 25th 2023?"),
+        ("2023-03-02", "the weather on the 2nd of march 2023"),
+        ("2023-06-20", "this weekend, Jun.20,2023"),
         ("2024-03-12 16:00:00", "available on 12/03/2024 16:00 - 18:00"),
         ("2023-11-01T20:00:00", "Move it to November 1, 2023 at 8pm London time."),
         ("04-2022", "performing next month (April 2022)"),
@@ -67,6 +69,7 @@ def test_a_value_written_in_another_form_is_seen(value: str, context: str) -> No
         ("2023-04-27", "The upcoming Wednesday; today is Monday April 25th 2023."),  # computed, not copied
         ("2022-10-30T16:30:00", "Next Thursday at 4:30 PM? Today is 2022-10-20."),  # 30 is a minute there
         ("2023-03-05", "The forecast for Marshall, MN on the 5th, 2023."),  # "Mar" of Marshall is no month
+        ("2023-05-07", "You may book it for the 7th, 2023."),  # nor is the verb "may"
         ("2023-04-25T09:00:00", "April 25th 2023 at 10am"),
         ("London, UK", "Weather in Paris, UK?"),
         ("鸡翅", "我想买30个油炸鸡腿"),

@@ -99,7 +99,9 @@ def _word(ch: str) -> bool:
 
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december"]  # fmt: skip
-_MONTH = re.compile(r"(?<!\w)(" + "|".join(f"{m[:3]}(?:{m[3:]})?" for m in _MONTHS) + r")\.?(?!\w)")
+_NAMES = "|".join(f"{m[:3]}(?:{m[3:]})?" for m in _MONTHS)
+# A month name next to a number ("May 3rd", "the 2nd of march", "Jun.20"): "you may" names no month.
+_MONTH = re.compile(rf"\d(?:st|nd|rd|th)?\s+(?:of\s+)?({_NAMES})(?!\w)|(?<!\w)({_NAMES})\.?(?=\s*,?\s*\d)")
 _DATE = re.compile(
     r"(\d{1,4})[-/.](\d{1,4})(?:[-/.](\d{1,4}))?(?:[t ](\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"
 )
@@ -119,7 +121,7 @@ def _date_seen(text: str, value: str) -> bool:
     if len(years) != 1 or len(years) + len(rest) != len(numbers):
         return False
     said = {int(n) for n in re.findall(r"(?<![\d:])(\d{1,4})(?:st|nd|rd|th)?(?![\d:])", text)}
-    months = {[m[:3] for m in _MONTHS].index(name[:3]) + 1 for name in _MONTH.findall(text)}
+    months = {[m[:3] for m in _MONTHS].index((a or b)[:3]) + 1 for a, b in _MONTH.findall(text)}
     # Which of the two small numbers is the month depends on the locale: either reading will do.
     if years[0] not in said or not any(
         rest[k] in said | months and all(n in said for j, n in enumerate(rest) if j != k) for k in range(len(rest))
