@@ -280,12 +280,7 @@ def test_ground_is_off_without_the_policy_or_the_conversation() -> None:
     turn = native(("get_weather", {"city": "London"}))
     assert Guard(TOOLS).decide(turn, context=REQUEST).action == "accept"
     assert Guard(TOOLS, GuardPolicy(ground=True)).decide(turn).action == "accept"
-    assert (
-        Guard(TOOLS, GuardPolicy(ground=True))
-        .decide(native(("get_weather", {"city": "paris"})), context=REQUEST)
-        .action
-        == "accept"
-    )
+    assert Guard(TOOLS, GuardPolicy(ground=True)).decide(native(("get_weather", {"city": "paris"})), context=REQUEST).action == "accept"
 
 
 @pytest.mark.parametrize("policy", [{"max_reasks_per_turn": 0}, {"reask": False}, {"max_reasks_per_run": 0}])
@@ -297,9 +292,5 @@ def test_ground_never_ends_a_turn_without_a_reask_left(policy: dict[str, object]
 
 def test_ground_joins_a_reask_the_checklist_asks_for() -> None:
     guard = Guard(TOOLS, GuardPolicy(ground=True))
-    d = guard.decide(
-        native(("get_weather", {"city": "London"}), ("send_mail", {"to": "ana@example.org"})), context=REQUEST
-    )
-    assert (
-        d.action == "reask" and d.reask == [0, 1] and sorted(d.codes) == ["invalid_value", "missing_required"]
-    )
+    d = guard.decide(native(("get_weather", {"city": "London"}), ("send_mail", {"to": "ana@example.org"})), context=REQUEST)
+    assert d.action == "reask" and d.reask == [0, 1] and sorted(d.codes) == ["invalid_value", "missing_required"]
