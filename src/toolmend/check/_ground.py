@@ -70,10 +70,11 @@ def _tokens(value: str) -> list[str]:
     return re.findall(r"[^\W_]+|[^\w\s]", value.replace("_", " ").replace("**", "^"))
 
 
-def _loose(value: str) -> str:
-    """A regular expression for ``value`` as a whole word, with any spacing around its punctuation
-    ("3x + 2" is "3x+2"), underscores as spaces, and a plural ending ("Big Mac" is in "two Big Macs")."""
-    body = r"\s*".join(r"(?:\^|\*\*)" if t == "^" else re.escape(t) for t in _tokens(value))
+def _loose(value: str, tokens: list[str]) -> str:
+    """A regular expression for ``value`` (its :func:`_tokens`) as a whole word, with any spacing
+    around its punctuation ("3x + 2" is "3x+2"), underscores as spaces, and a plural ending ("Big
+    Mac" is in "two Big Macs")."""
+    body = r"\s*".join(r"(?:\^|\*\*)" if t == "^" else re.escape(t) for t in tokens)
     body += r"(?:e?s)?" if value[-1].isalpha() else ""
     left = r"(?<!\w)" if _spaced(value[0]) else ""
     right = r"(?!\w)" if _spaced(value[-1]) else ""
@@ -99,6 +100,7 @@ def _word(ch: str) -> bool:
 
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december"]  # fmt: skip
+_MONTH_NUMBER = {m[:3]: i + 1 for i, m in enumerate(_MONTHS)}
 _NAMES = "|".join(f"{m[:3]}(?:{m[3:]})?" for m in _MONTHS)
 # A month name next to a number ("May 3rd", "the 2nd of march", "Jun.20"): "you may" names no month.
 _MONTH = re.compile(rf"\d(?:st|nd|rd|th)?\s+(?:of\s+)?({_NAMES})(?!\w)|(?<!\w)({_NAMES})\.?(?=\s*,?\s*\d)")
@@ -121,7 +123,7 @@ def _date_seen(text: str, value: str) -> bool:
     if len(years) != 1 or len(years) + len(rest) != len(numbers):
         return False
     said = {int(n) for n in re.findall(r"(?<![\d:])(\d{1,4})(?:st|nd|rd|th)?(?![\d:])", text)}
-    months = {[m[:3] for m in _MONTHS].index((a or b)[:3]) + 1 for a, b in _MONTH.findall(text)}
+    months = {_MONTH_NUMBER[(a or b)[:3]] for a, b in _MONTH.findall(text)}
     # Which of the two small numbers is the month depends on the locale: either reading will do.
     if years[0] not in said or not any(
         rest[k] in said | months and all(n in said for j, n in enumerate(rest) if j != k) for k in range(len(rest))
@@ -142,7 +144,8 @@ def _seen(text: str, value: str) -> bool:
     if len(value) > LOOSE_MAX or not re.search(r"[^\W_]", value):
         return False  # too long to search loosely, or no letter or digit to anchor the search
     # Each word must be in the text somewhere before a pattern is built for the looser forms.
-    if all(t in text for t in _tokens(value) if t.isalnum()) and re.search(_loose(value), text):
+    tokens = _tokens(value)
+    if all(t in text for t in tokens if t.isalnum()) and re.search(_loose(value, tokens), text):
         return True
     if _date_seen(text, value):
         return True
