@@ -74,8 +74,7 @@ def main() -> None:
     def run_grounded() -> float:
         t0 = time.perf_counter()
         for (_, _, name, raw), (guard, messages) in zip(cases, contexts, strict=True):
-            guard.reset()  # each turn is a run of its own: a re-ask must not spend the next one's budget
-            guard.decide(Turn.from_native("", [{"id": "c0", "name": name, "arguments": raw}]), context=messages)
+            _grounded(guard, name, raw, messages)
         return time.perf_counter() - t0
 
     clean = sum(
@@ -96,19 +95,20 @@ def main() -> None:
     print(f"{'guard.decide':18} {g / n * 1e6:9.1f} {g / c:7.2f}")
     if args.ground:
         r = statistics.median(r_times)
-        reasked = 0
-        for (_, _, n_, raw), (guard, m) in zip(cases, contexts, strict=True):
-            guard.reset()
-            turn = Turn.from_native("", [{"id": "c0", "name": n_, "arguments": raw}])
-            reasked += guard.decide(turn, context=m).action == "reask"
+        reasked = sum(
+            _grounded(guard, name, raw, m) == "reask" for (_, _, name, raw), (guard, m) in zip(cases, contexts, strict=True)
+        )
         print(f"{'guard, ground':18} {r / n * 1e6:9.1f} {r / c:7.2f}   ({reasked} gold calls re-asked as ungrounded)")
         wrong = _swapped(cases, contexts)
-        caught = 0
-        for guard, name, args_, messages in wrong:
-            guard.reset()
-            turn = Turn.from_native("", [{"id": "c0", "name": name, "arguments": json.dumps(args_)}])
-            caught += guard.decide(turn, context=messages).action == "reask"
+        caught = sum(_grounded(guard, name, json.dumps(args_), m) == "reask" for guard, name, args_, m in wrong)
         print(f"wrong values (one string swapped for another question's): {caught} of {len(wrong)} re-asked")
+
+
+def _grounded(guard: Guard, name: str, raw: str, messages: Any) -> str:
+    """The grounding guard's action on one call, as a run of its own: a re-ask must not spend the
+    next turn's budget."""
+    guard.reset()
+    return guard.decide(Turn.from_native("", [{"id": "c0", "name": name, "arguments": raw}]), context=messages).action
 
 
 def _swapped(cases: list[Any], contexts: list[Any]) -> list[tuple[Guard, str, dict[str, Any], Any]]:
