@@ -684,7 +684,13 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta,
                             "desirable_weight": args.kto_desirable_weight, "cut_negatives": not args.kto_whole},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
+        weight = args.kto_desirable_weight
+        if weight == "balanced":
+            from toolmend.train import balanced_desirable_weight
+
+            weight = balanced_desirable_weight([r["label"] for r in rows])
         results["kto"] = {"train": train, "empty_negatives": empty, "kept_empty": args.kto_keep_empty,
+                          "desirable_weight": weight,
                           "desirable": args.kto_desirable, "own_desirable": sum(r["label"] for r in own),
                           "own_undesirable": sum(not r["label"] for r in own),
                           "cut_negatives": train.pop("cut_count"), **measure("kto")}  # fmt: skip
@@ -820,6 +826,10 @@ def render(run: Path, seeds: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _weight(text: str) -> float | str:
+    return text if text == "balanced" else float(text)
+
+
 def _ints(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -866,8 +876,9 @@ def main() -> None:
     parser.add_argument("--sft-lr", type=float, default=1.5e-3)
     parser.add_argument("--kto-lr", type=float, default=1e-4)
     parser.add_argument("--kto-beta", type=float, default=0.1)
-    parser.add_argument("--kto-desirable-weight", type=float, default=1.0,
-                        help="KTO's desirable_weight (TRL); above 1 holds the gold's likelihood up harder")
+    parser.add_argument("--kto-desirable-weight", type=_weight, default=1.0,
+                        help="KTO's desirable_weight (TRL), or 'balanced' to set it from the rows' labels "
+                             "(the KTO paper's Eq. 8); above 1 holds the gold's likelihood up harder")
     parser.add_argument("--kto-hitec", type=float, default=1.0,
                         help="HiTEC-injected KTO rows per row of the model's own (0: only its own answers)")
     parser.add_argument("--kto-desirable", choices=("gold", "own"), default="gold",

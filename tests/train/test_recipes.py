@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from toolmend._errors import ConfigError, DatasetError
 from toolmend.cli._app import app
 from toolmend.train import build_rows, prepare, train
-from toolmend.train._recipes import _check_grpo_rendering, cut_negatives
+from toolmend.train._recipes import _check_grpo_rendering, balanced_desirable_weight, cut_negatives
 
 SMALL = {"max_steps": 2, "logging_steps": 1, "per_device_train_batch_size": 2}
 
@@ -110,6 +110,25 @@ def test_kto_cut_negatives_end_at_the_mistake(
         ]
     with pytest.raises(ConfigError, match="cut_negatives is a KTO option"):
         prepare("sft", model=tiny_model, data=data["sft"], out=tmp_path, config={"cut_negatives": True})
+
+
+def test_kto_balanced_desirable_weight_follows_the_labels(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path
+) -> None:
+    # Every other gold left out: the builder repeats the gold once per negative, so its rows balance.
+    rows = [json.loads(line) for line in data["kto"].read_text().splitlines()]
+    rows = [r for i, r in enumerate(rows) if not r["label"] or i % 2]
+    desirable = sum(r["label"] for r in rows)
+    assert 0 < desirable < len(rows) - desirable
+    file = write_jsonl(tmp_path / "kto.jsonl", rows)
+    config = {**SMALL, "per_device_train_batch_size": 4, "desirable_weight": "balanced"}
+    prepared = prepare("kto", model=tiny_model, data=file, out=tmp_path, config=config)
+    weight = prepared.trainer.args.desirable_weight
+    assert weight == balanced_desirable_weight([r["label"] for r in rows])
+    assert 1 <= weight * desirable / (len(rows) - desirable) <= 4 / 3  # the KTO paper's Eq. 8
+    halved = prepare("kto", model=tiny_model, data=file, out=tmp_path,
+                     config={**config, "undesirable_weight": 0.5})  # fmt: skip
+    assert halved.trainer.args.desirable_weight == pytest.approx(weight / 2, abs=1e-3)
 
 
 def test_cut_negatives_follows_the_closest_of_several_desirables() -> None:

@@ -19,7 +19,15 @@ from toolmend.train._data import (
     verify_injection,
 )
 from toolmend.train._iterate import EvalSet, IterateConfig, IterateResult, RoundResult, iterate
-from toolmend.train._recipes import GRPO_PRESETS, REWARDS, Prepared, TrainResult, prepare, train
+from toolmend.train._recipes import (
+    GRPO_PRESETS,
+    REWARDS,
+    Prepared,
+    TrainResult,
+    balanced_desirable_weight,
+    prepare,
+    train,
+)
 from toolmend.train._rewards import (
     CallMatchConfig,
     SchemaRewardConfig,
@@ -48,6 +56,7 @@ __all__ = [
     "SchemaRewardConfig",
     "TrainResult",
     "WorldRewardConfig",
+    "balanced_desirable_weight",
     "build_dataset",
     "build_rows",
     "call_match_reward",

@@ -24,6 +24,11 @@ KTO lowers a negative's summed log-probability, and the cheapest tokens to lower
 after the mistake: a model trained on whole duplicated-call negatives learned to break the second
 call's JSON rather than not start it (docs/benchmarks.md, learning check).
 
+KTO option ``desirable_weight="balanced"``: the weight is set from the data's labels so that
+``desirable_weight * n_desirable / (undesirable_weight * n_undesirable)`` is 7/6, the middle of
+the range [1, 4/3] that the KTO paper (Eq. 8) asks for (:func:`balanced_desirable_weight`). TRL
+only warns when the weights fall outside it; rows labelled by a checker are rarely balanced.
+
 DAPO's dynamic sampling is not in TRL. ``dynamic_sampling=True`` (the default) drops groups
 whose rewards all tie (advantage 0, no gradient) from the loss and its token normaliser, and
 counts them (``dynamic_sampling/dropped_groups`` in the logs, :attr:`TrainResult.dropped_groups`).
@@ -54,6 +59,7 @@ __all__ = [
     "Prepared",
     "RecipeKind",
     "TrainResult",
+    "balanced_desirable_weight",
     "check_generation_markers",
     "cut_negatives",
     "load_config",
@@ -358,6 +364,10 @@ def prepare(
         check_generation_markers(tokenizer, model_dir)
     _check_tools_rendered(tokenizer, rows[0], model_dir)
 
+    if kind == "kto" and options.get("desirable_weight") == "balanced":
+        options["desirable_weight"] = balanced_desirable_weight(
+            [bool(r["label"]) for r in rows], options.get("undesirable_weight", 1.0)
+        )
     defaults: dict[str, Any] = {"output_dir": str(out), "report_to": "none", "save_strategy": "no"}
     if not gpu:
         # TRL turns bf16 on by default and refuses it on a CPU unless use_cpu is set; gradient
@@ -404,6 +414,19 @@ def prepare(
         trainer.dynamic_sampling = dynamic_sampling
         _check_grpo_rendering(trainer, tokenizer, rows[0], model_dir)
     return Prepared(kind, trainer, Path(out))
+
+
+def balanced_desirable_weight(labels: Sequence[bool], undesirable_weight: float = 1.0) -> float:
+    """KTO's ``desirable_weight`` for these labels: ``lambda_D * n_D / (lambda_U * n_U) = 7/6``,
+    the middle of the KTO paper's range [1, 4/3] (its Eq. 8).
+
+    >>> balanced_desirable_weight([True] * 400 + [False] * 480)
+    1.4
+    >>> balanced_desirable_weight([True, False])
+    1.167
+    """
+    desirable = sum(labels)
+    return round(7 / 6 * undesirable_weight * max(len(labels) - desirable, 1) / max(desirable, 1), 3)
 
 
 def cut_negatives(examples: list[dict[str, Any]]) -> int:
