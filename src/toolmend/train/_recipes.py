@@ -364,10 +364,8 @@ def prepare(
         check_generation_markers(tokenizer, model_dir)
     _check_tools_rendered(tokenizer, rows[0], model_dir)
 
-    if kind == "kto" and options.get("desirable_weight") == "balanced":
-        options["desirable_weight"] = balanced_desirable_weight(
-            [bool(r["label"]) for r in rows], options.get("undesirable_weight", 1.0)
-        )
+    if kind == "kto":
+        _kto_weights(options, rows)
     defaults: dict[str, Any] = {"output_dir": str(out), "report_to": "none", "save_strategy": "no"}
     if not gpu:
         # TRL turns bf16 on by default and refuses it on a CPU unless use_cpu is set; gradient
@@ -414,6 +412,18 @@ def prepare(
         trainer.dynamic_sampling = dynamic_sampling
         _check_grpo_rendering(trainer, tokenizer, rows[0], model_dir)
     return Prepared(kind, trainer, Path(out))
+
+
+def _kto_weights(options: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    # TRL's config takes any value here and fails on it mid-training.
+    for key in ("desirable_weight", "undesirable_weight"):
+        value = options.get(key, 1.0)
+        if not (isinstance(value, int | float) and value > 0 or (key, value) == ("desirable_weight", "balanced")):
+            expected = "a positive number or 'balanced'" if key == "desirable_weight" else "a positive number"
+            raise ConfigError(f"{key} must be {expected}, got {value!r}")
+    if options.get("desirable_weight") == "balanced":
+        labels = [bool(r["label"]) for r in rows]
+        options["desirable_weight"] = balanced_desirable_weight(labels, options.get("undesirable_weight", 1.0))
 
 
 def balanced_desirable_weight(labels: Sequence[bool], undesirable_weight: float = 1.0) -> float:
