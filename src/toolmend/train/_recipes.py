@@ -418,7 +418,8 @@ def _kto_weights(options: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     # TRL's config takes any value here and fails on it mid-training.
     for key in ("desirable_weight", "undesirable_weight"):
         value = options.get(key, 1.0)
-        if not (isinstance(value, int | float) and value > 0 or (key, value) == ("desirable_weight", "balanced")):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and value > 0 or (key, value) == ("desirable_weight", "balanced")):
             expected = "a positive number or 'balanced'" if key == "desirable_weight" else "a positive number"
             raise ConfigError(f"{key} must be {expected}, got {value!r}")
     if options.get("desirable_weight") == "balanced":
