@@ -280,7 +280,8 @@ def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cp
         "rows_seen": int(trainer.state.global_step) * int(config.get("per_device_train_batch_size", 8)),
         "first_loss": logs[0]["loss"] if logs else None,
         "last_loss": logs[-1]["loss"] if logs else None,
-        **({"cut_count": trainer.cut_count} if kind == "kto" else {}),
+        **({"cut_count": trainer.cut_count, "desirable_weight": trainer.args.desirable_weight}
+           if kind == "kto" else {}),  # fmt: skip
     }
 
 
@@ -684,13 +685,9 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                            {**base_config, "per_device_train_batch_size": 8, "max_length": 1024, "beta": args.kto_beta,
                             "desirable_weight": args.kto_desirable_weight, "cut_negatives": not args.kto_whole},
                            peak_lr=args.kto_lr, warmup=5)  # fmt: skip
-        weight = args.kto_desirable_weight
-        if weight == "balanced":
-            from toolmend.train import balanced_desirable_weight
-
-            weight = balanced_desirable_weight([r["label"] for r in rows])
+        # The weight the trainer used: 'balanced' resolved from the rows' labels.
         results["kto"] = {"train": train, "empty_negatives": empty, "kept_empty": args.kto_keep_empty,
-                          "desirable_weight": weight,
+                          "desirable_weight": train.pop("desirable_weight"),
                           "desirable": args.kto_desirable, "own_desirable": sum(r["label"] for r in own),
                           "own_undesirable": sum(not r["label"] for r in own),
                           "cut_negatives": train.pop("cut_count"), **measure("kto")}  # fmt: skip
