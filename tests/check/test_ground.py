@@ -146,8 +146,26 @@ def test_a_long_value_is_matched_only_as_written() -> None:
     assert paths({"to": "__"}, context) == ["to"]  # nothing to anchor a loose search on
 
 
-@settings(max_examples=500, deadline=None)
-@given(st.text("ab _-.Ö1", max_size=12), st.text("ab _-.Ö1", min_size=1, max_size=3))
+def test_a_long_value_counts_inside_a_longer_word() -> None:
+    from toolmend.check._ground import _mentions
+
+    assert _mentions("x" + "ab" * 60 + "y", "ab" * 60)
+    assert not _mentions("x" + "ab" * 60 + "y", "ab" * 3)
+
+
+def test_a_value_that_repeats_itself_in_a_long_word_is_looked_for_at_word_starts() -> None:
+    # Each occurrence inside "abab…" fails the boundary; the search goes on from the next word,
+    # not from the next letter (about 50,000 comparisons of 81 letters otherwise).
+    from toolmend.check._ground import _mentions
+
+    word = "ab" * 50_000
+    assert not _mentions(word, "ab" * 40 + "a")
+    assert _mentions(word + " " + "ab" * 40 + "a", "ab" * 40 + "a")
+    assert _mentions(word + "-ab", "ab")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text("ab _-.Ö1", max_size=40), st.text("ab _-.Ö1", min_size=1, max_size=6))
 def test_a_mention_is_a_whole_word_match(text: str, value: str) -> None:
     # str.find with the neighbours looked at must agree with the regular expression it replaced,
     # whose boundaries stand only at the value's word-character edges.

@@ -18,7 +18,7 @@ right one is chosen, not copied), values of one character, values of more than `
 words (text the model writes, such as a message body), non-strings, and references.
 Matching ignores case and runs of whitespace, and a value must not be part of a longer word
 ("Osl" is not found in "Oslo"; in scripts written without spaces, such as Chinese, any part
-counts). A value also counts as mentioned when the conversation has it in a common other form:
+counts, as does any part of a word for a value of over 100 characters). A value also counts as mentioned when the conversation has it in a common other form:
 spaced differently around punctuation ("3x + 2" for "3x+2"), with underscores for spaces, as a
 plural ("Big Mac" for "two Big Macs"), as a date written another way ("2023-04-25" for "April
 25th 2023"), or as the place a qualified value starts with ("Nashville, TN" for "Nashville"):
@@ -50,7 +50,13 @@ LOOSE_MAX = 100
 """Longer values are matched only as written: the other forms cost a search per value's token,
 and a value from an untrusted reply can be long."""
 
+WHOLE_WORD_MAX = 100
+"""Longer values are found anywhere, even inside a longer word. The boundary matters for a short
+value ("Osl" is not in "Oslo"); looking at it for every occurrence of a long value that repeats
+itself, in a long text, would cost their lengths' product."""
+
 _SPACE = re.compile(r"\s+")
+_NOT_WORD = re.compile(r"\W")
 
 Context = str | Sequence[Any]
 
@@ -83,6 +89,8 @@ def _loose(value: str, tokens: list[str]) -> str:
 
 def _mentions(text: str, value: str) -> bool:
     """``value`` in ``text``, not as a part of a longer word: "Osl" is not in "Oslo"."""
+    if len(value) > WHOLE_WORD_MAX:
+        return value in text
     # str.find, not a regular expression: compiling one per value was most of the check's time.
     left, right = _spaced(value[0]), _spaced(value[-1])
     at = text.find(value)
@@ -90,7 +98,15 @@ def _mentions(text: str, value: str) -> bool:
         end = at + len(value)
         if not (left and at and _word(text[at - 1])) and not (right and end < len(text) and _word(text[end])):
             return True
-        at = text.find(value, at + 1)
+        if left:
+            # The next candidate starts a word: skip the rest of this one, or a long word that
+            # repeats the value ("abab…") costs a comparison at each of its letters.
+            space = _NOT_WORD.search(text, at)
+            if space is None:
+                return False
+            at = text.find(value, space.end())
+        else:
+            at = text.find(value, at + 1)
     return False
 
 
