@@ -57,6 +57,10 @@ def test_a_copied_value_passes_whatever_its_case_and_spacing() -> None:
         ("3x**2", "the integral of f(x) = 3x^2"),
         ("without_joker", "a heart from a deck without joker"),
         ("Nashville, TN", "a guitar shop in Nashville"),
+        ("12/03/2023 15:00", "departing on the 12th of March 2023 at 3 in the afternoon"),
+        ("America/New_York", "Convert 3pm from New York time to London time."),
+        ("track:Wrecking Ball artist:Miley Cyrus", "play wrecking ball by Miley Cyrus"),
+        ('brand:"Apple"', "How have views of Apple changed?"),
     ],
 )
 def test_a_value_written_in_another_form_is_seen(value: str, context: str) -> None:
@@ -74,6 +78,10 @@ def test_a_value_written_in_another_form_is_seen(value: str, context: str) -> No
         ("London, UK", "Weather in Paris, UK?"),
         ("鸡翅", "我想买30个油炸鸡腿"),
         ("Big Macs", "I'd like a Big Mac."),
+        ("12/03/2023 15:00", "departing on the 12th of March 2023 at 3 in the morning"),
+        ("Europe/Paris", "Convert 3pm from New York time to London time."),
+        ("track:Friends artist:Marshmello", "Play the song 'Friends'."),  # the artist is the model's
+        ("q:a", "a question"),  # a one-letter field value grounds nothing
     ],
 )
 def test_a_value_not_in_the_conversation_in_any_form_is_reported(value: str, context: str) -> None:

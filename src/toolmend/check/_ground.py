@@ -21,7 +21,9 @@ Matching ignores case and runs of whitespace, and a value must not be part of a 
 counts, as does any part of a word for a value of over 100 characters). A value also counts as mentioned when the conversation has it in a common other form:
 spaced differently around punctuation ("3x + 2" for "3x+2"), with underscores for spaces, as a
 plural ("Big Mac" for "two Big Macs"), as a date written another way ("2023-04-25" for "April
-25th 2023"), or as the place a qualified value starts with ("Nashville, TN" for "Nashville"):
+25th 2023", "15:00" for "3 in the afternoon"), as the city of a time zone ("America/New_York"),
+as the values of a search query's fields ("artist:Miley Cyrus" for "by Miley Cyrus"), or as the
+place a qualified value starts with ("Nashville, TN" for "Nashville"):
 
 >>> [f.path for f in ungrounded([ToolCall(name="weather", arguments={"city": "Paris, FR"})],
 ...                             "Weather in Paris on 2023-04-25?", tools)]
@@ -148,8 +150,15 @@ def _date_seen(text: str, value: str) -> bool:
     if m[4] is None or (int(m[4]), int(m[5])) == (0, 0):
         return True
     hour, minute = int(m[4]), int(m[5])
-    clock = rf"(?<!\d)0?{hour % 12 or 12}(?::{minute:02d})?\s*{'p' if hour >= 12 else 'a'}\.?m\b"
+    part = "(?:afternoon|evening)" if hour >= 12 else "morning"
+    clock = rf"(?<!\d)0?{hour % 12 or 12}(?::{minute:02d})?\s*(?:{'p' if hour >= 12 else 'a'}\.?m\b|(?:o'clock )?in the {part})"
     return f"{hour}:{minute:02d}" in text or f"{hour:02d}:{minute:02d}" in text or re.search(clock, text) is not None
+
+
+_ZONE = re.compile(r"(?:africa|america|antarctica|asia|atlantic|australia|europe|indian|pacific)/(?:[a-z_]+/)?([a-z_-]+)")
+_FIELD_VALUE = r'[^\W\d_]\w*:("[^"]*"|\S+(?:\s+(?![^\W\d_]\w*:)\S+)*)'
+_QUERY = re.compile(rf"{_FIELD_VALUE}(?:\s+{_FIELD_VALUE})*")
+_FIELD = re.compile(_FIELD_VALUE)
 
 
 def _seen(text: str, value: str) -> bool:
@@ -164,6 +173,15 @@ def _seen(text: str, value: str) -> bool:
     if all(t in text for t in tokens if t.isalnum()) and re.search(_loose(value, tokens), text):
         return True
     if _date_seen(text, value):
+        return True
+    # "America/New_York" for "New York": a time zone named by its city.
+    zone = _ZONE.fullmatch(value)
+    if zone and _seen(text, zone[1].replace("_", " ")):
+        return True
+    # "artist:Miley Cyrus track:Wrecking Ball": a search query of fields the model named, each
+    # with a value the request gave.
+    fields = [v.strip('"') for v in _FIELD.findall(value)] if _QUERY.fullmatch(value) else []
+    if fields and all(len(v) > 1 and _seen(text, v) for v in fields):
         return True
     # "Nashville, TN" for "Nashville": a place the request names, qualified by the model.
     head, _, qualifier = value.partition(",")
