@@ -15,7 +15,8 @@ about 60). It also prints the time per byte at the largest size and exits 1 when
 fragment is not degenerate but valid: ``"f(a=1)\n"`` repeated is 142,857 real calls per MB, and
 its cost is per call read and validated, so it is bound per call instead (``--limit-us-call``).
 Targets: ``parse_calls`` in every format, BFCL's decoder and relevance classifier, the
-Tool-Reflection-Bench extractors and reward, and ``score`` in both modes of BFCL,
+Tool-Reflection-Bench extractors and reward, the grounding check (the output is the conversation,
+a value cut from it the call's argument), and ``score`` in both modes of BFCL,
 Tool-Reflection-Bench, NesTools, CriticTool (the test fixtures when the shared data has no
 CriticTool files), ToolAlpaca, API-Bank and Seal-Tools on a real sample.
 """
@@ -77,6 +78,7 @@ def targets() -> dict[str, Callable[[str], Any]]:
     from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
     from toolmend.benchmarks.bfcl._decode import classify_output, decode
     from toolmend.benchmarks.reflection_bench._tags import official_calls, released_calls, split_reply
+    from toolmend.check import ungrounded
     from toolmend.formats import parse_calls
 
     out: dict[str, Callable[[str], Any]] = {
@@ -87,6 +89,10 @@ def targets() -> dict[str, Callable[[str], Any]]:
     out["reflection.official_calls"] = official_calls
     out["reflection.released_calls"] = released_calls
     out["reflection.split_reply"] = split_reply
+    # The conversation is the output and the value a piece of it cut mid-word, so that in a
+    # repeated fragment each occurrence fails a word boundary.
+    out["ground[value: a tenth of it]"] = lambda t: ungrounded([_call(t[1 : len(t) // 10])], t)
+    out["ground[value: 99 bytes of it]"] = lambda t: ungrounded([_call(t[1:100])], t)
     load_builtin_benchmarks()
     from toolmend._shared import shared_dir
 
@@ -119,6 +125,12 @@ def targets() -> dict[str, Callable[[str], Any]]:
             for i, sample in enumerate(samples):
                 out[f"score[{name}:{i}:{mode}]"] = functools.partial(_score, bench, sample, mode)
     return out
+
+
+def _call(value: str) -> Any:
+    from toolmend import ToolCall
+
+    return ToolCall(name="f", arguments={"v": value})
 
 
 def _score(bench: Any, sample: Any, mode: str, text: str) -> Any:
