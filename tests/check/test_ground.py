@@ -61,6 +61,10 @@ def test_a_copied_value_passes_whatever_its_case_and_spacing() -> None:
         ("America/New_York", "Convert 3pm from New York time to London time."),
         ("track:Wrecking Ball artist:Miley Cyrus", "play wrecking ball by Miley Cyrus"),
         ('brand:"Apple"', "How have views of Apple changed?"),
+        ("EUR", "Convert 200 euros to dollars."),
+        ("CA", "a purchase in San Francisco, California"),
+        ("GB", "the weather in London, in the UK"),
+        ("mi", "the distance in miles"),
     ],
 )
 def test_a_value_written_in_another_form_is_seen(value: str, context: str) -> None:
@@ -82,6 +86,9 @@ def test_a_value_written_in_another_form_is_seen(value: str, context: str) -> No
         ("Europe/Paris", "Convert 3pm from New York time to London time."),
         ("track:Friends artist:Marshmello", "Play the song 'Friends'."),  # the artist is the model's
         ("q:a", "a question"),  # a one-letter field value grounds nothing
+        ("CA", "a purchase in Austin, Texas"),
+        ("KRW", "Who won the game?"),  # the won is named with its country
+        ("GBP", "Convert 10 euros to yen."),
     ],
 )
 def test_a_value_not_in_the_conversation_in_any_form_is_reported(value: str, context: str) -> None:
@@ -152,6 +159,13 @@ def test_a_long_value_is_matched_only_as_written() -> None:
     assert paths({"to": value}, context) == ["to"]
     assert paths({"to": "a1,a1"}, context) == []  # short: any spacing
     assert paths({"to": "__"}, context) == ["to"]  # nothing to anchor a loose search on
+
+
+def test_every_known_code_is_lower_case_and_named_by_words() -> None:
+    from toolmend.check._known import KNOWN
+
+    assert all(code == code.lower() and names for code, names in KNOWN.items())
+    assert all(name == name.lower() and len(name) > 1 for names in KNOWN.values() for name in names)
 
 
 def test_a_long_value_counts_inside_a_longer_word() -> None:

@@ -22,8 +22,9 @@ counts, as does any part of a word for a value of over 100 characters). A value 
 spaced differently around punctuation ("3x + 2" for "3x+2"), with underscores for spaces, as a
 plural ("Big Mac" for "two Big Macs"), as a date written another way ("2023-04-25" for "April
 25th 2023", "15:00" for "3 in the afternoon"), as the city of a time zone ("America/New_York"),
-as the values of a search query's fields ("artist:Miley Cyrus" for "by Miley Cyrus"), or as the
-place a qualified value starts with ("Nashville, TN" for "Nashville"):
+as the values of a search query's fields ("artist:Miley Cyrus" for "by Miley Cyrus"), as a code
+of a US state, a currency, a country or a unit named in full ("CA" for "California", "EUR" for
+"euros"), or as the place a qualified value starts with ("Nashville, TN" for "Nashville"):
 
 >>> [f.path for f in ungrounded([ToolCall(name="weather", arguments={"city": "Paris, FR"})],
 ...                             "Weather in Paris on 2023-04-25?", tools)]
@@ -42,6 +43,7 @@ from typing import Any
 
 from toolmend._schema import Finding, Message, Tool, ToolCall
 from toolmend.check._checker import Checker, _short, format_path
+from toolmend.check._known import KNOWN
 
 __all__ = ["ungrounded"]
 
@@ -161,8 +163,9 @@ _QUERY = re.compile(rf"{_FIELD_VALUE}(?:\s+{_FIELD_VALUE})*")
 _FIELD = re.compile(_FIELD_VALUE)
 
 
-def _seen(text: str, value: str) -> bool:
-    """Whether the conversation mentions ``value`` in some form (``text`` and ``value`` normalized)."""
+def _seen(text: str, value: str, known: bool = True) -> bool:
+    """Whether the conversation mentions ``value`` in some form (``text`` and ``value`` normalized);
+    ``known``: a code counts by its name too ("EUR" for "euros", :data:`KNOWN`)."""
     # A value escaped in a JSON tool output (``"Jos\\u00e9"``) still counts as seen.
     if _mentions(text, value) or _mentions(text, _norm(json.dumps(value)[1:-1])):
         return True
@@ -173,6 +176,8 @@ def _seen(text: str, value: str) -> bool:
     if all(t in text for t in tokens if t.isalnum()) and re.search(_loose(value, tokens), text):
         return True
     if _date_seen(text, value):
+        return True
+    if known and any(_seen(text, name, known=False) for name in KNOWN.get(value, ())):
         return True
     # "America/New_York" for "New York": a time zone named by its city.
     zone = _ZONE.fullmatch(value)
