@@ -18,13 +18,14 @@ right one is chosen, not copied), values of one character, values of more than `
 words (text the model writes, such as a message body), non-strings, and references.
 Matching ignores case and runs of whitespace, and a value must not be part of a longer word
 ("Osl" is not found in "Oslo"; in scripts written without spaces, such as Chinese, any part
-counts, as does any part of a word for a value of over 100 characters). A value also counts as mentioned when the conversation has it in a common other form:
-spaced differently around punctuation ("3x + 2" for "3x+2"), with underscores for spaces, as a
-plural ("Big Mac" for "two Big Macs"), as a date written another way ("2023-04-25" for "April
-25th 2023", "15:00" for "3 in the afternoon"), as the city of a time zone ("America/New_York"),
-as the values of a search query's fields ("artist:Miley Cyrus" for "by Miley Cyrus"), as a code
-of a US state, a currency, a country or a unit named in full ("CA" for "California", "EUR" for
-"euros"), or as the place a qualified value starts with ("Nashville, TN" for "Nashville"):
+counts, as does any part of a word for a value of over 100 characters). A value also counts as
+mentioned when the conversation has it in a common other form: spaced differently around
+punctuation ("3x + 2" for "3x+2"), with underscores for spaces, as a plural ("Big Mac" for "two
+Big Macs"), as a date written another way ("2023-04-25" for "April 25th 2023", "15:00" for "3 in
+the afternoon"), as the city of a time zone ("America/New_York"), as the values of a search
+query's fields ("artist:Miley Cyrus" for "by Miley Cyrus"), as a code of a US state, a currency,
+a country or a unit named in full ("CA" for "California", "EUR" for "euros"), or as the place a
+qualified value starts with ("Nashville, TN" for "Nashville"):
 
 >>> [f.path for f in ungrounded([ToolCall(name="weather", arguments={"city": "Paris, FR"})],
 ...                             "Weather in Paris on 2023-04-25?", tools)]
