@@ -36,7 +36,8 @@ Stages (each reads the previous one's checkpoint, per model seed, and records it
     sft-eval  evaluate the SFT checkpoint again (e.g. after changing --eval-per-template)
     reeval  evaluate every checkpoint of the seed again with the current evaluation options
     own     the SFT model's greedy answer and 4 samples for each task of --own-seeds (training tasks,
-            or world seeds outside --train-seeds, which the SFT model never saw)
+            or world seeds outside --train-seeds, which the SFT model never saw); --own-model
+            names another checkpoint (kto: what KTO changed on the prompts it trained on)
     kto     HiTEC-KTO from the SFT model, injected plus the model's own rejected answers, each cut
             after its first token that differs from the gold -> schema-valid
     grpo    GRPO (schema + call-match rewards) on the tasks the model sometimes gets right -> exact-call
@@ -654,11 +655,16 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
         with first_turn_traces(_tasks(unseen)):
             rows += [row for s in unseen for row in _world_rows("sft", s)[0]]
         t0 = time.time()
-        own = own_answers(sft_dir, rows, args.own_samples, args.max_new_tokens, seed)
-        _write_jsonl(seed_dir / "own.jsonl", own)
+        # Another checkpoint's answers (--own-model kto) are kept apart: they show what a second
+        # stage changed on the prompts it trained on, and the SFT model's feed the second stages.
+        key = "own" if args.own_model == "sft" else f"own_{args.own_model}"
+        model = sft_dir if args.own_model == "sft" else seed_dir / args.own_model
+        own = own_answers(model, rows, args.own_samples, args.max_new_tokens, seed)
+        _write_jsonl(seed_dir / f"{key}.jsonl", own)
         answers = [a for item in own for a in [item["greedy"], *item["samples"]]]
-        results["own"] = {
-            "rows": len(own), "wall_s": round(time.time() - t0, 1),
+        results[key] = {
+            "rows": len(own), "wall_s": round(time.time() - t0, 1), "own_seeds": own_seeds,
+            "faulted": sum(bool(a["codes"]) for a in answers), "answers": len(answers),
             "greedy_exact": sum(i["greedy"]["exact"] for i in own) / len(own),
             "greedy_valid": sum(not i["greedy"]["codes"] for i in own) / len(own),
             "sample_exact": sum(a["exact"] for a in answers) / len(answers),
@@ -724,7 +730,7 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     # Stages of one seed may run side by side: write back only what this one changed.
     changed = {k: v for k, v in results.items() if loaded.get(k) != v}
     _save(results_path, {**_load(results_path), **changed})
-    shown = args.reeval.split(",") if stage == "reeval" else [stage]
+    shown = args.reeval.split(",") if stage == "reeval" else list(changed) if stage == "own" else [stage]
     print(json.dumps({name: _strip(results[name]) for name in shown if name in results}, indent=1), flush=True)
 
 
@@ -849,6 +855,8 @@ def main() -> None:
     parser.add_argument("--refine-seeds", default="1-4")
     parser.add_argument("--own-seeds", default="1-4",
                         help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages")
+    parser.add_argument("--own-model", default="sft",
+                        help="the checkpoint that answers in stage own (another than sft writes own-NAME.jsonl)")
     parser.add_argument("--own-samples", type=int, default=OWN_SAMPLES,
                         help="answers sampled at temperature 1.0 per task in stage own, besides the greedy one")
     parser.add_argument("--no-self-refine", action="store_true",
