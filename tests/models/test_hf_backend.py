@@ -88,3 +88,43 @@ async def test_sampling_settings_and_cache(tiny_model: Path, tmp_path: Path) -> 
     hit = await model.generate([Message(role="user", content="weather")], config=cfg)
     assert hit.cached == (not first.empty) and hit.text == first.text  # empty answers are never cached
     await model.aclose()
+
+
+async def test_a_sampled_reply_does_not_depend_on_its_batch(tiny_model: Path) -> None:
+    model = get_model(f"hf/{tiny_model}", batch_size=8, max_new_tokens=6, cache=False)
+    cfg = GenerateConfig(temperature=1.0, seed=3)
+    ask = [Message(role="user", content="weather in city 3")]
+    alone = await model.generate(ask, config=cfg, sample_id="s3")
+    others = [model.generate([Message(role="user", content=f"city {i}")], config=cfg, sample_id=f"o{i}") for i in range(7)]
+    together = await asyncio.gather(*others[:4], model.generate(ask, config=cfg, sample_id="s3"), *others[4:])
+    assert together[4].text == alone.text
+    await model.aclose()
+
+
+async def test_samples_of_different_tasks_draw_from_different_streams(tiny_model: Path) -> None:
+    # One request per batch, as when requests arrive one by one: re-seeding a shared generator per
+    # batch gave all eight the same reply.
+    model = get_model(f"hf/{tiny_model}", batch_size=8, max_new_tokens=6, cache=False)
+    cfg = GenerateConfig(temperature=1.0, seed=3)
+    ask = [Message(role="user", content="weather in city 3")]
+    texts = [(await model.generate(ask, config=cfg, sample_id=f"task-{i}")).text for i in range(8)]
+    assert len(set(texts)) > 4
+    again = await model.generate(ask, config=cfg, sample_id="task-0")
+    assert again.text == texts[0]  # the same request and seed: the same stream
+    await model.aclose()
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_the_row_sampler_draws_from_the_softmax(temperature: float) -> None:
+    import torch
+    from transformers import GenerationConfig
+
+    from toolmend.models._hf import _sampler
+
+    fake = type("Fake", (), {"generation_config": GenerationConfig(), "device": "cpu"})()
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0])
+    n = 6000
+    processors = _sampler(fake, GenerateConfig(temperature=temperature), list(range(n)))
+    picked = processors(None, logits.repeat(n, 1)).argmax(-1)
+    freq = torch.bincount(picked, minlength=4) / n
+    assert torch.allclose(freq, torch.softmax(logits / temperature, -1), atol=0.02)

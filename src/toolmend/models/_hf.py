@@ -3,6 +3,14 @@
 The prompt is the tokenizer's chat template (tools passed to it as JSON Schemas in native
 mode, or described in the system prompt in prompt mode). Concurrent ``generate`` calls are
 batched (left padding) up to ``batch_size``. Decoding is greedy unless ``temperature`` > 0.
+
+Sampling gives each request a random stream of its own, seeded from the config's ``seed``, the
+sample id, the epoch and the prompt (Gumbel-max over the model's logits after temperature and the
+model's top-k / top-p / min-p, which is an exact draw from that distribution). A reply therefore
+does not depend on the batch it lands in, the same request with the same seed is answered the
+same way, and the replies of different samples are independent. (Re-seeding torch's one
+generator per batch would make every batch replay the same stream: the k-th reply of each batch
+would share its random numbers, and an evaluation's samples would not be independent.)
 Tool calls come back as text — templates disagree on how they write them — so parse
 ``Completion.text`` with :mod:`toolmend.formats`.
 
@@ -13,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -150,20 +159,17 @@ class HFModel(Model):
                 )
             )
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-        sample = cfg.temperature is not None and cfg.temperature > 0
         kwargs: dict[str, Any] = {
             "max_new_tokens": cfg.max_tokens or self.max_new_tokens,
-            "do_sample": sample,
+            # Sampling too decodes by argmax: over logits plus each request's own Gumbel noise.
+            "do_sample": False,
             "pad_token_id": tokenizer.pad_token_id,
         }
-        if sample:
-            kwargs["temperature"] = cfg.temperature
-            if cfg.top_p is not None:
-                kwargs["top_p"] = cfg.top_p
+        if cfg.temperature is not None and cfg.temperature > 0:
+            seeds = [_stream_seed(cfg.seed, r, text) for r, text in zip(requests, texts, strict=True)]
+            kwargs["logits_processor"] = _sampler(model, cfg, seeds)
         if cfg.stop:
             kwargs.update(stop_strings=cfg.stop, tokenizer=tokenizer)
-        if cfg.seed is not None:
-            torch.manual_seed(cfg.seed)
         with torch.no_grad():
             out = model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]
@@ -186,3 +192,52 @@ class HFModel(Model):
     async def aclose(self) -> None:
         self._model = None
         self._tokenizer = None
+
+
+def _stream_seed(seed: int | None, request: GenerateRequest, prompt: str) -> int:
+    """The seed of one request's random stream: from the run's ``seed``, the request's sample id
+    and epoch, and its rendered prompt; a fresh one for each request when ``seed`` is ``None``."""
+    if seed is None:
+        return secrets.randbits(63)
+    key = json.dumps([seed, request.sample_id, request.epoch, prompt])
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") >> 1
+
+
+def _sampler(model: Any, cfg: GenerateConfig, seeds: list[int]) -> Any:
+    """The logits processors of sampling: the warpers ``generate(do_sample=True)`` would apply
+    (``cfg``'s temperature and top-p, the model's own top-k, top-p and min-p defaults), then Gumbel
+    noise from one generator per row, so that argmax draws each row from its own stream."""
+    import torch
+    from transformers import (
+        LogitsProcessor,
+        LogitsProcessorList,
+        MinPLogitsWarper,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    defaults = model.generation_config
+    warpers: list[Any] = []
+    if cfg.temperature is not None and cfg.temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(cfg.temperature))
+    if defaults.top_k:
+        warpers.append(TopKLogitsWarper(defaults.top_k))
+    top_p = cfg.top_p if cfg.top_p is not None else defaults.top_p
+    if top_p is not None and top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p))
+    if defaults.min_p is not None:
+        warpers.append(MinPLogitsWarper(defaults.min_p))
+
+    class RowStreams(LogitsProcessor):
+        def __init__(self) -> None:
+            self.generators = [torch.Generator(device=model.device).manual_seed(s) for s in seeds]
+
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            # -log(E) with E ~ Exp(1) is Gumbel noise; argmax(scores + noise) is a softmax draw.
+            noise = torch.stack(
+                [torch.empty(scores.shape[-1], device=scores.device).exponential_(generator=g) for g in self.generators]
+            )
+            return scores - noise.clamp_(min=torch.finfo(noise.dtype).tiny).log()
+
+    return LogitsProcessorList([*warpers, RowStreams()])
