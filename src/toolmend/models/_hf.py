@@ -3,6 +3,8 @@
 The prompt is the tokenizer's chat template (tools passed to it as JSON Schemas in native
 mode, or described in the system prompt in prompt mode). Concurrent ``generate`` calls are
 batched (left padding) up to ``batch_size``. Decoding is greedy unless ``temperature`` > 0.
+Tool calls come back as text — templates disagree on how they write them — so parse
+``Completion.text`` with :mod:`toolmend.formats`.
 
 Sampling gives each request a random stream of its own, seeded from the config's ``seed``, the
 sample id, the epoch and the prompt (Gumbel-max over the model's logits after temperature and the
@@ -11,8 +13,6 @@ does not depend on the batch it lands in, the same request with the same seed is
 same way, and the replies of different samples are independent. (Re-seeding torch's one
 generator per batch would make every batch replay the same stream: the k-th reply of each batch
 would share its random numbers, and an evaluation's samples would not be independent.)
-Tool calls come back as text — templates disagree on how they write them — so parse
-``Completion.text`` with :mod:`toolmend.formats`.
 
     model = HFModel("./checkpoints/qwen-0.5b", batch_size=16)
 """
