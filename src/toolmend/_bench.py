@@ -304,6 +304,21 @@ def _check_resume(stored: BenchSettings, asked: dict[str, Any]) -> None:
         )
 
 
+def _check_request_defaults(run: RunDir, llm: Model) -> None:
+    """Refuse to resume a run with request defaults (``max_tokens``, ``temperature``, ...) other
+    than those its answers were made with: the run would mix two settings."""
+    recorded = run.manifest().config.get("request_defaults")
+    now = llm.request_defaults()
+    if recorded is None or recorded == now:
+        return
+    changed = [f"{k}={now.get(k)!r} (the run has {recorded.get(k)!r})"
+               for k in sorted(set(recorded) | set(now)) if recorded.get(k) != now.get(k)]  # fmt: skip
+    raise ConfigError(
+        "--resume: the model's request defaults differ from the run's: " + "; ".join(changed)
+        + ". Give the run's values with -M, or start a new run"
+    )
+
+
 async def arun_bench(
     benchmark: str | Benchmark,
     model: str | Model | None = None,
@@ -399,7 +414,8 @@ async def arun_bench(
         manifest = Manifest(
             benchmark=name,
             model=llm.name,
-            config={"bench": settings.model_dump(mode="json"), "connection": connection},
+            config={"bench": settings.model_dump(mode="json"), "connection": connection,
+                    "request_defaults": llm.request_defaults()},  # fmt: skip
             dataset=DatasetInfo.of(plan.path),
             strategy=None if settings.strategy == "none" else _strategy_label(settings),
             headline=bench.headline,
@@ -409,6 +425,7 @@ async def arun_bench(
         run = RunDir.create(runs_dir, manifest)
     else:
         run = RunDir.open(run.path, dataset=plan.path)
+        _check_request_defaults(run, llm)
     gen_config = GenerateConfig(temperature=settings.temperature, seed=settings.seed)
     mode_ = settings.mode
     solve = _make_solve(bench, llm, mode_, gen_config, native, strategies, _strategy_label(settings))

@@ -171,6 +171,12 @@ class Model(ABC):
         """What identifies this backend in the cache key (never secrets or limits)."""
         return {"backend": type(self).__name__, "model": self.name}
 
+    def request_defaults(self) -> dict[str, Any]:
+        """What this backend sends for the generation settings a request leaves unset (the
+        OpenAI backend's ``max_tokens``, ``temperature``); ``{}`` where nothing is stated. Part of
+        a run's identity: a run records it, and resuming it with other values is refused."""
+        return {}
+
     @abstractmethod
     async def _generate(self, request: GenerateRequest) -> Completion:
         """One attempt. Raise :class:`~toolmend.ModelError` (``retryable=True`` where trying

@@ -14,6 +14,21 @@ basic auth instead of a key from the default ``$OPENAI_API_KEY`` and kept out of
 cache key and manifest; together with a key given on purpose they are a ``ConfigError``.
 Tools go out natively (``tool_mode="native"``, names made API-safe and mapped back, see
 :mod:`toolmend.models._tool_names`) or inside the system prompt (``tool_mode="prompt"``).
+
+Request defaults. A request that leaves them unset is sent with ``max_tokens``
+(:data:`DEFAULT_MAX_TOKENS`) and ``temperature`` (:data:`DEFAULT_TEMPERATURE`, greedy), because
+a server's own defaults are neither stated nor alike (llama-cpp-python samples at 0.8 and
+generates to the end of its context without a ``max_tokens``). ``tool_choice="auto"`` is sent
+with every request that has tools when asked for (some servers, such as llama-cpp-python's
+``chatml-function-calling``, drop the tools without one). ``None`` sends nothing for that field
+(``-M max_tokens=null`` for a server that refuses ``max_tokens``). These values are part of the
+cache key and of a run's record (:meth:`OpenAIModel.request_defaults`)::
+
+    model = OpenAIModel("smollm2", base_url="http://127.0.0.1:8080/v1", max_tokens=256, tool_choice="auto")
+
+``context_length`` (or the server's own figure from ``/models``: llama.cpp's ``n_ctx_train``,
+vLLM's ``max_model_len``) lets a prompt that cannot fit fail before it is sent (see
+:func:`~toolmend.models._openai_wire.estimate_prompt_tokens`).
 """
 
 from __future__ import annotations
@@ -41,7 +56,13 @@ from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT, build_chat_request
 from toolmend.models._retry import HTTPStatusError, RetryPolicy, parse_retry_after
 from toolmend.models._tool_names import ToolNameMap
 
-__all__ = ["OpenAIModel"]
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TEMPERATURE", "OpenAIModel"]
+
+DEFAULT_MAX_TOKENS = 1024
+"""``max_tokens`` sent when a request sets none: room for several calls, and a bound on a runaway
+generation."""
+DEFAULT_TEMPERATURE = 0.0
+"""``temperature`` sent when a request sets none: greedy, so that a run can be repeated."""
 
 _OPENAI_URL = "https://api.openai.com/v1"
 _JSON = {"Content-Type": "application/json"}
@@ -88,6 +109,10 @@ class OpenAIModel(Model):
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
         headers: dict[str, str] | None = None,
+        max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        temperature: float | None = DEFAULT_TEMPERATURE,
+        tool_choice: str | None = None,
+        context_length: int | None = None,
     ) -> None:
         if not model.strip():
             raise ConfigError("openai/ needs a model name, as in openai/gpt-4o-mini")
@@ -131,6 +156,20 @@ class OpenAIModel(Model):
         self.tool_mode: ToolMode = tool_mode
         self.tool_prompt = tool_prompt
         self.timeout = timeout
+        self.max_tokens = _positive_int("max_tokens", max_tokens)
+        self.context_length = _positive_int("context_length", context_length)
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature < 0
+        ):
+            raise ConfigError(f"temperature must be a number >= 0 (or null to send none), got {temperature!r}")
+        self.temperature = None if temperature is None else float(temperature)
+        if tool_choice not in (None, "auto"):
+            raise ConfigError(
+                f"tool_choice must be auto (sent with every request that has tools) or null, got {tool_choice!r}"
+            )
+        self.tool_choice = tool_choice
+        self._server_context: int | None = None
+        self._context_asked = False
         if login is not None:
             token = base64.b64encode(":".join(login).encode()).decode()
             self._headers = {"Authorization": f"Basic {token}"}
@@ -145,7 +184,7 @@ class OpenAIModel(Model):
         self._reached = False
 
     def cache_identity(self) -> dict[str, Any]:
-        identity = {
+        identity: dict[str, Any] = {
             "backend": "openai",
             "base_url": self.base_url,
             "model": self.model,
@@ -153,7 +192,25 @@ class OpenAIModel(Model):
         }
         if self.tool_mode == "prompt":
             identity["tool_prompt"] = hashlib.sha256(self.tool_prompt.encode()).hexdigest()
+        identity["request_defaults"] = self.request_defaults()
         return identity
+
+    def request_defaults(self) -> dict[str, Any]:
+        """What a request that leaves these fields unset is sent with (see the module docstring).
+
+        >>> OpenAIModel("m", base_url="http://127.0.0.1:9/v1").request_defaults()
+        {'max_tokens': 1024, 'temperature': 0.0, 'tool_choice': None}
+        """
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "tool_choice": self.tool_choice}
+
+    def _with_defaults(self, request: GenerateRequest) -> GenerateRequest:
+        cfg = request.config
+        fill = {k: v for k, v in (("max_tokens", self.max_tokens), ("temperature", self.temperature))
+                if v is not None and getattr(cfg, k) is None and k not in cfg.extra}  # fmt: skip
+        update: dict[str, Any] = {"config": cfg.model_copy(update=fill)} if fill else {}
+        if self.tool_choice is not None and request.tool_choice is None and request.tools:
+            update["tool_choice"] = self.tool_choice
+        return request.model_copy(update=update) if update else request
 
     async def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -205,6 +262,7 @@ class OpenAIModel(Model):
             ) from exc
 
     async def _generate(self, request: GenerateRequest) -> Completion:
+        request = self._with_defaults(request)
         names = ToolNameMap(t.name for t in request.tools)
         body = build_chat_request(
             self.model, request, names=names, mode=self.tool_mode, tool_prompt=self.tool_prompt
@@ -245,6 +303,12 @@ class OpenAIModel(Model):
             and (loop is asyncio.get_running_loop() or loop.is_closed())
         ):
             await session.close()
+
+
+def _positive_int(name: str, value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{name} must be a whole number >= 1 (or null), got {value!r}")
+    return value
 
 
 def _reason(exc: BaseException) -> str:

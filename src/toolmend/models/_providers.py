@@ -65,7 +65,7 @@ def _openai(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> 
 
     kw = _take(
         options, "base_url", "api_key", "api_key_env", "tool_mode", "tool_prompt", "timeout",
-        "max_connections", "retry", "headers",
+        "max_connections", "retry", "headers", "max_tokens", "temperature", "tool_choice", "context_length",
     )  # fmt: skip
     _check_empty("openai", options)
     return OpenAIModel(rest, cache=cache, **kw)

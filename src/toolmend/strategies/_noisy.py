@@ -194,6 +194,9 @@ class NoisyModel(Model):
     def cache_identity(self) -> dict[str, Any]:
         return {"backend": "noisy", "inner": self.inner.cache_identity(), **self.parameters}
 
+    def request_defaults(self) -> dict[str, Any]:
+        return self.inner.request_defaults()
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 

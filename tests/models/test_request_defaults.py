@@ -1,0 +1,111 @@
+"""The OpenAI-compatible backend's request defaults against a real HTTP server on loopback:
+``max_tokens`` and ``temperature`` are always stated, ``tool_choice="auto"`` on demand, and all
+of them are part of the cache key and of a run's record (issue 35: a server's own defaults made
+a local model generate to the end of its context, at temperature 0.8, and drop the tools)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_openai_server import FakeOpenAIServer, Reply
+
+from toolmend._bench import run_bench
+from toolmend._errors import ConfigError
+from toolmend._schema import Message, Tool
+from toolmend.models import GenerateConfig, OpenAIModel, get_model
+from toolmend.runs import RunDir
+
+TOOLS = [Tool(name="get_weather", parameters={"type": "object", "properties": {"city": {"type": "string"}}})]
+
+
+def user(text: str) -> list[Message]:
+    return [Message(role="user", content=text)]
+
+
+async def test_max_tokens_and_temperature_are_sent_by_default(openai_server: Any) -> None:
+    async with OpenAIModel("m", base_url=openai_server.base_url) as model:
+        await model.generate(user("hi"), tools=TOOLS)
+    sent = openai_server.bodies[0]
+    assert sent["max_tokens"] == 1024 and sent["temperature"] == 0.0
+    assert "tool_choice" not in sent  # only on demand
+
+
+async def test_a_request_s_own_settings_win(openai_server: Any) -> None:
+    async with OpenAIModel("m", base_url=openai_server.base_url, cache=None) as model:
+        await model.generate(user("a"), config=GenerateConfig(temperature=0.7, max_tokens=9))
+        await model.generate(user("b"), config=GenerateConfig(extra={"max_tokens": 7}))
+    first, second = openai_server.bodies
+    assert (first["temperature"], first["max_tokens"]) == (0.7, 9)
+    assert (second["temperature"], second["max_tokens"]) == (0.0, 7)
+
+
+async def test_model_options_set_or_drop_the_defaults(openai_server: Any) -> None:
+    model = get_model("openai/m", cache=False, base_url=openai_server.base_url,
+                      max_tokens=64, temperature=0.3, tool_choice="auto")  # fmt: skip
+    async with model:
+        await model.generate(user("with tools"), tools=TOOLS)
+        await model.generate(user("without"))
+        await model.generate(user("named"), tools=TOOLS, tool_choice="get_weather")
+    with_tools, without, named = openai_server.bodies
+    assert (with_tools["max_tokens"], with_tools["temperature"], with_tools["tool_choice"]) == (64, 0.3, "auto")
+    assert "tool_choice" not in without  # no tools, nothing to choose from
+    assert named["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    silent = get_model("openai/m", cache=False, base_url=openai_server.base_url, max_tokens=None, temperature=None)
+    async with silent:
+        await silent.generate(user("nothing stated"))
+    assert "max_tokens" not in openai_server.bodies[-1] and "temperature" not in openai_server.bodies[-1]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("max_tokens", 0), ("max_tokens", "lots"), ("max_tokens", True), ("temperature", -1),
+     ("temperature", "hot"), ("tool_choice", "always"), ("context_length", 0)],
+)  # fmt: skip
+def test_bad_option_values_are_configuration_errors(option: str, value: Any) -> None:
+    with pytest.raises(ConfigError, match=option):
+        OpenAIModel("m", base_url="http://127.0.0.1:9/v1", **{option: value})
+
+
+def test_the_defaults_are_part_of_the_cache_key() -> None:
+    from toolmend.models._base import GenerateRequest
+
+    request = GenerateRequest(messages=user("hi"))
+    url = "http://127.0.0.1:9/v1"
+    keys = {
+        OpenAIModel("m", base_url=url).cache_key(request),
+        OpenAIModel("m", base_url=url, max_tokens=64).cache_key(request),
+        OpenAIModel("m", base_url=url, temperature=0.5).cache_key(request),
+        OpenAIModel("m", base_url=url, tool_choice="auto").cache_key(request),
+    }
+    assert len(keys) == 4
+
+
+def test_a_run_records_its_request_defaults_and_a_resume_keeps_them(tmp_path: Path, data_dir: Path) -> None:
+    def handler(body: dict[str, Any]) -> Reply:
+        name = body["tools"][0]["function"]["name"]
+        return Reply(text=None, tool_calls=[{"name": name, "arguments": "{}"}], finish_reason="tool_calls")
+
+    server = FakeOpenAIServer(handler).start()
+    common: dict[str, Any] = {"base_url": server.base_url, "progress": False, "cache": False,
+                              "data": data_dir / "bfcl", "categories": ["simple_python"], "tool_mode": "native"}  # fmt: skip
+    try:
+        result = run_bench("bfcl", "openai/tiny", limit=2, runs_dir=tmp_path / "runs",
+                           model_options={"tool_choice": "auto"}, **common)  # fmt: skip
+        config = RunDir(result.run_dir).manifest().config
+        assert config["request_defaults"] == {"max_tokens": 1024, "temperature": 0.0, "tool_choice": "auto"}
+        assert all(b["max_tokens"] == 1024 and b["temperature"] == 0.0 for b in server.bodies)
+        assert all(b["tool_choice"] == "auto" for b in server.bodies)
+        with pytest.raises(ConfigError, match=r"max_tokens=64 \(the run has 1024\)"):
+            run_bench("bfcl", "openai/tiny", resume=result.run_dir,
+                      model_options={"tool_choice": "auto", "max_tokens": 64}, **common)  # fmt: skip
+        with pytest.raises(ConfigError, match="tool_choice=None"):
+            run_bench("bfcl", "openai/tiny", resume=result.run_dir, **common)
+        again = run_bench("bfcl", "openai/tiny", resume=result.run_dir, model_options={"tool_choice": "auto"},
+                          **common)  # fmt: skip
+        assert again.run_dir == result.run_dir
+    finally:
+        server.stop()
+    assert json.loads(json.dumps(config))  # plain JSON in the manifest
