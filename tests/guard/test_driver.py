@@ -112,3 +112,36 @@ async def test_abort_returns_no_kept_calls() -> None:
     policy = GuardPolicy(max_reasks_per_turn=1, escalate_after=9)
     out = await drive(Guard(tools, policy), Script("[f(a='x')]"), [], first=Turn.from_text("[f(), g(b=2)]"))
     assert out.status == "aborted" and out.calls == []
+
+
+async def test_an_empty_reply_to_a_reask_is_not_a_recovery() -> None:
+    from toolmend.strategies._metrics import recovery_by_code
+
+    # A real model answered every re-ask with '' and the turn counted as recovered (issue 35).
+    script = Script("[f()]", "", "")
+    out = await drive(Guard(TOOLS), script, [Message(role="user", content="go")])
+    assert out.status == "aborted" and out.calls == [] and out.extra_requests == 2
+    assert [d.action for d in out.decisions] == ["reask", "reask", "abort"]
+    assert out.decisions[1].findings[0].data["rule"] == "empty_reply"
+    # The re-ask after the empty reply says so and asks again.
+    assert script.seen[2][-2].content == "" and "empty" in script.seen[2][-1].content
+    table = recovery_by_code(out.events)
+    assert table["missing_required"] == {"found": 1, "repair": 0, "reask": 0, "gave_up": 1}
+
+
+async def test_an_empty_reply_then_a_fix_recovers() -> None:
+    out = await drive(Guard(TOOLS), Script("[f()]", " ", "[f(a=1)]"), [Message(role="user", content="go")])
+    assert out.status == "recovered" and [c.arguments for c in out.calls] == [{"a": 1}]
+
+
+async def test_an_empty_reply_after_kept_calls_asks_for_the_whole_list() -> None:
+    # Call 0 was valid and kept, call 1 re-asked; an empty answer does not make the turn whole.
+    script = Script("[f(a=1), f()]", "", "[f(a=1), f(a=2)]")
+    out = await drive(Guard(TOOLS), script, [Message(role="user", content="go")])
+    assert out.status == "recovered" and [c.arguments for c in out.calls] == [{"a": 1}, {"a": 2}]
+    assert "complete, corrected list" in script.seen[2][-1].content
+
+
+async def test_an_empty_first_answer_is_still_an_answer() -> None:
+    out = await drive(Guard(TOOLS), Script(""), [Message(role="user", content="go")])
+    assert out.status == "accepted" and out.calls == []

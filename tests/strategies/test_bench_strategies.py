@@ -118,3 +118,37 @@ def test_report_puts_strategies_side_by_side(tmp_path: Path) -> None:
     cost = section.split("Extra cost against the first run", 1)[1]
     row = next(line for line in cost.splitlines() if line.startswith("| noisy"))
     assert float(row.strip("|").split("|")[3]) > 0  # re-asks cost requests
+
+
+def test_empty_replies_to_the_guard_s_reasks_are_given_up_not_recovered(
+    tmp_path: Path, data_dir: Path, sample: Sample
+) -> None:
+    from toolmend.strategies._metrics import recovery_by_code
+
+    # SmolLM2 behind llama-cpp-python answered every re-ask with '' (issue 35): the report said
+    # "re-ask 3, gave up 0" and the sample was scored on the empty reply.
+    gold = sample.target[0]
+    args = gold.model_dump(mode="json")["arguments"]
+    first_key = next(k for k in gold.arguments if k in (sample.tools[0].required or []))
+    inner = ", ".join(f"{k}={json.dumps(v)}" for k, v in args.items() if k != first_key)
+    broken = f"[{gold.name}({inner})]"
+
+    def handler(body: dict[str, Any]) -> Reply:
+        return Reply(text="" if "Nothing was executed" in json.dumps(body["messages"]) else broken)
+
+    server = FakeOpenAIServer(handler).start()
+    try:
+        result = run_bench(
+            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["simple_python"],
+            limit=1, runs_dir=tmp_path, strategy="guard", progress=False,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert server.requests == 3  # the answer and the turn's budget of two re-asks
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert turn["status"] == "aborted"
+    table = recovery_by_code(rec["events"])
+    assert table["missing_required"]["gave_up"] == 1 and table["missing_required"]["reask"] == 0
+    # The model's last real answer is what is scored, not the empty reply.
+    assert [c["arguments"] for c in rec["calls"]] == [{k: v for k, v in args.items() if k != first_key}]

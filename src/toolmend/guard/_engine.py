@@ -173,7 +173,9 @@ class Guard:
         if attempt == 0:
             self._last, self._repeats = None, 0
         clean: list[Finding] | None = None  # the grounding findings of a turn the checklist passed
-        if not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
+        # An empty answer to a re-ask corrects nothing: it is never the turn's recovery.
+        empty = bool(attempt) and _empty(turn)
+        if not empty and not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
             if not checker.check(calls, self.policy.expected_count) and (
@@ -187,6 +189,8 @@ class Guard:
         work.fixes[:0] = fixes
         work.kept = list(kept)
         self._check(work)
+        if empty and not work.whole:
+            work.whole.append(_EMPTY)
         if ground is not None:
             # The calls the checklist passed (after repair), each against the conversation.
             passed = {i: c for i, c in enumerate(work.calls) if c is not None and i not in work.per_call}
@@ -416,6 +420,19 @@ class Guard:
         parts.append(ask + " Use the same format as before and add nothing else.")
         messages.append(Message(role="user", content="\n\n".join(parts)))
         return messages
+
+
+def _empty(turn: Turn) -> bool:
+    """Whether ``turn`` says nothing at all: no call, no text, no final answer."""
+    return not turn.calls and not turn.text.strip() and turn.final is None and not turn.findings
+
+
+_EMPTY = Finding(
+    code="wrong_tool_count",
+    message="The reply was empty: no call and no text",
+    suggestion="Answer with the corrected call(s) as asked.",
+    data={"got": 0, "rule": "empty_reply"},
+)
 
 
 def _ids(indices: Sequence[int]) -> str:

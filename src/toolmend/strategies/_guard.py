@@ -53,9 +53,11 @@ class GuardStrategy:
                  "codes": sorted({c for d in out.decisions for c in d.codes})}
             )  # fmt: skip
             final = out.final
-            if out.status == "aborted" or (
-                final.action == "accept" and not final.fixes and len(final.calls) == len(out.turn.calls)
-            ):
+            if out.status == "aborted":
+                # The guard gave up: the model's last answer stands as it wrote it (an empty
+                # reply to a re-ask is no answer, so the one before it).
+                return next((text for text in reversed(last) if text.strip()), last[-1])
+            if final.action == "accept" and not final.fixes and len(final.calls) == len(out.turn.calls):
                 return last[-1]  # as the model wrote it
             return write_reply(out.calls, fmt, out.turn, state.sample.tools)
 
