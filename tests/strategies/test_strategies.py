@@ -295,3 +295,16 @@ async def test_reflect_leaves_transient_faults_to_the_environment() -> None:
     gen = apply_strategies(build_strategies("reflect"), script, st)
     assert await gen(episode('{"error": {"code": 503, "type": "service_unavailable"}}')) == FAILED
     assert len(script.seen) == 1
+
+
+async def test_self_refine_an_empty_refinement_keeps_the_answer() -> None:
+    # SmolLM2 answered every other re-ask with '' and the last '' was kept: greedy accuracy
+    # fell from 56 % to 0 (issue 35).
+    call = '[get_weather(city="Oslo", days=1)]'
+    script = Script(call, "", call, "")
+    out, st = await run("self-refine", script, max_refine=3)
+    assert out == call and len(script.seen) == 2
+    assert st.events[0] == {"kind": "self-refine", "rounds": 1, "requests": 1, "stop": "empty"}
+    out, st = await run("self-refine", Script('[get_weather(city="Oslo", days=0)]', "  \n"), max_refine=3,
+                        when="findings")  # fmt: skip
+    assert out == '[get_weather(city="Oslo", days=0)]' and st.events[0]["stop"] == "empty"

@@ -1,6 +1,8 @@
 """``self-refine``: ToolACE-R's adaptive self-refinement at inference. The model is asked to
 refine its own answer until it keeps it (the short "keep it" reply of :mod:`toolmend.guard._reask`,
-or the same answer again: a fixed point) or ``max_refine`` rounds are spent. The feedback comes
+or the same answer again: a fixed point) or ``max_refine`` rounds are spent. An empty reply
+keeps the answer too (event ``stop: "empty"``): it corrects nothing, and small models answer a
+re-ask with nothing when they see nothing to change. The feedback comes
 from the checker (default: its findings, or that it found none) or from the model alone
 (``feedback="model"``: a request to review).
 
@@ -97,8 +99,8 @@ class SelfRefine:
                 history += [Message(role="assistant", content=reply), Message(role="user", content=ask)]
                 new = await generate(history, epoch=epoch)
                 rounds += 1
-                if is_keep(new):
-                    stop = "kept"
+                if is_keep(new) or not new.strip():
+                    stop = "kept" if new.strip() else "empty"
                     break
                 new_turn = read_reply(new, fmt)
                 if _same(turn, new_turn, reply, new):
