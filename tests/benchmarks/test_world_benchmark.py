@@ -451,3 +451,58 @@ def test_domain_tools_offer_the_task_domains_plus_distractors_and_gold_still_suc
         bench.load(tools="some")
     with pytest.raises(ConfigError, match="distractors"):
         bench.load(tools="domain", distractors=-1)
+
+
+def _llama_cpp_like(refuse_all: bool) -> Any:
+    """A handler acting as llama-cpp-python's server: a message whose content is not a string
+    (or, with ``refuse_all``, every request) is a 500 with pydantic's complaint; otherwise the
+    model calls the first offered tool, then answers in text once a tool has answered."""
+    from fake_openai_server import Reply
+
+    def handler(body: dict[str, Any]) -> Any:
+        bad = [i for i, m in enumerate(body["messages"]) if not isinstance(m.get("content"), str)]
+        if bad or refuse_all:
+            where = bad[0] if bad else 0
+            message = f"1 validation error for ChatCompletionRequest messages.{where}.content Input should be a valid string"
+            payload = {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+            return Reply(status=500, body=json.dumps(payload).encode())
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return Reply(text="I have done what I could.")
+        return Reply(text=None, tool_calls=[{"name": body["tools"][0]["function"]["name"], "arguments": {}}],
+                     finish_reason="tool_calls")  # fmt: skip
+
+    return handler
+
+
+def test_native_episodes_send_no_null_content_and_a_refused_request_is_an_infrastructure_error(
+    tmp_path: Path,
+) -> None:
+    # Issue 35: an assistant turn with content null made llama-cpp-python answer 500 on every
+    # attempt; toolmend scored it as the model's failure and reported 0 % infrastructure errors.
+    from fake_openai_server import FakeOpenAIServer
+
+    common: dict[str, Any] = {"limit": 2, "cache": False, "cache_dir": tmp_path / "cache", "progress": False,
+                              "tool_mode": "native", "max_retries": 1}  # fmt: skip
+    server = FakeOpenAIServer(_llama_cpp_like(refuse_all=False)).start()
+    try:
+        result = run_bench("world", "openai/m", base_url=server.base_url, runs_dir=tmp_path / "a", **common)
+    finally:
+        server.stop()
+    assert result.summary.n_errors == 0
+    assistant = [m for b in server.bodies for m in b["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+    assert assistant and all(m["content"] == "" for m in assistant)
+    assert not [r for r in _rows(result.run_dir) if r.get("details", {}).get("outcome") == "model_failure"]
+
+    server = FakeOpenAIServer(_llama_cpp_like(refuse_all=True)).start()
+    try:
+        result = run_bench("world", "openai/m", base_url=server.base_url, runs_dir=tmp_path / "b", **common)
+    finally:
+        server.stop()
+    assert result.summary.n_errors == 2 and result.summary.infra_error_rate == 1.0
+    assert server.requests == 2  # refused requests are not sent again
+    for row in _rows(result.run_dir):
+        assert "HTTP 500" in row["error"]["message"] and "Input should be a valid string" in row["error"]["message"]
+
+
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]

@@ -308,3 +308,58 @@ async def test_proxy_from_the_environment(openai_server: Any, monkeypatch: pytes
         with pytest.raises(EndpointError, match="host name not resolved"):
             await model.generate(user("direct"))
     assert openai_server.requests == 1
+
+
+def _strict_server_handler(body: dict[str, Any]) -> Reply:
+    """Like llama-cpp-python's server: a message whose content is not a string is a 500 naming
+    pydantic's complaint; otherwise a tool call first, then text once a tool has answered."""
+    for i, m in enumerate(body["messages"]):
+        if not isinstance(m.get("content"), str):
+            message = f"1 validation error for ChatCompletionRequest\nmessages.{i}.content\n  Input should be a valid string"
+            payload = {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+            return Reply(status=500, body=json.dumps(payload).encode())
+    if any(m["role"] == "tool" for m in body["messages"]):
+        return Reply(text="done")
+    return Reply(text=None, tool_calls=[{"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "c1"}])
+
+
+async def test_assistant_tool_call_turns_carry_a_string_content() -> None:
+    from fake_openai_server import FakeOpenAIServer
+
+    server = FakeOpenAIServer(_strict_server_handler).start()
+    try:
+        async with model_for(server) as model:
+            first = await model.generate(user("weather?"), tools=TOOLS)
+            history = [*user("weather?"), Message(role="assistant", content=first.text, tool_calls=first.tool_calls),
+                       Message(role="tool", content='{"temp": 3}', tool_call_id="c1")]  # fmt: skip
+            second = await model.generate(history, tools=TOOLS)
+    finally:
+        server.stop()
+    assert second.text == "done"
+    assert server.bodies[1]["messages"][1]["content"] == ""
+
+
+async def test_a_request_the_server_refuses_is_an_infrastructure_error_at_once(openai_server: Any) -> None:
+    from toolmend.models._retry import ModelFailure
+
+    message = "1 validation error for ChatCompletionRequest\nmessages.1.content\n  Input should be a valid string"
+    body = json.dumps({"error": {"message": message, "type": "internal_server_error"}}).encode()
+    openai_server.fail_next("x", *[Reply(status=500, body=body)] * 5)
+    async with model_for(openai_server) as model:
+        with pytest.raises(ModelError) as info:
+            await model.generate(user("x"))
+    assert not isinstance(info.value, ModelFailure) and not info.value.retryable
+    assert info.value.status == 500 and openai_server.requests == 1  # sending it again cannot help
+    assert "HTTP 500" in str(info.value) and "Input should be a valid string" in str(info.value)
+    assert "refused toolmend's request" in str(info.value)
+
+
+async def test_a_context_overflow_answer_is_reported_as_such(openai_server: Any) -> None:
+    body = json.dumps({"error": {"message": "This model's maximum context length is 8192 tokens. However, you "
+                                 "requested 9500 tokens (8476 in the messages, 1024 in the completion).",
+                                 "type": "invalid_request_error", "code": "context_length_exceeded"}}).encode()  # fmt: skip
+    openai_server.fail_next("x", Reply(status=400, body=body))
+    async with model_for(openai_server) as model:
+        with pytest.raises(ModelError, match=r"HTTP 400: the prompt does not fit the model's context \(This model's"):
+            await model.generate(user("x"))
+    assert openai_server.requests == 1

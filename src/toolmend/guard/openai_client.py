@@ -62,7 +62,7 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if m.role == "assistant" and m.tool_calls:
             out.append({
                 "role": "assistant",
-                "content": m.content or None,
+                "content": m.content,  # "" rather than null, which some servers refuse
                 "tool_calls": [
                     {"id": c.id, "type": "function",
                      "function": {"name": c.name, "arguments": json.dumps(c.model_dump(mode="json")["arguments"])}}

@@ -52,7 +52,12 @@ import certifi
 from toolmend._errors import ConfigError, EndpointError, ModelError
 from toolmend.models._base import Completion, GenerateRequest, Model, ToolMode
 from toolmend.models._cache import ResponseCache
-from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT, build_chat_request, parse_chat_response
+from toolmend.models._openai_wire import (
+    DEFAULT_TOOL_PROMPT,
+    build_chat_request,
+    parse_chat_response,
+    request_rejection,
+)
 from toolmend.models._retry import HTTPStatusError, RetryPolicy, parse_retry_after
 from toolmend.models._tool_names import ToolNameMap
 
@@ -279,6 +284,10 @@ class OpenAIModel(Model):
             raise EndpointError(
                 url, f"HTTP 404 (no such path or model; check --base-url and the model name): {snippet}"
             )
+        rejected = request_rejection(status, raw) if status >= 400 else None
+        if rejected is not None:
+            # The request's own fault: never retried, never scored as the model's failure.
+            raise ModelError(f"{url}: {rejected}", retryable=False, status=status)
         if status >= 400:
             snippet = raw[:300].decode("utf-8", errors="replace").replace("\n", " ")
             raise HTTPStatusError(

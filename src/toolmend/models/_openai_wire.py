@@ -8,6 +8,9 @@ because servers reject a tool message without one. A tool message that answers n
 the wire (a trajectory where the call was written as text, or prompt mode) becomes a user
 message ``Tool response (<name>): <content>``, which every server accepts.
 
+An assistant turn with tool calls carries ``content: ""`` when it has no text, never ``null``
+(some servers refuse null, and some chat templates need the key).
+
 Prompt mode. The tools are described in the system prompt with :data:`DEFAULT_TOOL_PROMPT` (or a
 user's template containing ``{tools}``) and earlier calls are written back as
 ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` lines, the format that prompt asks for.
@@ -16,6 +19,7 @@ user's template containing ``{tools}``) and earlier calls are written back as
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from toolmend._errors import ModelError
@@ -27,7 +31,9 @@ from toolmend.models._tool_names import ToolNameMap
 __all__ = [
     "DEFAULT_TOOL_PROMPT",
     "build_chat_request",
+    "error_detail",
     "parse_chat_response",
+    "request_rejection",
     "render_tool_call_text",
     "render_tools_prompt",
     "to_wire_messages",
@@ -103,7 +109,10 @@ def to_wire_messages(
                         "function": {"name": names.to_wire(call.name), "arguments": _arguments_json(call)},
                     }
                 )
-            out.append({"role": "assistant", "content": m.content or None, "tool_calls": calls})
+            # A string, never null: llama-cpp-python answers 500 ("Input should be a valid string")
+            # to a null content, and its chatml-function-calling template cannot render a missing
+            # one; "" is what every server takes (OpenAI's spec allows it beside tool_calls).
+            out.append({"role": "assistant", "content": m.content, "tool_calls": calls})
         elif m.role == "assistant" and m.tool_calls:
             text = "\n".join([m.content] * bool(m.content) + [render_tool_call_text(c) for c in m.tool_calls])
             out.append({"role": "assistant", "content": text})
@@ -244,3 +253,63 @@ def parse_chat_response(body: Any, *, names: ToolNameMap) -> Completion:
         finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
         model=body.get("model") if isinstance(body.get("model"), str) else "",
     )
+
+
+def error_detail(raw: bytes, limit: int = 300) -> str:
+    """The server's own words in an error response: OpenAI's ``error.message`` (FastAPI's
+    ``detail``, a plain string ``error``), else the start of the body.
+
+    >>> error_detail(b'{"error": {"message": "Input should be a valid string", "type": "x"}}')
+    'Input should be a valid string'
+    """
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    found: Any = None
+    if isinstance(body, dict):
+        err = body.get("error")
+        found = err.get("message") if isinstance(err, dict) else err
+        if not isinstance(found, str) or not found:
+            found = body.get("detail") or body.get("message")
+    if found is not None and not isinstance(found, str):
+        found = json.dumps(found, ensure_ascii=False)
+    out = " ".join((found or text).split())
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+# What servers say when the prompt does not fit: OpenAI and vLLM ("maximum context length"),
+# llama.cpp ("exceeds the available context size"), llama-cpp-python ("exceed context window",
+# code context_length_exceeded), TGI ("`inputs` tokens + `max_new_tokens` must be <=").
+_CONTEXT = re.compile(
+    r"context[ _](length|window|size)|maximum context|exceeds? (the )?(available )?context"
+    r"|prompt is too long|tokens \+ `max_new_tokens`",
+    re.IGNORECASE,
+)
+# How request validation reads (pydantic, as FastAPI servers such as llama-cpp-python answer a
+# request whose shape they refuse, sometimes with a 500; OpenAI's invalid_request_error).
+_REJECTED = re.compile(
+    r"validation error|input should be|field required|extra inputs are not permitted|invalid_request_error",
+    re.IGNORECASE,
+)
+
+
+def request_rejection(status: int, raw: bytes) -> str | None:
+    """Why the server refused the request itself (a prompt too long for its context, or a request
+    shape it does not take), in words naming the status and its message; ``None`` for any other
+    answer. Such a failure is the request's, never the model's, and sending it again cannot help.
+
+    >>> request_rejection(400, b'{"error": {"message": "This model\'s maximum context length is 8192 tokens"}}')
+    "HTTP 400: the prompt does not fit the model's context (This model's maximum context length is 8192 tokens)"
+    >>> request_rejection(500, b'{"error": {"message": "could not parse region as JSON"}}') is None
+    True
+    """
+    if status not in (400, 413, 422) and status < 500:
+        return None  # authentication, a wrong path, rate limits: their own errors say enough
+    detail = error_detail(raw)
+    if _CONTEXT.search(detail) or b"context_length_exceeded" in raw:
+        return f"HTTP {status}: the prompt does not fit the model's context ({detail})"
+    if _REJECTED.search(detail) or b"invalid_request_error" in raw:
+        return f"HTTP {status}: the server refused toolmend's request, not the model's answer ({detail})"
+    return None

@@ -163,7 +163,8 @@ def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None,
+            # content "" rather than null, which some upstreams refuse (see models._openai_wire).
+            out.append({"role": "assistant", "content": m.content,
                         "tool_calls": to_openai_tool_calls(m.tool_calls)})  # fmt: skip
         elif m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
