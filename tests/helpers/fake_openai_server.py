@@ -90,6 +90,8 @@ class FakeOpenAIServer:
         blocks leave ``content`` for ``message.tool_calls`` (tools in the request or not), and a
         block that is not JSON makes the server answer 500, as ``transformers serve`` does."""
         self.latency = latency
+        self.models: list[dict[str, Any]] | None = None
+        """What ``GET /models`` lists (its ``data``); ``None``: that path is a 404."""
         self.keep_bodies = keep_bodies
         self.bodies: list[dict[str, Any]] = []
         self.requests = 0
@@ -126,6 +128,9 @@ class FakeOpenAIServer:
     # throughput benchmark the server shares two cores with the client, so its CPU per request
     # (about 0.1 ms here, against 0.17 ms for the streams version) is part of what is measured.
     def _handle(self, conn: _Connection, method: str, path: str, raw: bytes) -> None:
+        if method == "GET" and path.rstrip("/").endswith("/models") and self.models is not None:
+            conn.respond(200, json.dumps({"object": "list", "data": self.models}).encode(), {})
+            return
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             conn.respond(404, b'{"error": "not found"}', {})
             return

@@ -109,3 +109,57 @@ def test_a_run_records_its_request_defaults_and_a_resume_keeps_them(tmp_path: Pa
     finally:
         server.stop()
     assert json.loads(json.dumps(config))  # plain JSON in the manifest
+
+
+LONG = "Please look up the weather for each of these cities in turn: " + ", ".join(f"city{i}" for i in range(400))
+
+
+async def test_a_prompt_over_a_given_context_length_fails_before_it_is_sent(openai_server: Any) -> None:
+    from toolmend._errors import ModelError
+
+    async with OpenAIModel("m", base_url=openai_server.base_url, cache=None, context_length=500) as model:
+        with pytest.raises(ModelError, match=r"at least \d+ tokens .* against 500 tokens \(context_length\)") as info:
+            await model.generate(user(LONG), tools=TOOLS)
+        assert not info.value.retryable
+        await model.generate(user("short"), tools=TOOLS)  # a prompt that fits goes out
+    assert openai_server.requests == 1
+
+
+async def test_the_server_s_own_context_length_is_read_from_models(openai_server: Any) -> None:
+    from toolmend._errors import ModelError
+
+    openai_server.models = [{"id": "other", "max_model_len": 100_000},
+                            {"id": "m", "object": "model", "meta": {"n_ctx_train": 600}}]  # fmt: skip
+    async with OpenAIModel("m", base_url=openai_server.base_url, cache=None) as model:
+        with pytest.raises(ModelError, match=r"against 600 tokens \(as the server reports it\); not sent"):
+            await model.generate(user(LONG))
+        await model.generate(user("short"))
+    assert openai_server.requests == 1
+    # A server that states nothing (404 here) leaves the check to the server's own answer.
+    openai_server.models = None
+    async with OpenAIModel("m", base_url=openai_server.base_url, cache=None) as model:
+        await model.generate(user(LONG))
+    assert openai_server.requests == 2
+
+
+def test_the_estimate_is_a_lower_bound_on_real_tokenizers() -> None:
+    from toolmend.models._openai_wire import estimate_prompt_tokens
+
+    # Token counts of SmolLM2-135M-Instruct's tokenizer (GPT-2 style) for these texts.
+    assert estimate_prompt_tokens("The quick brown fox jumps over the lazy dog. " * 50) <= 501
+    assert estimate_prompt_tokens("1234567890" * 100) <= 1000
+    assert estimate_prompt_tokens('{"a": 1, "b": [1,2,3], "long_identifier_name": "value", "_x": "_"}\n' * 40) <= 1280
+    assert estimate_prompt_tokens("def f(x):\n    return x_1 + 2\n" * 40) <= 560
+
+
+def test_a_run_fails_samples_whose_prompt_cannot_fit_naming_the_sizes(tmp_path: Path, data_dir: Path) -> None:
+    server = FakeOpenAIServer().start()
+    try:
+        result = run_bench("bfcl", "openai/tiny", base_url=server.base_url, progress=False, cache=False,
+                           data=data_dir / "bfcl", categories=["simple_python"], tool_mode="native", limit=3,
+                           runs_dir=tmp_path, model_options={"context_length": 20})  # fmt: skip
+    finally:
+        server.stop()
+    assert server.requests == 0 and result.summary.n_errors == 3
+    for row in (result.run_dir / "samples.jsonl").read_text().splitlines():
+        assert "does not fit the model's context" in json.loads(row)["error"]["message"]

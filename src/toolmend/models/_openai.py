@@ -55,7 +55,9 @@ from toolmend.models._cache import ResponseCache
 from toolmend.models._openai_wire import (
     DEFAULT_TOOL_PROMPT,
     build_chat_request,
+    estimate_prompt_tokens,
     parse_chat_response,
+    prompt_text,
     request_rejection,
 )
 from toolmend.models._retry import HTTPStatusError, RetryPolicy, parse_retry_after
@@ -175,6 +177,7 @@ class OpenAIModel(Model):
         self.tool_choice = tool_choice
         self._server_context: int | None = None
         self._context_asked = False
+        self._context_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         if login is not None:
             token = base64.b64encode(":".join(login).encode()).decode()
             self._headers = {"Authorization": f"Basic {token}"}
@@ -273,6 +276,7 @@ class OpenAIModel(Model):
             self.model, request, names=names, mode=self.tool_mode, tool_prompt=self.tool_prompt
         )
         url = f"{self.base_url}/chat/completions"
+        await self._check_context(url, body)
         status, headers, raw = await self._post(url, body)
         if _is_html(headers, raw):
             raise EndpointError(
@@ -303,6 +307,49 @@ class OpenAIModel(Model):
         self._reached = True
         return parse_chat_response(payload, names=names)
 
+    async def _check_context(self, url: str, body: dict[str, Any]) -> None:
+        """Fail a request whose prompt cannot fit the model's context, before it is sent."""
+        limit = self.context_length or await self._reported_context()
+        if limit is None:
+            return
+        text = prompt_text(body)
+        if len(text) < limit:
+            return  # the estimate never exceeds the length: no need to count
+        need = estimate_prompt_tokens(text)
+        if need >= limit:
+            source = "context_length" if self.context_length else "as the server reports it"
+            raise ModelError(
+                f"{url}: the prompt does not fit the model's context: at least {need} tokens (estimated "
+                f"from its text and tool schemas) against {limit} tokens ({source}); not sent",
+                retryable=False,
+            )
+
+    async def _reported_context(self) -> int | None:
+        """The context length the server states in ``/models`` (llama.cpp's ``meta.n_ctx_train``,
+        vLLM's ``max_model_len``), asked once; ``None`` when it states none or cannot say."""
+        if self._context_asked:
+            return self._server_context
+        loop = asyncio.get_running_loop()
+        if self._context_lock is None or self._context_lock[0] is not loop:
+            self._context_lock = (loop, asyncio.Lock())
+        async with self._context_lock[1]:
+            if not self._context_asked:
+                self._server_context = await self._ask_context()
+                self._context_asked = True
+        return self._server_context
+
+    async def _ask_context(self) -> int | None:
+        session = await self._session()
+        try:
+            async with asyncio.timeout(min(self.timeout, 10.0)):
+                async with session.get(f"{self.base_url}/models", proxy=self._proxy) as response:
+                    if response.status != 200:
+                        return None
+                    payload = json.loads(await response.read())
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
+            return None  # the chat request says what is wrong with the server, if anything
+        return _context_of(payload, self.model)
+
     async def aclose(self) -> None:
         session, loop = self._http, self._http_loop
         self._http = self._http_loop = None
@@ -312,6 +359,20 @@ class OpenAIModel(Model):
             and (loop is asyncio.get_running_loop() or loop.is_closed())
         ):
             await session.close()
+
+
+def _context_of(payload: Any, model: str) -> int | None:
+    """The context length a ``/models`` answer gives for ``model`` (or for its only model)."""
+    data = payload.get("data") if isinstance(payload, dict) else None
+    entries = [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+    entry = next((e for e in entries if e.get("id") == model), entries[0] if len(entries) == 1 else None)
+    if entry is None:
+        return None
+    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    for value in (entry.get("max_model_len"), meta.get("n_ctx"), meta.get("n_ctx_train")):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def _positive_int(name: str, value: Any) -> int | None:

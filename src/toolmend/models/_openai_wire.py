@@ -32,7 +32,9 @@ __all__ = [
     "DEFAULT_TOOL_PROMPT",
     "build_chat_request",
     "error_detail",
+    "estimate_prompt_tokens",
     "parse_chat_response",
+    "prompt_text",
     "request_rejection",
     "render_tool_call_text",
     "render_tools_prompt",
@@ -313,3 +315,41 @@ def request_rejection(status: int, raw: bytes) -> str | None:
     if _REJECTED.search(detail) or b"invalid_request_error" in raw:
         return f"HTTP {status}: the server refused toolmend's request, not the model's answer ({detail})"
     return None
+
+
+# The pieces a GPT-style tokenizer (GPT-2, cl100k, Llama 3, Qwen, SmolLM) cuts text into before
+# it merges bytes, each one or more tokens, never merged with its neighbours; drawn no finer than
+# theirs (a leading space or mark joins a word, digits go in threes), so that counting them never
+# says more than the tokenizer would. SentencePiece tokenizers cut finer still.
+_PIECES = re.compile(
+    r"'(?:[sdmt]|ll|ve|re)|(?:[^\r\n\w]|_)?[^\W\d_]+|\d{1,3}| ?(?:[^\s\w]|_)+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """What every chat template renders of a ``/chat/completions`` request, its own markup aside:
+    the message texts, the calls' names and arguments, and the tool schemas as JSON."""
+    parts: list[str] = []
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        parts.append(_text_of(m.get("content")))
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                parts += [str(fn.get("name") or ""), str(fn.get("arguments") or "")]
+    if body.get("tools"):
+        parts.append(json.dumps(body["tools"], ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def estimate_prompt_tokens(prompt: dict[str, Any] | str) -> int:
+    """A lower bound on the tokens of a request's prompt (a request body, or its
+    :func:`prompt_text`). A prompt this estimate puts over a context cannot fit; one under it may
+    still not (the server's own answer says so then). Never more than the text's length.
+
+    >>> estimate_prompt_tokens({"messages": [{"role": "user", "content": "Weather in Oslo, please."}]})
+    5
+    """
+    text = prompt if isinstance(prompt, str) else prompt_text(prompt)
+    return len(_PIECES.findall(text))
