@@ -188,6 +188,13 @@ class _Exchange:
         choice = body.get("tool_choice")
         self.guarded = bool(tool_names(body)) and (body.get("n") or 1) == 1
         self.rescue = self.guarded and choice != "none" and not proxy.config.shadow
+        self.sent = body
+        """The request as it goes upstream (the client's, unless the proxy takes a field over)."""
+        if self.guarded and choice == "required" and not proxy.config.shadow:
+            # The guard enforces "required" itself (a reply without a call is re-asked or fails per
+            # policy); upstreams that cannot take it (llama-cpp-python answers 500) get "auto".
+            self.sent = {**body, "tool_choice": "auto"}
+            self.raw = fastjson.dumps(self.sent)
 
     @property
     def config(self) -> ServeConfig:
@@ -195,7 +202,7 @@ class _Exchange:
 
     async def reask(self, extra: list[dict[str, Any]]) -> dict[str, Any]:
         """A hidden, non-streamed re-ask: the request with ``extra`` messages appended."""
-        body = {**self.body, "messages": [*self.body["messages"], *extra], "stream": False}
+        body = {**self.sent, "messages": [*self.body["messages"], *extra], "stream": False}
         body.pop("stream_options", None)
         reply = await self.proxy.upstream.post(_CHAT, body, self.proxy._incoming(self.request))
         self.proxy.metrics.inc("toolmend_reasks_total")
@@ -253,6 +260,9 @@ class _Exchange:
         choice = dict(data["choices"][0])
         new = dict(message)
         new.update(verdict.message())
+        # The legacy field some servers fill beside tool_calls holds the upstream's call, which
+        # may be the one the guard rejected: only tool_calls says what the guard handed on.
+        new.pop("function_call", None)
         if not verdict.tool_calls:
             new.pop("tool_calls", None)
         choice["message"], choice["finish_reason"] = new, verdict.finish_reason
@@ -365,10 +375,13 @@ class _Exchange:
                 out = gate.feed(content) if gate is not None and isinstance(content, str) else content
                 if isinstance(out, str):
                     sent.append(out)
-                if not calls and not fr and out == content and chunk.get("usage") is None:
+                legacy = "function_call" in delta
+                if not calls and not fr and not legacy and out == content and chunk.get("usage") is None:
                     await response.write(b"data: " + data + b"\n\n")  # untouched: the same bytes
                     continue
-                rest = {k: v for k, v in delta.items() if k not in ("tool_calls", "content")}
+                # A held answer's calls go out once the guard has decided, in tool_calls only: the
+                # legacy function_call beside them would show the upstream's call as it came.
+                rest = {k: v for k, v in delta.items() if k not in ("tool_calls", "content", "function_call")}
                 if out or rest or (content == "" and "role" in delta):
                     new_delta = {**rest, "content": out} if isinstance(out, str) else rest
                     await self._emit(
