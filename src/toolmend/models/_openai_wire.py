@@ -302,8 +302,8 @@ def request_rejection(status: int, raw: bytes) -> str | None:
     shape it does not take), in words naming the status and its message; ``None`` for any other
     answer. Such a failure is the request's, never the model's, and sending it again cannot help.
 
-    >>> request_rejection(400, b'{"error": {"message": "This model\'s maximum context length is 8192 tokens"}}')
-    "HTTP 400: the prompt does not fit the model's context (This model's maximum context length is 8192 tokens)"
+    >>> request_rejection(400, b'{"error": {"message": "The maximum context length is 8192 tokens"}}')
+    "HTTP 400: the prompt does not fit the model's context (The maximum context length is 8192 tokens)"
     >>> request_rejection(500, b'{"error": {"message": "could not parse region as JSON"}}') is None
     True
     """
@@ -349,7 +349,7 @@ def estimate_prompt_tokens(prompt: dict[str, Any] | str) -> int:
     still not (the server's own answer says so then). Never more than the text's length.
 
     >>> estimate_prompt_tokens({"messages": [{"role": "user", "content": "Weather in Oslo, please."}]})
-    5
+    6
     """
     text = prompt if isinstance(prompt, str) else prompt_text(prompt)
     return len(_PIECES.findall(text))
