@@ -177,7 +177,7 @@ class OpenAIModel(Model):
         self.tool_choice = tool_choice
         self._server_context: int | None = None
         self._context_asked = False
-        self._context_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._context_pending: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
         if login is not None:
             token = base64.b64encode(":".join(login).encode()).decode()
             self._headers = {"Authorization": f"Basic {token}"}
@@ -330,12 +330,20 @@ class OpenAIModel(Model):
         if self._context_asked:
             return self._server_context
         loop = asyncio.get_running_loop()
-        if self._context_lock is None or self._context_lock[0] is not loop:
-            self._context_lock = (loop, asyncio.Lock())
-        async with self._context_lock[1]:
-            if not self._context_asked:
-                self._server_context = await self._ask_context()
-                self._context_asked = True
+        pending = self._context_pending
+        if pending is not None and pending[0] is loop:
+            # Requests that came meanwhile wait for the one answer, and then go in the order they
+            # came (a lock would let later requests overtake the ones still queued on it).
+            await pending[1]
+            return self._server_context
+        done: asyncio.Future[None] = loop.create_future()
+        self._context_pending = (loop, done)
+        try:
+            self._server_context = await self._ask_context()
+            self._context_asked = True
+        finally:
+            self._context_pending = None
+            done.set_result(None)
         return self._server_context
 
     async def _ask_context(self) -> int | None:
