@@ -137,12 +137,16 @@ def bench_command(
     categories: Annotated[
         list[str] | None, typer.Option("--categories", help="BFCL categories (repeat or comma-separate).")
     ] = None,
-    temperature: Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option("--temperature", help="Sampling temperature (default: the backend's; 0 for openai/)."),
+    ] = None,
     max_retries: Annotated[
         int | None, typer.Option("--max-retries", help="Transport retries per request.", min=0)
     ] = None,
     model_option: Annotated[
-        list[str] | None, typer.Option("--model-option", "-M", help="Backend option KEY=VALUE (repeatable).")
+        list[str] | None, typer.Option("--model-option", "-M", help="Backend option KEY=VALUE (repeatable), e.g. "
+                     "max_tokens=256, tool_choice=auto, context_length=8192 for openai/.")
     ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Loader option KEY=VALUE (repeatable).")

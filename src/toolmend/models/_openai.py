@@ -213,8 +213,10 @@ class OpenAIModel(Model):
 
     def _with_defaults(self, request: GenerateRequest) -> GenerateRequest:
         cfg = request.config
+        # A request that names its own limit (max_completion_tokens too, OpenAI's newer name) keeps it.
+        given = set(cfg.extra) | ({"max_tokens"} if "max_completion_tokens" in cfg.extra else set())
         fill = {k: v for k, v in (("max_tokens", self.max_tokens), ("temperature", self.temperature))
-                if v is not None and getattr(cfg, k) is None and k not in cfg.extra}  # fmt: skip
+                if v is not None and getattr(cfg, k) is None and k not in given}  # fmt: skip
         update: dict[str, Any] = {"config": cfg.model_copy(update=fill)} if fill else {}
         if self.tool_choice is not None and request.tool_choice is None and request.tools:
             update["tool_choice"] = self.tool_choice
@@ -376,7 +378,9 @@ def _context_of(payload: Any, model: str) -> int | None:
     entry = next((e for e in entries if e.get("id") == model), entries[0] if len(entries) == 1 else None)
     if entry is None:
         return None
-    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    meta = entry.get("meta")
+    if not isinstance(meta, dict):
+        meta = {}
     for value in (entry.get("max_model_len"), meta.get("n_ctx"), meta.get("n_ctx_train")):
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
