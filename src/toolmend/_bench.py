@@ -224,7 +224,10 @@ def _oracle(bench: Benchmark, delay: float, max_connections: int) -> ScriptedMod
         gold = bench.gold(sample)
         if isinstance(gold, str):
             return gold
-        return gold[min(episode_turn(bench.prompt(sample), messages), len(gold) - 1)]
+        index = bench.gold_index(sample, messages)
+        if index is None:
+            index = episode_turn(bench.prompt(sample), messages)
+        return gold[min(index, len(gold) - 1)]
 
     return ScriptedModel(answer, delay=delay, name="scripted", max_connections=max_connections)
 

@@ -197,6 +197,11 @@ class Benchmark(ABC):
             return write_calls(sample.target, self.reply_format)
         raise ConfigError(f"no gold reply is known for benchmark {self.name!r}; use replay/<file> instead")
 
+    def gold_index(self, sample: Sample, messages: list[Message]) -> int | None:
+        """Which item of a multi-reply :meth:`gold` answers ``messages`` (the gold oracle asks);
+        ``None``: count the replies the environment answered, the runner's default."""
+        return None
+
     def turn_feedback(self, sample: Sample) -> Message | None:
         """The message the benchmark's own loop sends back between the replies of a multi-turn
         sample (reports show it between the turns); ``None`` when it sends none."""

@@ -24,6 +24,11 @@
 
 In both modes arithmetic values are computed by a literal-only evaluator, never ``eval``
 (see :mod:`toolmend.benchmarks.bfcl._decode`).
+
+The multi-turn categories (``multi_turn_base``, ``multi_turn_miss_func``,
+``multi_turn_miss_param``, ``multi_turn_long_context``) are episodes in BFCL's executable classes;
+see :mod:`toolmend.benchmarks.bfcl._multi_turn` for the loop, the checker and what ``improved``
+changes there.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ from typing import Any
 
 from toolmend._schema import Message, Sample, Tool
 from toolmend._shared import shared_dir
-from toolmend.benchmarks._base import BENCHMARKS, Benchmark, Mode, Prediction, SampleScore
+from toolmend._errors import DatasetError
+from toolmend.benchmarks._base import BENCHMARKS, Benchmark, Generate, Mode, Prediction, SampleScore
+from toolmend.benchmarks.bfcl import _multi_turn as mt
 from toolmend.benchmarks.bfcl._checker import ast_check
-from toolmend.benchmarks.bfcl._data import load_bfcl
+from toolmend.benchmarks.bfcl._data import SUPPORTED_CATEGORIES, load_bfcl
 from toolmend.benchmarks.bfcl._decode import classify_output, decode, is_empty_output, render_python
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "BFCLBenchmark", "bfcl_function_doc"]
@@ -96,6 +103,10 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _is_multi_turn(sample: Sample) -> bool:
+    return _category(sample) in mt.MULTI_TURN_CATEGORIES
+
+
 def _category(sample: Sample) -> str:
     category = sample.metadata.get("category")
     if isinstance(category, str):
@@ -120,7 +131,7 @@ class BFCLBenchmark(Benchmark):
     default_data = "data/bfcl"
     reply_format = "python"
     headline = "accuracy"
-    detail_keys = ("category", "error_type", "outcome")
+    detail_keys = ("category", "error_type", "outcome", "failed_turn")
 
     def __init__(self, *, underscore_to_dot: bool = False, prompt_template: str | None = None) -> None:
         self.underscore_to_dot = underscore_to_dot
@@ -128,23 +139,71 @@ class BFCLBenchmark(Benchmark):
 
     def load(self, path: str | Path | None = None, **options: Any) -> list[Sample]:
         """Samples from ``path`` (default: the shared ``data/bfcl``); option ``categories``
-        restricts the categories (default: every supported category with a file present)."""
+        restricts the categories (default: every supported category with a file present). The
+        multi-turn categories are loaded only when asked for, from ``path`` where it holds their
+        files and else from the installed ``bfcl-eval`` package."""
         self.check_load_options(options)
         root = Path(path) if path is not None else shared_dir() / self.default_data
         categories = options.get("categories")
         if isinstance(categories, str):  # -o categories=simple_python,multiple
             categories = [c.strip() for c in categories.split(",") if c.strip()]
-        return load_bfcl(root, categories=categories)
+        if categories is None:
+            return load_bfcl(root, categories=None)
+        wanted = list(dict.fromkeys(categories))
+        unknown = [c for c in wanted if c not in SUPPORTED_CATEGORIES and c not in mt.MULTI_TURN_CATEGORIES]
+        if unknown:
+            supported = ", ".join((*SUPPORTED_CATEGORIES, *mt.MULTI_TURN_CATEGORIES))
+            raise DatasetError(f"unsupported BFCL categories {unknown}; supported: {supported}", path=root)
+        single = [c for c in wanted if c not in mt.MULTI_TURN_CATEGORIES]
+        multi = [c for c in wanted if c in mt.MULTI_TURN_CATEGORIES]
+        samples = load_bfcl(root, categories=single) if single else []
+        if multi:
+            samples.extend(mt.load_multi_turn(path, multi))
+        return samples
 
     def gold(self, sample: Sample) -> Prediction:
-        """The gold calls as a Python call list (the first accepted value of each argument)."""
+        """The gold calls as a Python call list (the first accepted value of each argument); for a
+        multi-turn sample, one reply per step (:func:`~toolmend.benchmarks.bfcl._multi_turn.gold_replies`)."""
+        if _is_multi_turn(sample):
+            return mt.gold_replies(sample)
         return render_python(sample.target)
+
+    def gold_index(self, sample: Sample, messages: list[Message]) -> int | None:
+        """Which gold reply answers ``messages`` in a multi-turn episode (a reply that ends a turn
+        is followed by the next turn's user message, not by a tool result)."""
+        if _is_multi_turn(sample):
+            return mt.gold_index(sample, self.prompt(sample), messages)
+        return None
+
+    def for_native_tools(self, samples: list[Sample]) -> list[Sample]:
+        """Multi-turn samples offer the API only the first turn's functions: a run's tool list is
+        fixed, so a held-out function (``miss_func``) reaches the model as text in its turn."""
+        out = []
+        for sample in samples:
+            if _is_multi_turn(sample):
+                offered = set(sample.metadata.get("offered", []))
+                sample = sample.model_copy(update={"tools": [t for t in sample.tools if t.name in offered]})
+            out.append(sample)
+        return out
+
+    async def solve(self, sample: Sample, generate: Generate) -> Prediction:
+        """One request; a multi-turn sample runs BFCL's episode in the classes' state."""
+        if _is_multi_turn(sample):
+            return await mt.run_episode(sample, self.prompt(sample), generate)
+        return await generate(self.prompt(sample))
 
     def prompt(self, sample: Sample) -> list[Message]:
         """A system message with the instructions and function docs, then the question; a
-        system message already in the question is appended to ours."""
-        docs = json.dumps([bfcl_function_doc(t) for t in sample.tools], indent=2, ensure_ascii=False)
-        system = self.system_prompt.replace("{functions}", docs)
+        system message already in the question is appended to ours. A multi-turn sample lists
+        the functions its first turn offers and adds :data:`~toolmend.benchmarks.bfcl._multi_turn.MULTI_TURN_NOTE`."""
+        tools = sample.tools
+        system = self.system_prompt
+        if _is_multi_turn(sample):
+            offered = set(sample.metadata.get("offered", []))
+            tools = [t for t in sample.tools if t.name in offered]
+            system = system + mt.MULTI_TURN_NOTE
+        docs = json.dumps([bfcl_function_doc(t) for t in tools], indent=2, ensure_ascii=False)
+        system = system.replace("{functions}", docs)
         messages = [m.model_copy() for m in sample.messages]
         if messages and messages[0].role == "system":
             messages[0] = Message(role="system", content=f"{system}\n\n{messages[0].content}")
@@ -158,6 +217,8 @@ class BFCLBenchmark(Benchmark):
         ``error_type`` (BFCL's label, empty on success), ``decoded`` (BFCL's
         ``[{name: {param: value}}]`` or None), ``category`` and, for (ir)relevance, ``outcome``.
         """
+        if _is_multi_turn(sample):
+            return self._score_multi_turn(sample, prediction, mode)
         text = prediction if isinstance(prediction, str) else (prediction[0] if prediction else "")
         category = _category(sample)
         decoded = decode(text, mode)
@@ -194,6 +255,26 @@ class BFCLBenchmark(Benchmark):
             )
         details.update({"valid": valid, "error": _jsonable(error), "error_type": error_type})
         return SampleScore(id=sample.id, values={"accuracy": 1.0 if valid else 0.0}, details=details)
+
+    def _score_multi_turn(self, sample: Sample, prediction: Prediction, mode: Mode) -> SampleScore:
+        replies = [prediction] if isinstance(prediction, str) else list(prediction)
+        result = mt.check_multi_turn(sample, replies, mode)
+        details: dict[str, Any] = {
+            "category": _category(sample),
+            "valid": result.valid,
+            "error": [result.error] if result.error else [],
+            "error_type": result.error_type,
+            "failed_turn": "none" if result.failed_turn is None else str(result.failed_turn),
+            "turn_outcomes": result.turn_outcomes,
+            "steps": result.steps,
+        }
+        for i, outcome in enumerate(result.turn_outcomes):
+            details[f"turn_{i}"] = outcome
+        if result.differences:
+            details["differences"] = result.differences
+        if result.missing_results:
+            details["missing_results"] = result.missing_results
+        return SampleScore(id=sample.id, values={"accuracy": 1.0 if result.valid else 0.0}, details=details)
 
     def _relevance(
         self, sample: Sample, text: str, decoded: Any, category: str, mode: Mode, details: dict[str, Any]
