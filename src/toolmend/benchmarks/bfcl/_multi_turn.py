@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmend._errors import ConfigError, DatasetError
-from toolmend._schema import Message, Sample, ToolCall
+from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._base import Mode
 from toolmend.benchmarks._io import UniqueIds, need, read_jsonl
 from toolmend.benchmarks.bfcl._decode import decode, safe_arith
@@ -195,6 +195,15 @@ def _func_docs(path: Path) -> tuple[str, ...]:
     return tuple(json.dumps(r) for _, r in read_jsonl(path, objects=True))
 
 
+@lru_cache(maxsize=64)
+def _class_tools(path: Path) -> tuple[Tool, ...]:
+    docs = [json.loads(d) for d in _func_docs(path)]
+    try:
+        return tuple(load_tools(docs, dialect="bfcl"))
+    except DatasetError as exc:
+        raise DatasetError(exc.reason, path=path, field=exc.field) from exc
+
+
 def _check_entry(record: dict[str, Any], classes: Iterable[str], path: Path, line: int) -> None:
     turns = record.get("question")
     need(turns, list, "a list of turns", path=path, line=line, field="question")
@@ -287,7 +296,7 @@ def load_multi_turn(root: str | Path | None, categories: Sequence[str]) -> list[
     Each sample's ``tools`` are every function of its classes (what the classes execute);
     ``metadata`` keeps ``turns`` (the user messages per turn), ``ground_truth`` (BFCL's call
     strings per turn), ``initial_config``, ``involved_classes``, ``held_out`` (turn index →
-    function names, ``miss_func`` only), ``offered`` (the functions the first turn offers) and
+    function names, ``miss_func`` only) and ``held_out_docs`` (their docs), ``offered`` (the functions the first turn offers) and
     ``category``. ``target`` is the ground truth's calls, all turns, with keyword arguments.
     """
     backend = _backend()
@@ -337,17 +346,16 @@ def _load_category(category: str, qpath: Path, apath: Path, docs_dir: Path, back
         for name in record["involved_classes"]:
             docs.extend(json.loads(d) for d in _func_docs(docs_dir / doc_files[name]))
         held_out: dict[str, list[str]] = {}
+        held_out_docs: dict[str, list[dict[str, Any]]] = {}
         offered = [d["name"] for d in docs]
         for turn, names in record.get("missed_function", {}).items():
-            held_out[turn] = []
+            held_out[turn], held_out_docs[turn] = [], []
             for name in names:
                 if name in offered:
                     offered.remove(name)
                     held_out[turn].append(name)
-        try:
-            tools = load_tools(docs, dialect="bfcl")
-        except DatasetError as exc:
-            raise DatasetError(exc.reason, path=docs_dir, field=exc.field) from exc
+                    held_out_docs[turn].append(next(d for d in docs if d["name"] == name))
+        tools = [t for name in record["involved_classes"] for t in _class_tools(docs_dir / doc_files[name])]
         first = record["question"][0] if record["question"] else []
         samples.append(
             Sample(
@@ -362,6 +370,7 @@ def _load_category(category: str, qpath: Path, apath: Path, docs_dir: Path, back
                     "initial_config": record["initial_config"],
                     "involved_classes": record["involved_classes"],
                     "held_out": held_out,
+                    "held_out_docs": held_out_docs,
                     "offered": offered,
                 },
             )
@@ -682,19 +691,11 @@ def _missing(expected: list[str], actual: list[str]) -> list[str]:
 def turn_messages(sample: Sample, index: int) -> list[Message]:
     """The messages turn ``index`` adds: its user messages, or for the turn at which ``miss_func``
     adds the held-out functions, a user message with their docs (:data:`HELD_OUT_NOTE`)."""
-    held = sample.metadata.get("held_out", {}).get(str(index))
-    if held:
-        docs = [_doc(sample, name) for name in held]
+    docs = sample.metadata.get("held_out_docs", {}).get(str(index))
+    if docs:
         text = HELD_OUT_NOTE.format(functions=json.dumps(docs, indent=2, ensure_ascii=False))
         return [Message(role="user", content=text)]
     return [Message(role=m["role"], content=m["content"]) for m in sample.metadata["turns"][index]]
-
-
-def _doc(sample: Sample, name: str) -> dict[str, Any]:
-    from toolmend.benchmarks.bfcl._benchmark import bfcl_function_doc
-
-    tool = sample.tool(name)
-    return bfcl_function_doc(tool) if tool is not None else {"name": name}
 
 
 async def run_episode(
