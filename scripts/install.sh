@@ -14,7 +14,10 @@ else
   .venv/bin/python -m pip install -q "torch==2.13.0"
 fi
 # train: the recipe tests (tests/train) train a tiny model with TRL; torch is already pinned above.
-.venv/bin/python -m pip install -q -e ".[embed,viz,train]" --group dev
+.venv/bin/python -m pip install -q -e ".[embed,viz,train,bfcl]" --group dev
+# BFCL multi-turn: the data and executable classes of bfcl-eval, without its pinned dependencies
+# (the classes need only the standard library and mpmath, from the bfcl extra above).
+.venv/bin/python -m pip install -q --no-deps "bfcl-eval==2026.3.23"
 # Headless chromium for the report's browser test (tests/reports/test_report_browser.py); without
 # it that test is skipped and says why.
 if ! command -v chromedriver >/dev/null 2>&1; then

@@ -65,7 +65,9 @@ def _gold_model(bench: BFCLBenchmark, sample: Sample):  # type: ignore[no-untype
 
 
 @pytest.mark.parametrize("mode", ["compat", "improved"])
-def test_gold_episodes_pass_in_every_category(bench: BFCLBenchmark, samples: dict[str, Sample], mode: str) -> None:
+def test_gold_episodes_pass_in_every_category(
+    bench: BFCLBenchmark, samples: dict[str, Sample], mode: str
+) -> None:
     for sample in _few(samples):
         replies, _ = _episode(bench, sample, _gold_model(bench, sample))
         assert replies == bench.gold(sample)
@@ -151,7 +153,10 @@ def test_recorded_official_verdicts(bench: BFCLBenchmark, samples: dict[str, Sam
     assert {r["id"].rsplit("_", 1)[0] for r in records} == set(mt.MULTI_TURN_CATEGORIES)
     for r in records:
         score = bench.score(samples[r["id"]], r["replies"], "compat")
-        assert (score.values["accuracy"] == 1.0, score.details["error_type"]) == (r["valid"], r["error_type"]), r
+        assert (score.values["accuracy"] == 1.0, score.details["error_type"]) == (
+            r["valid"],
+            r["error_type"],
+        ), r
 
 
 def test_improved_keeps_string_arguments_as_written(samples: dict[str, Sample]) -> None:
@@ -186,10 +191,14 @@ def test_not_evaluated_names_fail_as_eval_would(samples: dict[str, Sample]) -> N
     assert instances.run("cd(folder='nowhere')") == json.dumps(
         instances.by_class["GorillaFileSystem"].cd(folder="nowhere")
     )
-    assert instances.run("ls(a=True, b=1)").startswith("Error during execution: GorillaFileSystem.ls() got an")
+    assert instances.run("ls(a=True, b=1)").startswith(
+        "Error during execution: GorillaFileSystem.ls() got an"
+    )
 
 
-def test_bench_scripted_strategies_and_native_mode(tmp_path: Path, bench: BFCLBenchmark, samples: dict[str, Sample]) -> None:
+def test_bench_scripted_strategies_and_native_mode(
+    tmp_path: Path, bench: BFCLBenchmark, samples: dict[str, Sample]
+) -> None:
     common = dict(categories=["multi_turn_miss_func", "multi_turn_miss_param"], limit=None, runs_dir=tmp_path,
                   progress=False)  # fmt: skip
     picked = [samples[f"multi_turn_miss_func_{i}"] for i in range(2)] + [samples["multi_turn_miss_param_0"]]

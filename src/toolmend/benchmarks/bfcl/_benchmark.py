@@ -38,9 +38,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from toolmend._errors import DatasetError
 from toolmend._schema import Message, Sample, Tool
 from toolmend._shared import shared_dir
-from toolmend._errors import DatasetError
 from toolmend.benchmarks._base import BENCHMARKS, Benchmark, Generate, Mode, Prediction, SampleScore
 from toolmend.benchmarks.bfcl import _multi_turn as mt
 from toolmend.benchmarks.bfcl._checker import ast_check

@@ -4,10 +4,10 @@ The four categories ``multi_turn_base``, ``multi_turn_miss_func`` (a function is
 later turn), ``multi_turn_miss_param`` (a turn leaves out a needed value) and
 ``multi_turn_long_context`` (the classes load a large extra state) give the model a conversation of
 several user turns over a file system, messaging, posting, ticket, trading, travel, vehicle and math
-API. The data and the classes come from the ``bfcl-eval`` package, used without its dependency list
-(only ``mpmath`` is needed besides it)::
+API. The data and the classes come from the ``bfcl-eval`` package, installed without its dependency
+list (the classes import only the standard library and ``mpmath``, the ``bfcl`` extra)::
 
-    pip install --no-deps bfcl-eval==2026.3.23 mpmath
+    pip install --no-deps bfcl-eval==2026.3.23 && pip install 'toolmend[bfcl]'
 
 Only ``bfcl_eval.constants.executable_backend_config`` and the class modules under
 ``bfcl_eval.eval_checker.multi_turn_eval.func_source_code`` are imported; BFCL's evaluator and
@@ -72,7 +72,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +109,8 @@ STEP_LIMIT = 20
 """BFCL's per-turn step limit: the episode is force-quit after the 21st executed step of a turn."""
 
 INSTALL_HINT = (
-    "the BFCL multi-turn categories need the bfcl-eval package: "
-    "pip install --no-deps bfcl-eval==2026.3.23 mpmath (or pip install 'toolmend[bfcl]')"
+    "the BFCL multi-turn categories need the bfcl-eval package without its dependency list: "
+    "pip install --no-deps bfcl-eval==2026.3.23 && pip install 'toolmend[bfcl]' (adds mpmath)"
 )
 
 _CLASSES = (
@@ -163,7 +163,7 @@ def multi_turn_data_dir() -> Path:
     return Path(spec.origin).parent / "data"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _class(name: str) -> type:
     backend = _backend()
     path = backend.CLASS_FILE_PATH_MAPPING.get(name)
@@ -205,8 +205,9 @@ def _class_tools(path: Path) -> tuple[Tool, ...]:
 
 
 def _check_entry(record: dict[str, Any], classes: Iterable[str], path: Path, line: int) -> None:
-    turns = record.get("question")
-    need(turns, list, "a list of turns", path=path, line=line, field="question")
+    turns: list[Any] = need(
+        record.get("question"), list, "a list of turns", path=path, line=line, field="question"
+    )
     for i, turn in enumerate(turns):
         need(turn, list, "a list of messages", path=path, line=line, field=f"question[{i}]")
         for j, msg in enumerate(turn):
@@ -220,8 +221,14 @@ def _check_entry(record: dict[str, Any], classes: Iterable[str], path: Path, lin
                     path=path, line=line, field=f"question[{i}][{j}]",
                 )  # fmt: skip
     need(record.get("initial_config"), dict, "an object", path=path, line=line, field="initial_config")
-    involved = record.get("involved_classes")
-    need(involved, list, "a list of class names", path=path, line=line, field="involved_classes")
+    involved: list[Any] = need(
+        record.get("involved_classes"),
+        list,
+        "a list of class names",
+        path=path,
+        line=line,
+        field="involved_classes",
+    )
     known = set(classes)
     for name in involved:
         if name not in known:
@@ -229,8 +236,10 @@ def _check_entry(record: dict[str, Any], classes: Iterable[str], path: Path, lin
                 f"expected one of {', '.join(sorted(known))}, got {name!r}",
                 path=path, line=line, field="involved_classes",
             )  # fmt: skip
-    missed = record.get("missed_function", {})
-    need(missed, dict, "an object of turn index -> function names", path=path, line=line, field="missed_function")
+    what = "an object of turn index -> function names"
+    missed: dict[str, Any] = need(
+        record.get("missed_function", {}), dict, what, path=path, line=line, field="missed_function"
+    )
     for turn, names in missed.items():
         if not turn.isdigit() or int(turn) >= len(turns) or not isinstance(names, list):
             raise DatasetError(
@@ -240,10 +249,20 @@ def _check_entry(record: dict[str, Any], classes: Iterable[str], path: Path, lin
 
 
 def _check_truth(truth: Any, n_turns: int, path: Path, line: int) -> list[list[str]]:
-    need(truth, list, "a list of turns, each a list of call strings", path=path, line=line, field="ground_truth")
+    need(
+        truth,
+        list,
+        "a list of turns, each a list of call strings",
+        path=path,
+        line=line,
+        field="ground_truth",
+    )
     if len(truth) != n_turns:
         raise DatasetError(
-            f"{len(truth)} answer turns for {n_turns} question turns", path=path, line=line, field="ground_truth"
+            f"{len(truth)} answer turns for {n_turns} question turns",
+            path=path,
+            line=line,
+            field="ground_truth",
         )
     for i, turn in enumerate(truth):
         if not isinstance(turn, list) or not all(isinstance(c, str) for c in turn):
@@ -257,7 +276,10 @@ def _check_truth(truth: Any, n_turns: int, path: Path, line: int) -> list[list[s
                 node = None
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
                 raise DatasetError(
-                    "expected a call such as name(arg=1)", path=path, line=line, field=f"ground_truth[{i}][{j}]"
+                    "expected a call such as name(arg=1)",
+                    path=path,
+                    line=line,
+                    field=f"ground_truth[{i}][{j}]",
                 )
     return truth
 
@@ -329,7 +351,9 @@ def _load_category(category: str, qpath: Path, apath: Path, docs_dir: Path, back
     questions = _read_entries(qpath)
     answers = _read_entries(apath)
     if len(answers) != len(questions):
-        raise DatasetError(f"{len(answers)} answers for {len(questions)} questions in {qpath.name}", path=apath)
+        raise DatasetError(
+            f"{len(answers)} answers for {len(questions)} questions in {qpath.name}", path=apath
+        )
     unique = UniqueIds(qpath)
     doc_files: dict[str, str] = backend.MULTI_TURN_FUNC_DOC_FILE_MAPPING
     samples: list[Sample] = []
@@ -445,7 +469,9 @@ def executable_calls(reply: str, mode: Mode = "compat") -> tuple[list[ToolCall],
     return tool_calls, strings
 
 
-def split_turns(replies: Sequence[str], n_turns: int) -> tuple[list[list[tuple[str, list[str] | None]]], bool]:
+def split_turns(
+    replies: Sequence[str], n_turns: int
+) -> tuple[list[list[tuple[str, list[str] | None]]], bool]:
     """The replies grouped into turns as the episode grouped them: ``(turns, force_quit)``.
 
     Each turn is a list of ``(reply, call strings or None)``; a turn ends at a reply without
@@ -609,12 +635,12 @@ def check_multi_turn(sample: Sample, replies: Sequence[str], mode: Mode = "compa
     turns, _ = split_turns(replies, len(truth))
     steps = [sum(1 for _, calls in t if calls is not None) for t in turns]
     if len(turns) != len(truth):
-        outcomes = ["not_checked"] * len(turns) + ["missing"] * (len(truth) - len(turns))
+        answered = ["not_checked"] * len(turns) + ["missing"] * (len(truth) - len(turns))
         return MultiTurnResult(
             False, "multi_turn:force_terminated",
             f"{len(turns)} of {len(truth)} turns answered (step limit or replies ran out)",
             failed_turn=len(turns) if len(turns) < len(truth) else None,
-            turn_outcomes=outcomes, steps=steps,
+            turn_outcomes=answered, steps=steps,
         )  # fmt: skip
     model = _Instances(sample, "model_eval")
     gold = _Instances(sample, "model_ground_truth_eval")
@@ -754,5 +780,8 @@ def gold_index(sample: Sample, prompt: Sequence[Message], messages: Sequence[Mes
         1
         for i in range(len(prompt), len(messages) - 1)
         if messages[i].role == "assistant"
-        and (messages[i + 1].role == "tool" or (messages[i + 1].role == "user" and messages[i + 1].content in starts))
+        and (
+            messages[i + 1].role == "tool"
+            or (messages[i + 1].role == "user" and messages[i + 1].content in starts)
+        )
     )
