@@ -131,7 +131,7 @@ class BFCLBenchmark(Benchmark):
     default_data = "data/bfcl"
     reply_format = "python"
     headline = "accuracy"
-    detail_keys = ("category", "error_type", "outcome", "failed_turn")
+    detail_keys = ("category", "error_type", "outcome")
 
     def __init__(self, *, underscore_to_dot: bool = False, prompt_template: str | None = None) -> None:
         self.underscore_to_dot = underscore_to_dot
