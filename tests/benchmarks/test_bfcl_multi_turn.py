@@ -263,3 +263,18 @@ def test_bench_scripted_strategies_and_native_mode(
     # the held-out function never goes out as an API tool; it arrives as text in its turn
     assert {i for i, _ in seen_tools} == {s.id for s in picked}
     assert all("sort" not in names for i, names in seen_tools if i == "multi_turn_miss_func_0")
+
+
+def test_improved_gives_each_call_its_own_list_defaults(samples: dict[str, Sample]) -> None:
+    sample = next(s for s in samples.values() if "TwitterAPI" in s.metadata["involved_classes"])
+    shown = {}
+    for mode in ("compat", "improved"):
+        first, second = mt._Instances(sample, "a"), mt._Instances(sample, "b")
+        for instances in (first, second):
+            instances.by_class["TwitterAPI"].authenticated = True
+        posted = json.loads(first.run("post_tweet(content='one')", mode))  # type: ignore[arg-type]
+        first.run(f"mention(tweet_id={posted['id']}, mentioned_usernames=['@x'])", mode)  # type: ignore[arg-type]
+        shown[mode] = json.loads(second.run("post_tweet(content='two')", mode))["mentions"]  # type: ignore[arg-type]
+    # BFCL's one default list per process carries the first instance's mention into the second
+    assert "@x" in shown["compat"]
+    assert shown["improved"] == []

@@ -50,7 +50,12 @@ against the official code; see ``docs/benchmarks/bfcl.md``). ``improved`` change
    with its keys in unescaped quotes (a key holding ``'`` makes the call a syntax error) and any
    object whose values are all objects as a nested *call* named after its first key (the other
    keys dropped); ``improved`` writes keys with ``repr`` and takes only a one-key object of
-   objects for a nested call.
+   objects for a nested call;
+3. every call gets its own copy of a list or dict default: BFCL's ``TwitterAPI.post_tweet``
+   defaults ``tags`` and ``mentions`` to one list per *process*, which ``mention`` then extends, so
+   a tweet posted without mentions shows (and is compared with) mentions that other tweets, other
+   entries or earlier episodes added; in ``compat`` (as in BFCL) results and verdicts of such
+   entries can depend on what ran before in the same process.
 
 An empty object as an argument (``f(x={})``) makes BFCL's string building fail, so BFCL drops that
 reply as undecodable and the turn ends there. Both modes keep that, because it decides where a turn
@@ -175,7 +180,19 @@ def _class(name: str) -> type:
         raise ConfigError(f"{INSTALL_HINT} ({exc})") from None
     cls = getattr(module, name)
     assert isinstance(cls, type)
+    for fn in vars(cls).values():
+        if inspect.isfunction(fn):
+            # Snapshot before any call can grow a shared default (see ``improved`` item 3).
+            _PRISTINE[fn] = {
+                p.name: copy.deepcopy(p.default)
+                for p in inspect.signature(fn).parameters.values()
+                if isinstance(p.default, list | dict | set)
+            }
     return cls
+
+
+_PRISTINE: dict[Any, dict[str, Any]] = {}
+"""Each method's list, dict and set defaults as they were when its class was first loaded."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,7 +558,7 @@ class _Instances:
             tree = compile(call, "<string>", "eval", ast.PyCF_ONLY_AST)
             assert isinstance(tree, ast.Expression)
             names = self.variables if mode == "compat" else self.methods
-            result = _Evaluator(names).value(tree.body)
+            result = _Evaluator(names, fresh_defaults=mode != "compat").value(tree.body)
         except Exception as exc:  # an executed method's own failure is a tool result
             return f"Error during execution: {exc}"
         if type(result) is str:
@@ -561,8 +578,9 @@ class _Instances:
 class _Evaluator:
     """Literals and calls of public methods; everything else is refused (see the module docs)."""
 
-    def __init__(self, names: dict[str, Any]) -> None:
+    def __init__(self, names: dict[str, Any], *, fresh_defaults: bool = False) -> None:
         self.names = names
+        self.fresh_defaults = fresh_defaults
 
     def value(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
@@ -604,8 +622,20 @@ class _Evaluator:
                     kwargs[kw.arg] = self.value(kw.value)
             if not inspect.ismethod(func):
                 raise TypeError(f"'{type(func).__name__}' object is not callable")
+            if self.fresh_defaults:
+                _fresh_defaults(func, args, kwargs)
             return func(*args, **kwargs)
         raise TypeError(f"{type(node).__name__} expressions are not executed")
+
+
+def _fresh_defaults(func: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Give each left-out parameter whose default is a list, dict or set its own copy of the
+    default as first loaded."""
+    pristine = _PRISTINE.get(getattr(func, "__func__", None), {})
+    params = [p for p in inspect.signature(func).parameters.values()]
+    for param in params[len(args) :]:
+        if param.name not in kwargs and param.name in pristine:
+            kwargs[param.name] = copy.deepcopy(pristine[param.name])
 
 
 # ---------------------------------------------------------------------------------------------
