@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "toolmend"
 
 LAYERS: list[list[str]] = [
-    ["_version", "_errors", "_jsontext"],
-    ["_shared", "_registry"],
+    ["_version", "_errors"],
+    ["_jsontext", "_shared", "_registry"],
     ["_schema"],
     ["formats"],
     ["check", "compare", "env"],

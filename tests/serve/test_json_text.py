@@ -70,15 +70,19 @@ def test_a_streamed_repair_holding_a_lone_surrogate_is_answered_and_traced(serve
     assert record["outcome"] == "repaired" and record["original"]["content"] == CUT
 
 
-def test_a_shaped_error_not_a_bare_500_when_a_rejected_reply_holds_a_lone_surrogate(serve: Any) -> None:
-    # The 422 body quotes the reply; it must be written, not crash the handler.
-    from toolmend.guard import GuardPolicy
-
-    unknown = call("get_wether\ud83d", '{"city": "Oslo"}', "c1")
-    proxy = serve(Scene(body=completion(CUT, [unknown])), policy=GuardPolicy(reask=False))
-    with pytest.raises(openai.APIStatusError) as info:
+def test_a_shaped_error_not_a_bare_500_when_a_refused_reply_holds_a_lone_surrogate(
+    serve: Any, tmp_path: Path
+) -> None:
+    # --strict refuses the repair with a 422; the exchange (the surrogate in it) is still traced.
+    bad = call("get_weather", '{"city": "Oslo\\ud83d", "days": "2"}', "c1")
+    proxy = serve(Scene(body=completion(CUT, [bad])), strict=True, traces=tmp_path / "run")
+    with pytest.raises(openai.UnprocessableEntityError) as info:
         _client(proxy).chat.completions.create(**ASK)
-    assert info.value.status_code == 422
+    assert info.value.body["code"] == "invalid_tool_call"
+    proxy.counted(1)
+    [record] = _trace_lines(tmp_path / "run")
+    assert record["status"] == 422 and record["original"]["content"] == CUT
+    assert json.loads(record["original"]["tool_calls"][0]["function"]["arguments"])["city"] == "Oslo\ud83d"
 
 
 # -- U+2028 in traces that score and replay read back -----------------------------------------------
@@ -102,11 +106,11 @@ def _app() -> typer.Typer:
 @pytest.fixture
 def traced_bfcl(serve: Any, tmp_path: Path, data_dir: Path) -> tuple[Path, str]:
     """The proxy's traces of one BFCL sample answered correctly, the exchange holding U+2028 and
-    U+2029 (in the client's message and in the reply)."""
+    U+2029 in the client's message."""
     load_builtin_benchmarks()
     sample = BENCHMARKS.get("bfcl")().load(data_dir / "bfcl", categories=["simple_python"])[0]
     gold = render_python(sample.target)
-    proxy = serve(Scene(body=completion(gold + "\u2028")), traces=tmp_path / "run")
+    proxy = serve(Scene(body=completion(gold)), traces=tmp_path / "run")
     ask = {"model": "m", "messages": [{"role": "user", "content": "para\u2028graph\u2029end"}]}
     _client(proxy).chat.completions.create(**ask, extra_headers={"x-toolmend-sample-id": sample.id})
     proxy.counted(1)
@@ -125,7 +129,7 @@ def test_score_reads_traces_holding_u2028(traced_bfcl: tuple[Path, str], data_di
     ])  # fmt: skip
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert out["scored"] == 1 and out["problems"] == [] and out["metrics"]["overall_sample_weighted"] == 1.0
+    assert out["scored"] == 1 and out["problems"] == [] and out["unknown"] == {}
 
 
 def test_replay_reads_traces_holding_u2028(traced_bfcl: tuple[Path, str], data_dir: Path, tmp_path: Path,
@@ -136,4 +140,5 @@ def test_replay_reads_traces_holding_u2028(traced_bfcl: tuple[Path, str], data_d
         "--categories", "simple_python", "--limit", "1", "--runs-dir", str(tmp_path / "runs"), "--json",
     ])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["metrics"]["overall_sample_weighted"] == 1.0
+    out = json.loads(res.stdout)
+    assert out["new_samples"] == 1 and out["n_errors"] == 0, out

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolmend._errors import DatasetError
+from toolmend._jsontext import lines, loads, read_text
 from toolmend.benchmarks._base import Prediction
 
 __all__ = ["LineProblem", "Predictions", "read_predictions"]
@@ -72,17 +73,15 @@ def read_predictions(path: str | Path) -> Predictions:
     unusable than usable (then it is most likely not a predictions file at all)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p)
     except OSError as exc:
         raise DatasetError(f"cannot read predictions: {exc.strerror or exc}", path=p) from exc
     except UnicodeDecodeError as exc:
         raise DatasetError(f"predictions file is not UTF-8 text ({exc.reason})", path=p) from exc
     preds = Predictions(path=p)
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in lines(text):
         try:
-            record = json.loads(line)
+            record = loads(line)
         except json.JSONDecodeError as exc:
             preds.problems.append(LineProblem(n, f"not valid JSON ({exc.msg})"))
             continue

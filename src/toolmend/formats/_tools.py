@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolmend._errors import DatasetError, SpecError
-from toolmend._jsontext import depth
+from toolmend._jsontext import depth, lines, loads, read_text
 from toolmend._schema import Tool
 
 __all__ = ["Dialect", "detect_dialect", "load_tool", "load_tools", "to_openai_tool"]
@@ -297,17 +297,14 @@ def load_tools(source: str | Path | list[Any] | Mapping[str, Any], dialect: Dial
     if isinstance(source, str | Path):
         path = Path(source)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path)
         except OSError as exc:
             raise DatasetError(f"cannot read tool specs: {exc.strerror or exc}", path=path) from exc
         except UnicodeDecodeError as exc:
             raise DatasetError(
                 f"tool specs are not UTF-8 text ({exc.reason} at byte {exc.start})", path=path
             ) from exc
-        try:
-            data = _parse_json_or_jsonl(text, path)
-        except RecursionError:  # json's decoder recurses per level
-            raise DatasetError("nested too deeply to read as JSON", path=path) from None
+        data = _parse_json_or_jsonl(text, path)
     else:
         data = source
     try:
@@ -325,19 +322,17 @@ def load_tools(source: str | Path | list[Any] | Mapping[str, Any], dialect: Dial
 
 def _parse_json_or_jsonl(text: str, path: Path) -> Any:
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as first:
-        lines = [ln for ln in text.splitlines()]
-        if len([ln for ln in lines if ln.strip()]) <= 1:
+        rows = list(lines(text))
+        if len(rows) <= 1:
             raise DatasetError(
                 f"not valid JSON: {first.msg} (column {first.colno})", path=path, line=first.lineno
             ) from first
         items = []
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+        for n, line in rows:
             try:
-                items.append(json.loads(line))
+                items.append(loads(line))
             except json.JSONDecodeError as exc:
                 if not items:
                     # Not even the first line stands alone: the file is one broken JSON document.

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from toolmend._errors import DatasetError, ModelError
+from toolmend._jsontext import lines, loads, read_text
 from toolmend._schema import Message
 from toolmend.models._base import Completion, GenerateRequest, Model, Usage
 
@@ -103,15 +104,13 @@ class ReplayModel(Model):
 
 def _read_outputs(path: Path) -> dict[str, list[str]]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"cannot read predictions: {exc}", path=path) from exc
     outputs: dict[str, list[str]] = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for n, line in lines(text):
         try:
-            record = json.loads(line)
+            record = loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"not valid JSON ({exc.msg})", path=path, line=n) from exc
         if not isinstance(record, dict) or not isinstance(record.get("id"), str | int):

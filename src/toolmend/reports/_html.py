@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 from html import escape
 from importlib import resources
 from typing import Any
 
+from toolmend._jsontext import dumps, escape_surrogates
 from toolmend.reports._plots import bar_chart, line_chart
 from toolmend.reports._samples import browser_data
 from toolmend.reports._tables import Report, charts, flips_shown, provenance
@@ -68,7 +68,7 @@ inflates it with the browser's own ``DecompressionStream`` (about 5x smaller for
 
 
 def _json_block(data: Any, compress_over: int = COMPRESS_OVER) -> str:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = dumps(data)
     raw = text.encode("utf-8")
     if len(raw) > compress_over:
         packed = base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
@@ -97,7 +97,10 @@ _BROWSER = """<h2 id="samples">Samples</h2>
 def render_html(
     report: Report, *, plots: bool = True, samples: bool = True, compress_over: int = COMPRESS_OVER
 ) -> str:
-    """The whole report as one HTML document; ``samples=False`` leaves the sample browser out."""
+    """The whole report as one HTML document; ``samples=False`` leaves the sample browser out.
+
+    A lone surrogate in a model's text is shown as its ``\\uXXXX`` escape (the page is UTF-8);
+    in the sample data it is that JSON escape, which the browser reads back losslessly."""
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
     parts = [
@@ -188,4 +191,4 @@ def render_html(
         script = resources.files("toolmend.reports").joinpath("browser.js").read_text(encoding="utf-8")
         parts += [_BROWSER, _json_block(browser_data(views), compress_over), f"<script>{script}</script>"]
     parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return escape_surrogates("\n".join(parts) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from toolmend._jsontext import escape_surrogates
 from toolmend.reports._tables import Report, flips_shown, provenance
 from toolmend.reports._tables import format_number as _num
 from toolmend.strategies._report import strategy_lines
@@ -29,7 +30,8 @@ def _fence(text: str) -> list[str]:
 
 
 def render_markdown(report: Report) -> str:
-    """The whole report as markdown text."""
+    """The whole report as markdown text (a lone surrogate in a model's text shown as its
+    ``\\uXXXX`` escape, as the terminal shows it: the file is UTF-8)."""
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
     lines = [f"# toolmend report: {title}", "", "Rates are percentages (0–100, one decimal place).", ""]
@@ -80,4 +82,4 @@ def render_markdown(report: Report) -> str:
                 if len(w.outputs) > 1:
                     lines += [f"output {i + 1}:", ""]
                 lines += _fence(out) + [""]
-    return "\n".join(lines).rstrip() + "\n"
+    return escape_surrogates("\n".join(lines).rstrip() + "\n")

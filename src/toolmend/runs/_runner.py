@@ -28,7 +28,6 @@ directory resumes: finished ids are skipped, infrastructure errors too unless
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sized
@@ -37,6 +36,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolmend._errors import ConfigError, DatasetError, ModelError
+from toolmend._jsontext import loads
 from toolmend._schema import Sample
 from toolmend.models._base import Usage
 from toolmend.runs._progress import Progress, make_progress
@@ -185,7 +185,7 @@ async def _run_locked(
     skip: set[str] = set()
     for n, text in run.iter_lines(repair=True):
         try:
-            head = json.loads(text)
+            head = loads(text)
             rid, ok = str(head["id"]), head.get("error") is None
         except (ValueError, KeyError, TypeError) as exc:
             raise DatasetError("not a sample record", path=run.samples_path, line=n) from exc

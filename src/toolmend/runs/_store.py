@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import json
 import os
 import queue
 import re
@@ -38,7 +37,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolmend._errors import ConfigError, DatasetError, first_error
-from toolmend._jsontext import dumps, load_model, model_json
+from toolmend._jsontext import dumps, load_model, loads, model_json, read_text
 from toolmend.runs._manifest import DatasetInfo, Manifest
 from toolmend.runs._record import SampleRecord
 
@@ -117,7 +116,7 @@ class RunDir:
         """The run's manifest; a :class:`DatasetError` when missing or unreadable."""
         path = self.path / MANIFEST
         try:
-            return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+            return load_model(Manifest, read_text(path))
         except OSError as exc:
             raise DatasetError(f"cannot read the manifest: {exc.strerror or exc}", path=path) from exc
         except ValidationError as exc:
@@ -164,7 +163,7 @@ class RunDir:
         last: dict[str, int] = {}
         for n, text in self.iter_lines():
             try:
-                last[str(json.loads(text)["id"])] = n
+                last[str(loads(text)["id"])] = n
             except (ValueError, KeyError, TypeError) as exc:
                 raise DatasetError("not a sample record", path=self.samples_path, line=n) from exc
         keep = set(last.values())
@@ -182,7 +181,7 @@ class RunDir:
         for n, text in self.iter_lines(repair=True):
             total += 1
             try:
-                rid = json.loads(text)["id"]
+                rid = loads(text)["id"]
             except (ValueError, KeyError, TypeError) as exc:
                 raise DatasetError("not a sample record", path=self.samples_path, line=n) from exc
             last.pop(rid, None)  # re-insert so that order follows the winning line
@@ -209,7 +208,7 @@ class RunDir:
         if not path.exists():
             return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads(read_text(path))
         except ValueError as exc:
             raise DatasetError("results.json is not valid JSON", path=path) from exc
         return data if isinstance(data, dict) else None

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jsonschema
-import orjson
 
 from toolmend._errors import ToolmendError
 from toolmend.serve import _json
@@ -183,10 +182,7 @@ def _check_tool(tool: Any, where: str) -> None:
 
 def tools_key(tools: Any) -> bytes:
     """A request's ``tools`` as a cache key (agents send the same tools with every request)."""
-    try:
-        return orjson.dumps(tools, option=orjson.OPT_SORT_KEYS, default=str)
-    except TypeError:  # keys that are not strings (not from JSON)
-        return json.dumps(tools, sort_keys=True, default=str).encode()
+    return _json.dumps(tools, sort_keys=True, default=str)
 
 
 def tool_names(body: Mapping[str, Any]) -> list[str]:

@@ -15,11 +15,11 @@ the guard's decisions, the final answer, and the fields the rest of toolmend rea
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import IO, Any
 
 from toolmend._errors import ConfigError
+from toolmend._jsontext import dumps
 from toolmend._version import __version__
 
 __all__ = ["TraceWriter", "trace_record"]
@@ -35,7 +35,7 @@ class TraceWriter:
             manifest_path = self.dir / "manifest.json"
             if not manifest_path.exists():
                 info = {"kind": "serve", "toolmend": __version__, "created": _now(), **manifest}
-                manifest_path.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+                manifest_path.write_text(dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
             self.path = self.dir / "traces.jsonl"
             self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
         except OSError as exc:
@@ -46,7 +46,7 @@ class TraceWriter:
         """Append one exchange."""
         if self._file is None:
             return
-        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.write(dumps(record, default=str) + "\n")
         self._file.flush()
         self.count += 1
 
@@ -92,7 +92,7 @@ def trace_record(
         "stream": stream,
         "status": status,
         "outcome": outcome,
-        "output": json.dumps(final, ensure_ascii=False) if final is not None else None,
+        "output": dumps(final, default=str) if final is not None else None,
         "request": request,
         "upstream": upstream,
         "original": original,

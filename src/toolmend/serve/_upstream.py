@@ -180,7 +180,7 @@ class Upstream:
     async def _error(self, resp: aiohttp.ClientResponse) -> UpstreamError:
         raw = await resp.read()
         try:
-            body = json.loads(raw)
+            body = _json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
         detail = body.get("error") if isinstance(body, dict) else None

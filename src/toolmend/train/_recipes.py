@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from toolmend._errors import ConfigError, DatasetError
+from toolmend._jsontext import lines, loads, read_text
 from toolmend.train._deps import require
 from toolmend.train._rewards import RewardFn, call_match_reward, schema_reward, structured_reflection_reward
 from toolmend.train._world_reward import world_reward
@@ -128,21 +129,22 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise DatasetError("data file not found", path=path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_text(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read: {exc}", path=path) from None
     if path.suffix == ".json":
         try:
-            data = json.loads(text)
+            data = loads(text)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
         if not isinstance(data, list):
             raise DatasetError("expected a JSON list of rows", path=path)
         return data
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in lines(text):
         try:
-            row = json.loads(line)
+            row = loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"not JSON: {exc.msg}", path=path, line=n) from None
         if not isinstance(row, dict):

@@ -15,13 +15,13 @@ for the official scorer.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from toolmend._errors import DatasetError, SpecError
+from toolmend._jsontext import lines, loads
 from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._io import read_jsonl
 from toolmend.benchmarks.reflection_bench._tags import split_reply
@@ -60,12 +60,12 @@ def tools_from_system_prompt(system: str) -> list[Tool]:
     body = blocks[-1]
     specs: list[Any] = []
     try:
-        parsed = json.loads(body)
+        parsed = loads(body)
         specs = parsed if isinstance(parsed, list) else [parsed]
     except ValueError:
-        for line in body.splitlines():
+        for _, line in lines(body):
             try:
-                specs.append(json.loads(line))
+                specs.append(loads(line))
             except ValueError:
                 continue
     tools: list[Tool] = []

@@ -43,6 +43,7 @@ from toolmend.benchmarks.world._metrics import aggregate_world
 if TYPE_CHECKING:
     from toolmend.benchmarks.world._audit import AuditReport
 from toolmend._errors import ConfigError, DatasetError, first_error
+from toolmend._jsontext import lines, load_model, read_text
 from toolmend._schema import Message, Sample, Tool
 from toolmend.world import WORLD_TOOLS, generate_tasks
 from toolmend.world._episode import Episode, gold_replies
@@ -62,8 +63,7 @@ def build_tasks_file(seed: int, out: Path) -> Path:
     """Write the tasks of ``seed`` to ``out/tasks.jsonl`` (the data a world run is pinned to)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "tasks.jsonl"
-    lines = [t.model_dump_json() for t in generate_tasks(seed)]
-    text = "\n".join(lines) + "\n"
+    text = "".join(t.model_dump_json() + "\n" for t in generate_tasks(seed))
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
     return path
@@ -75,18 +75,16 @@ def read_tasks(path: str | Path) -> list[Task]:
     if path.is_dir():
         path = path / "tasks.jsonl"
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
+        text = read_text(path)
+    except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(
-            f"{path}: cannot read world tasks ({exc.strerror or exc}); pass the tasks.jsonl a run used "
+            f"{path}: cannot read world tasks ({getattr(exc, 'strerror', None) or exc}); pass the tasks.jsonl a run used "
             "(`toolmend bench world` builds it under <cache>/suites/world/seed-<N>/)"
         ) from None
     tasks: list[Task] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, line in lines(text):
         try:
-            tasks.append(Task.model_validate_json(line))
+            tasks.append(load_model(Task, line))
         except ValidationError as exc:
             where, msg = first_error(exc)
             raise DatasetError(f"{path}:{number}: {where or 'line'}: {msg} (expected a world task)") from None
