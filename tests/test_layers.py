@@ -5,6 +5,10 @@ relative — except those under ``if TYPE_CHECKING:`` (annotations only). A pack
 a package of its own layer or a higher one, so no two packages import each other. The order is
 written here and in README.md's architecture section (a test keeps the two equal).
 
+The owner rule: each concern in :data:`OWNERS` (a library, a parser, a way of splitting text)
+appears in the source of its one owner module and nowhere else, except in files listed with
+the reason they may.
+
 ``python tests/test_layers.py`` prints each package with the imports it may make and makes.
 """
 
@@ -14,7 +18,8 @@ import ast
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,6 +202,165 @@ def test_a_violating_import_fails(tmp_path: Path) -> None:
     )
     clean = [e for e in edges if e[2] not in ("pkg/mid/inner.py", "pkg/side.py")]
     assert violations(clean, layers) == []
+
+
+# -- the owner rule ----------------------------------------------------------------------------------
+
+Finder = Callable[[ast.AST], Iterator[int]]
+"""The lines of a parsed module where a concern appears."""
+
+
+def imports(module: str) -> Finder:
+    """``import module`` / ``from module import ...`` (and its submodules), at any depth."""
+
+    def find(tree: ast.AST) -> Iterator[int]:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n == module or n.startswith(module + ".") for n in names):
+                yield node.lineno
+
+    return find
+
+
+def calls(method: str, *args: object) -> Finder:
+    """A call of ``.method(...)`` on anything; with ``args``, only when its positional arguments
+    are exactly those constants (``calls("split", "\\n")`` finds ``text.split("\\n")``)."""
+
+    def find(tree: ast.AST) -> Iterator[int]:
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr != method:
+                continue
+            if args and [a.value if isinstance(a, ast.Constant) else a for a in node.args] != list(args):
+                continue
+            yield node.lineno
+
+    return find
+
+
+def uses(name: str) -> Finder:
+    """The name ``name`` used as a variable or an attribute (``ClientSession``, ``x.ClientSession``)."""
+
+    def find(tree: ast.AST) -> Iterator[int]:
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Name) and node.id == name) or (
+                isinstance(node, ast.Attribute) and node.attr == name
+            ):
+                yield node.lineno
+
+    return find
+
+
+def mentions(text: str) -> Finder:
+    """A string constant holding ``text`` (any case): a header name, a format's keyword."""
+
+    def find(tree: ast.AST) -> Iterator[int]:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and text.lower() in node.value.lower():
+                yield node.lineno
+
+    return find
+
+
+def any_of(*finders: Finder) -> Finder:
+    """Where any of ``finders`` finds the concern."""
+
+    def find(tree: ast.AST) -> Iterator[int]:
+        for f in finders:
+            yield from f(tree)
+
+    return find
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A concern's one owner (a file under ``src/toolmend``), how to find the concern in source,
+    and the other files that may hold it, each with the reason."""
+
+    module: str
+    find: Finder
+    allowed: Mapping[str, str] = field(default_factory=dict)
+
+
+OWNERS: dict[str, Owner] = {
+    "orjson": Owner("_jsontext.py", imports("orjson")),
+    # A JSON-lines reader that splits with str.splitlines() cuts records at U+2028 and U+2029,
+    # which JSON allows raw inside strings; lines() in the owner splits at "\n" only.
+    "JSON-lines splitting": Owner(
+        "_jsontext.py",
+        any_of(calls("splitlines"), calls("split", "\n")),
+        allowed={
+            "env/_registry.py": "the lines of a docstring",
+            "world/_grading.py": "the lines of a fact an answer must state",
+            "cli/_serve.py": "the first line of an error message",
+        },
+    ),
+}
+"""Concern -> the one module allowed to hold it. A new concern is one entry: its owner, a finder
+(imports, calls, uses, mentions, any_of) and the files allowed beside it, each with its reason."""
+
+
+def owner_violations(src: Path, owners: Mapping[str, Owner]) -> list[str]:
+    """One line per place a concern appears outside its owner and the files allowed it."""
+    out: list[str] = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for concern, owner in owners.items():
+            if rel == owner.module or rel in owner.allowed:
+                continue
+            for line in sorted(set(owner.find(tree))):
+                out.append(f"{src.name}/{rel}:{line}: {concern} belongs in {owner.module} only")
+    return out
+
+
+def test_each_concern_lives_in_its_owner_only() -> None:
+    assert owner_violations(SRC, OWNERS) == []
+    for concern, owner in OWNERS.items():
+        assert (SRC / owner.module).is_file(), f"{concern}: owner {owner.module} does not exist"
+        for rel in owner.allowed:
+            assert (SRC / rel).is_file(), f"{concern}: {rel} is allowed but does not exist (drop it)"
+            tree = ast.parse((SRC / rel).read_text(encoding="utf-8"))
+            assert list(owner.find(tree)), f"{concern}: {rel} no longer needs its exception (drop it)"
+
+
+def test_a_concern_outside_its_owner_fails(tmp_path: Path) -> None:
+    src = _write(
+        tmp_path,
+        {
+            "owner.py": "import orjson\nrows = text.split('\\n')\n",
+            "reader.py": (
+                "import json\n"
+                "def rows(text):\n"
+                "    from orjson import loads  # a late import counts too\n"
+                "    return [json.loads(x) for x in text.splitlines()]\n"
+            ),
+            "writer.py": "def lines(text):\n    return text.split('\\n') + text.split(',')\n",
+            "prompt.py": "def first(doc):\n    return doc.splitlines()[0]\n",
+            "retry.py": "HEADER = 'Retry-After'\nsession = aiohttp.ClientSession()\n",
+        },
+    )
+    owners = {
+        "orjson": Owner("owner.py", imports("orjson")),
+        "JSON-lines splitting": Owner(
+            "owner.py", any_of(calls("splitlines"), calls("split", "\n")), {"prompt.py": "a docstring"}
+        ),
+        "Retry-After": Owner("owner.py", mentions("retry-after")),
+        "ClientSession": Owner("owner.py", uses("ClientSession")),
+    }
+    assert owner_violations(src, owners) == [
+        "pkg/reader.py:3: orjson belongs in owner.py only",
+        "pkg/reader.py:4: JSON-lines splitting belongs in owner.py only",
+        "pkg/retry.py:1: Retry-After belongs in owner.py only",
+        "pkg/retry.py:2: ClientSession belongs in owner.py only",
+        "pkg/writer.py:2: JSON-lines splitting belongs in owner.py only",
+    ]
 
 
 if __name__ == "__main__":
