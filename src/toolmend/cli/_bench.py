@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ from rich.table import Table
 
 from toolmend._bench import DATA_SEED, BenchResult, run_bench
 from toolmend._errors import ToolmendError
+from toolmend._jsontext import dumps
 from toolmend.benchmarks import as_mode, benchmark_class
 from toolmend.cli._console import console, fail, key_values
 from toolmend.reports import write_report
@@ -243,7 +243,7 @@ def bench_command(
             "settings": result.settings.model_dump(mode="json") if result.settings else None,
             **result.summary.model_dump(mode="json"),
         }
-        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        typer.echo(dumps(payload, indent=2))
         hint = result.retry_hint()
         if hint:
             typer.echo(hint, err=True)
@@ -272,7 +272,7 @@ def _audit(benchmark: str, data: Path | None, seed: int, as_json: bool) -> None:
     except ToolmendError as exc:
         fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        typer.echo(dumps(report.model_dump(mode="json"), indent=2))
     else:
         out = console()
         out.print(report.summary())

@@ -9,7 +9,6 @@ provenance); prints the balance table.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +16,7 @@ import typer
 from rich.table import Table
 
 from toolmend._errors import ToolmendError
+from toolmend._jsontext import dumps
 from toolmend.cli._console import console, fail
 
 __all__ = ["register"]
@@ -55,7 +55,7 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         if not rows:
             fail(f"no {kind} rows were built from {source!r}; dropped: {report.dropped or 'none'}")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        out.write_text("".join(dumps(r) + "\n" for r in rows), encoding="utf-8")
         report_path = out.with_name(out.name + ".report.json")
         report_path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         table = Table(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 from rich.table import Table
 
 from toolmend._errors import ToolmendError
+from toolmend._jsontext import dumps
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import BENCHMARKS, as_mode
 from toolmend.benchmarks._predictions import read_predictions
@@ -94,7 +94,7 @@ def score_command(
         fail(str(exc))
     if as_json:
         payload = report.model_dump(exclude={"scores"})
-        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        typer.echo(dumps(payload, indent=2))
     else:
         _print_report(report, bench.detail_keys)
     if report.scored == 0:

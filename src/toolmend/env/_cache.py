@@ -24,6 +24,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from toolmend._errors import DatasetError
+from toolmend._jsontext import dumps, loads, read_text, utf8
 
 __all__ = ["ToolCache", "call_key"]
 
@@ -38,7 +39,7 @@ def call_key(tool: str, arguments: dict[str, Any], scope: str = "") -> str:
     """
     payload = {"tool": tool, "arguments": to_jsonable_python(arguments), "scope": scope}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(utf8(text)).hexdigest()
 
 
 class ToolCache:
@@ -51,7 +52,7 @@ class ToolCache:
         self.misses = 0
         if self.path is not None and self.path.exists():
             try:
-                loaded = json.loads(self.path.read_text(encoding="utf-8"))
+                loaded = loads(read_text(self.path))
             except json.JSONDecodeError as exc:
                 raise DatasetError(
                     f"not valid JSON ({exc.msg}); expected a cache object of key → response",
@@ -94,7 +95,7 @@ class ToolCache:
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".cache-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self._entries, fh, ensure_ascii=False, sort_keys=True)
+                fh.write(dumps(self._entries, sort_keys=True))
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -37,7 +37,6 @@ import asyncio
 import base64
 import errno
 import hashlib
-import json
 import os
 import socket
 import ssl
@@ -50,6 +49,7 @@ import aiohttp
 import certifi
 
 from toolmend._errors import ConfigError, EndpointError, ModelError
+from toolmend._jsontext import dumpb, loads
 from toolmend.models._base import Completion, GenerateRequest, Model, ToolMode
 from toolmend.models._cache import ResponseCache
 from toolmend.models._openai_wire import (
@@ -250,7 +250,7 @@ class OpenAIModel(Model):
 
     async def _post(self, url: str, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
         session = await self._session()
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = dumpb(body)
         try:
             async with session.post(url, data=data, proxy=self._proxy) as response:
                 return response.status, response.headers, await response.read()
@@ -302,7 +302,7 @@ class OpenAIModel(Model):
                 retry_after=parse_retry_after(headers),
             )
         try:
-            payload = json.loads(raw)
+            payload = loads(raw)
         except ValueError as exc:
             # A truncated or garbled body is a transport problem (proxies cut responses), not the model's.
             raise ModelError(f"{url}: response body is not valid JSON", retryable=True, status=200) from exc

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolmend._errors import ConfigError, first_error
+from toolmend._jsontext import dumps
 from toolmend._schema import Message, ToolCall
 from toolmend.benchmarks._toolace_r import calls_match, difficulty, in_band, overlap_score
 from toolmend.check import Checker
@@ -253,7 +254,7 @@ def curves_table(rounds: Sequence[RoundResult]) -> str:
 
 def _write_curves(out: Path, config: IterateConfig, rounds: list[RoundResult]) -> None:
     data = {"config": config.model_dump(mode="json"), "rounds": [r.model_dump(mode="json") for r in rounds]}
-    (out / "curves.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (out / "curves.json").write_text(dumps(data, indent=2) + "\n", encoding="utf-8")
     (out / "curves.md").write_text(curves_table(rounds), encoding="utf-8")
     try:
         # A bare Figure: no pyplot, so no global backend switch in the caller's process.
@@ -415,7 +416,7 @@ def iterate(
                     "kept": keep,
                     "answers": texts,
                 }
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                f.write(dumps(record) + "\n")
         say(f"round {round_no}: {len(ds)} samples, kept {counts['task']} tasks + {counts['refine']} refine "
             f"({cfg.alpha} < D < {cfg.beta})")  # fmt: skip
         steps, loss = 0, None

@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolmend._errors import ConfigError, first_error
+from toolmend._jsontext import loads, read_text
 from toolmend.env._faults import FAULT_KINDS
 from toolmend.world._tasks import Task
 
@@ -124,7 +125,7 @@ class FaultSchedule(BaseModel):
                 f"--faults must be none, light, heavy or a JSON file; {spec!r} is none of these"
             )
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = loads(read_text(path))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{path}: not a JSON fault schedule ({exc})") from None
         if not isinstance(raw, dict):

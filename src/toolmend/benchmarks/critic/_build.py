@@ -38,7 +38,6 @@ True
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -50,6 +49,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from toolmend._errors import ConfigError
+from toolmend._jsontext import dumps
 from toolmend._schema import Ref, Tool, ToolCall
 from toolmend.benchmarks.critic._evolve import PLANS, Hardener, Toolbox, domain, evolve_trace, rewrite_queries
 from toolmend.benchmarks.critic._record import SYSTEM_TEMPLATE, action_args, action_text, system_prompt
@@ -538,7 +538,7 @@ def build_suite(
         for key, cot in (("wo", False), ("w", True)):
             path = data_file(root, part, prefix, cot)  # type: ignore[arg-type]
             path.parent.mkdir(parents=True, exist_ok=True)
-            text = json.dumps(records[key], ensure_ascii=False, sort_keys=True, indent=1)
+            text = dumps(records[key], sort_keys=True, indent=1)
             path.write_text(text + "\n", encoding="utf-8")
             files.append(path)
     n_external = sum(external.values())

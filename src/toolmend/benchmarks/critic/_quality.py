@@ -18,7 +18,6 @@ For each variant found under a suite folder (``base``, ``evolved``) the report g
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from toolmend._errors import ConfigError
+from toolmend._jsontext import loads, read_text
 from toolmend._shared import shared_dir
 from toolmend.benchmarks.critic._build import SuiteInfo
 from toolmend.benchmarks.critic._verify import CHECKS
@@ -155,7 +155,7 @@ def _records(root: Path, variant: str) -> list[dict[str, Any]]:
     for part in ("internal", "external"):
         path = data_file(root, part, _PREFIX[variant], False)
         if path.exists():
-            out += [dict(r, _part=part) for r in json.loads(path.read_text(encoding="utf-8")).values()]
+            out += [dict(r, _part=part) for r in loads(read_text(path)).values()]
     return out
 
 
