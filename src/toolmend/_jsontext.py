@@ -86,8 +86,9 @@ _BOM = "\ufeff"
 _BOM_BYTES = b"\xef\xbb\xbf"
 # Nineteen digits in a row may be an integer beyond 64 bits, which orjson reads as a float; the
 # standard library reads such a text instead (digits in strings only cost that slower read).
-_LONG_INT_TEXT = re.compile(r"\d{19}")
-_LONG_INT_BYTES = re.compile(rb"\d{19}")
+# Found by mapping every digit to "0" and every other byte to " " (a C loop, unlike a regex).
+_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_INT = b"0" * 19
 # A string literal, or a bracket outside one.
 _STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 # orjson writes what the standard library writes: dataclasses and datetimes go to ``default``.
@@ -118,7 +119,7 @@ def loads(data: str | bytes | bytearray) -> Any:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return _loads_std(data)
-    if (_LONG_INT_BYTES if isinstance(data, bytes | bytearray) else _LONG_INT_TEXT).search(data):  # type: ignore[arg-type]
+    if _LONG_INT in (data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data).translate(_DIGITS_ONLY):
         return _loads_std(data)
     if _brackets(data) > MAX_DEPTH and depth(value, MAX_DEPTH) > MAX_DEPTH:
         raise _too_deep(_text(data)) or json.JSONDecodeError(_DEEP, "", 0)

@@ -5,6 +5,7 @@ traced exchange that ``toolmend score -p`` and the ``replay/`` backend read back
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,14 @@ def _client(proxy: Any) -> Any:
     return openai.OpenAI(base_url=proxy.url, api_key="k", max_retries=0)
 
 
-def _trace_lines(run: Path) -> list[dict[str, Any]]:
-    raw = (run / "traces.jsonl").read_bytes()
+def _trace_lines(run: Path, n: int = 1) -> list[dict[str, Any]]:
+    """The first ``n`` trace lines, once written: the proxy writes a trace after it counts the
+    request, just after the client has its answer (a bounded wait)."""
+    for _ in range(500):
+        raw = (run / "traces.jsonl").read_bytes()
+        if raw.count(b"\n") >= n:
+            break
+        time.sleep(0.01)
     text = raw.decode("utf-8")  # valid UTF-8 on disk, or this raises
     return [json.loads(line) for line in text.split("\n") if line]
 
@@ -113,7 +120,7 @@ def traced_bfcl(serve: Any, tmp_path: Path, data_dir: Path) -> tuple[Path, str]:
     proxy = serve(Scene(body=completion(gold)), traces=tmp_path / "run")
     ask = {"model": "m", "messages": [{"role": "user", "content": "para\u2028graph\u2029end"}]}
     _client(proxy).chat.completions.create(**ask, extra_headers={"x-toolmend-sample-id": sample.id})
-    proxy.counted(1)
+    _trace_lines(tmp_path / "run")
     traces = tmp_path / "run" / "traces.jsonl"
     assert "\u2028" in traces.read_text(encoding="utf-8")  # written raw, as JSON allows
     return traces, sample.id

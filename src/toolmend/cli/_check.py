@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolmend._errors import DatasetError, SpecError, ToolmendError
-from toolmend._jsontext import dumps, printable
+from toolmend._jsontext import dumps, loads, printable, read_text
 from toolmend._schema import Finding, ToolCall
 from toolmend.check import Checker, repair, ungrounded
 from toolmend.formats import CallFormat, load_tools, parse_calls
@@ -114,7 +114,7 @@ def _read_calls(source: str) -> str:
 def _read_context(path: Path) -> str | list[Any]:
     """A JSON list of chat messages (``{"role", "content"}``), or any other text as it is."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
         raise ToolmendError(f"{path}: cannot read the conversation: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -122,7 +122,7 @@ def _read_context(path: Path) -> str | list[Any]:
     if not text.lstrip().startswith("["):
         return text
     try:
-        messages = json.loads(text)
+        messages = loads(text)
     except json.JSONDecodeError as exc:
         raise ToolmendError(f"{path}:{exc.lineno}: not a JSON list of messages: {exc.msg}") from exc
     for i, m in enumerate(messages):

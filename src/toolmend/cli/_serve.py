@@ -23,6 +23,7 @@ import typer
 from pydantic import ValidationError
 
 from toolmend._errors import ToolmendError, first_error
+from toolmend._jsontext import loads
 from toolmend.cli._console import fail
 from toolmend.guard import GuardPolicy
 
@@ -37,7 +38,7 @@ def load_policy(path: Path) -> GuardPolicy:
     except OSError as exc:
         raise ToolmendError(f"{path}: cannot read the policy file ({exc.strerror or exc})") from exc
     try:
-        data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        data: Any = loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ToolmendError(
             f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'} ({exc})"
