@@ -355,7 +355,7 @@ class OpenAIModel(Model):
                 async with session.get(f"{self.base_url}/models", proxy=self._proxy) as response:
                     if response.status != 200:
                         return None
-                    payload = json.loads(await response.read())
+                    payload = loads(await response.read())
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
             return None  # the chat request says what is wrong with the server, if anything
         return _context_of(payload, self.model)
