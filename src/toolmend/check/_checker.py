@@ -35,20 +35,21 @@ References (:class:`toolmend.Ref`, NesTools' ``API_call_n``) are not literals. A
 name an output bound by an *earlier* call when the calls declare outputs at all
 (``invalid_value`` otherwise). When the producing tool declares a ``returns`` schema, the output's
 declared type must be one the parameter accepts (integer into number is fine); a reference to an
-output whose type is unknown satisfies any type.
+output whose type is unknown satisfies any type. A ``{"$ref": ...}`` object in a plain call is a
+literal value like any other (see :class:`toolmend.ToolCall`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import ValidationError
 from jsonschema.exceptions import best_match
 
-from toolmend._schema import ErrorCode, Finding, Ref, Tool, ToolCall
+from toolmend._schema import ErrorCode, Finding, Loc, Tool, ToolCall, refs, resolve
 from toolmend.check._coerce import NO_COERCION, coerce, json_type
 from toolmend.check._names import closest, key_alias
 from toolmend.check._spec import (
@@ -65,7 +66,6 @@ from toolmend.formats._tools import load_tool
 
 __all__ = ["Checker", "check", "format_path"]
 
-Loc = tuple[str | int, ...]
 Bound = dict[str, tuple[int, tuple[str, ...]]]
 
 _VALUE_KEYWORDS = frozenset(
@@ -269,27 +269,6 @@ def _retyped(err: ValidationError, types: list[str]) -> ValidationError:
     return out
 
 
-def _refs(value: Any, loc: Loc = ()) -> Iterator[tuple[Loc, Ref]]:
-    if isinstance(value, Ref):
-        yield loc, value
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _refs(v, (*loc, k))
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            yield from _refs(v, (*loc, i))
-
-
-def _stand_ins(value: Any, types: Mapping[str, tuple[str, ...]]) -> Any:
-    if isinstance(value, Ref):
-        return RefValue(value.target, types.get(value.target, ()))
-    if isinstance(value, Mapping):
-        return {k: _stand_ins(v, types) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_stand_ins(v, types) for v in value]
-    return value
-
-
 def _position(args: Any, loc: Sequence[Any]) -> list[int]:
     """Where ``loc`` sits in the arguments, so findings read in argument order; absent keys last."""
     key: list[int] = []
@@ -458,9 +437,10 @@ class Checker:
 
         The findings are those of ``check_call(ToolCall(name=name, arguments=arguments),
         index)``. A clean call costs one lookup of the tool's generated test and the test itself;
-        only a call that the test cannot prove clean builds the ``ToolCall`` (which revives
-        ``{"$ref": ...}`` objects into :class:`~toolmend.Ref` and refuses arguments nested deeper
-        than ``ToolCall.MAX_DEPTH`` with pydantic's ``ValidationError``) for the full check. So a
+        only a call that the test cannot prove clean builds the ``ToolCall`` (which keeps
+        ``{"$ref": ...}`` objects as the literal values they are in a plain call and refuses
+        arguments nested deeper than ``ToolCall.MAX_DEPTH`` with pydantic's
+        ``ValidationError``) for the full check. So a
         clean call is not walked for depth: a value too deep for a ``ToolCall`` in a free-form
         parameter passes here, where building the ``ToolCall`` would have refused it.
 
@@ -540,7 +520,7 @@ def _full_check(spec: CompiledSpec, call: _Call, bound: Bound | None) -> list[Fi
     """Every finding for one call by the full validator (the fast path could not prove it clean)."""
     types: dict[str, tuple[str, ...]] = {}
     has_refs = False
-    for loc, ref in _refs(call.args):
+    for loc, ref in refs(call.args):
         has_refs = True
         if bound is None:
             continue  # no call declares outputs: nothing to resolve references against
@@ -554,7 +534,9 @@ def _full_check(spec: CompiledSpec, call: _Call, bound: Bound | None) -> list[Fi
         call.add("invalid_value", (), f"the arguments of {call.tool} are nested deeper than {MAX_VALUE_DEPTH} levels",
                  "Give a flatter value.", keyword="depth")  # fmt: skip
         return call.out
-    instance = _stand_ins(call.args, types) if has_refs else call.args
+    instance = (
+        resolve(call.args, lambda ref: RefValue(ref.target, types.get(ref.target, ()))) if has_refs else call.args
+    )
     for err in spec.validator.iter_errors(instance):
         _finding(err, call)
     return _tidy(call.out, call.args)
