@@ -41,10 +41,13 @@ literal value like any other (see :class:`toolmend.ToolCall`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from jsonschema import ValidationError
 from jsonschema.exceptions import best_match
@@ -67,6 +70,12 @@ from toolmend.formats._tools import load_tool
 __all__ = ["Checker", "check", "format_path"]
 
 Bound = dict[str, tuple[int, tuple[str, ...]]]
+
+# Checker.cached: compiled checkers by a digest of their tools' content, least recently used
+# first, each with the bytes of content it counts against Checker.CACHE_BYTES.
+_CACHE: OrderedDict[bytes, tuple[Checker, int]] = OrderedDict()
+_CACHE_SIZE = 0
+_CACHE_LOCK = threading.Lock()
 
 _VALUE_KEYWORDS = frozenset(
     {
@@ -349,6 +358,62 @@ class Checker:
         self._outputs: dict[str, dict[str, tuple[str, ...]]] = {}
         # The proven-clean tests of compiled tools whose clean answer needs no depth walk.
         self._fast: dict[str, Callable[[Any], bool]] = {}
+
+    CACHE_BYTES: ClassVar[int] = 32 * 2**20
+    """What :meth:`cached` keeps, in bytes of the tools' content (their canonical JSON). A
+    compiled checker takes a few times its tools' size in memory, so this bounds that too."""
+
+    @classmethod
+    def cached(
+        cls,
+        tools: Sequence[Tool | Mapping[str, Any]],
+        *,
+        view: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+        check: Callable[[Sequence[Tool | Mapping[str, Any]]], None] | None = None,
+    ) -> Checker:
+        """The checker for ``tools``, compiled once per content: an agent, a proxy or a benchmark
+        sends the same tool list again and again, and compiling costs far more than a check.
+
+        Two lists with equal content (same specs, key order aside) get the same object; the
+        least recently used are dropped once the content kept passes :attr:`CACHE_BYTES`. A list
+        larger than that alone is compiled and not kept. ``view`` turns each raw spec into the
+        one to check against (it is part of the key), and ``check`` runs on the tools once,
+        before they are first compiled: what it raises propagates, and nothing is kept.
+
+        >>> spec = {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+        >>> Checker.cached([spec]) is Checker.cached([dict(reversed(list(spec.items())))])
+        True
+        >>> Checker.cached([spec]) is Checker.cached([{**spec, "name": "g"}])
+        False
+        """
+        raw = [t.model_dump(mode="json") if isinstance(t, Tool) else t for t in tools]
+        try:
+            text = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=repr, allow_nan=True)
+        except (TypeError, ValueError):  # keys that are not strings, or a cycle: not from JSON
+            text = repr(raw)
+        label = "" if view is None else f"{view.__module__}.{view.__qualname__}\n"
+        content = (label + text).encode("utf-8", "surrogatepass")
+        key = hashlib.blake2b(content, digest_size=20).digest()
+        with _CACHE_LOCK:
+            hit = _CACHE.get(key)
+            if hit is not None:
+                _CACHE.move_to_end(key)
+                return hit[0]
+        if check is not None:
+            check(tools)
+        checker = cls([view(t) for t in raw] if view is not None else tools)
+        size = len(content)
+        with _CACHE_LOCK:
+            if key in _CACHE:  # another thread compiled the same list meanwhile
+                return _CACHE[key][0]
+            if size <= cls.CACHE_BYTES:
+                _CACHE[key] = (checker, size)
+                global _CACHE_SIZE
+                _CACHE_SIZE += size
+                while _CACHE_SIZE > cls.CACHE_BYTES:
+                    _, (_, dropped) = _CACHE.popitem(last=False)
+                    _CACHE_SIZE -= dropped
+        return checker
 
     @property
     def tools(self) -> dict[str, Tool]:

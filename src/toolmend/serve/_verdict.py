@@ -14,17 +14,15 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from toolmend._schema import Message, ToolCall
-from toolmend.check import Checker
 from toolmend.formats import parse_calls, to_openai_tool_calls
 from toolmend.guard import AllowedCalls, Guard, GuardPolicy, Reply, Turn, drive
 from toolmend.serve._assembler import ContentGate
-from toolmend.serve._protocol import openai_error, tool_names, tools_key
+from toolmend.serve._protocol import openai_error, request_checker, tool_names
 
 __all__ = ["Answer", "Reask", "Verdict", "answer_of", "judge", "split_content", "usage_of"]
 
@@ -100,24 +98,6 @@ class Verdict:
 Reask = Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 """A hidden re-ask: the messages to append to the request, in; the upstream's completion, out."""
 
-_CHECKERS: OrderedDict[bytes, Checker] = OrderedDict()
-
-
-def _checker(tools: Sequence[Mapping[str, Any]]) -> Checker:
-    """Compiled checkers by the request's tool list (agents send the same tools with every
-    request), each tool as the guard must see it (:func:`_strict_view`)."""
-    key = tools_key(tools)
-    hit = _CHECKERS.get(key)
-    if hit is not None:
-        _CHECKERS.move_to_end(key)
-        return hit
-    checker = Checker([_strict_view(t) for t in tools])
-    _CHECKERS[key] = checker
-    if len(_CHECKERS) > 256:
-        _CHECKERS.popitem(last=False)
-    return checker
-
-
 def usage_of(body: Any) -> tuple[int, int]:
     """(prompt, completion) tokens of a completion or chunk body (0 where absent)."""
     usage = body.get("usage") if isinstance(body, dict) else None
@@ -170,30 +150,6 @@ def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         else:
             out.append({"role": m.role, "content": m.content})
-    return out
-
-
-def _strict_view(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A tool marked ``strict`` as the guard must see it: what OpenAI's strict mode guarantees is
-    that every property is present and no other is, at every level (optional ones as ``null``)."""
-    fn = tool.get("function") or {}
-    if fn.get("strict") is not True or not isinstance(fn.get("parameters"), dict):
-        return tool
-    return {**tool, "function": {**fn, "parameters": _closed(fn["parameters"])}}
-
-
-def _closed(schema: Any) -> Any:
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _closed(v) if k in ("items", "additionalProperties") else v for k, v in schema.items()}
-    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-        if isinstance(schema.get(key), list):
-            out[key] = [_closed(s) for s in schema[key]]
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        out["properties"] = {k: _closed(v) for k, v in props.items()}
-        out["required"] = list(props)
-        out.setdefault("additionalProperties", False)
     return out
 
 
@@ -250,7 +206,7 @@ async def judge(
         if allowed.mode == "required":
             # The model did call; max_tokens cut the call off. The answer ends as "length".
             allowed = replace(allowed, mode="auto")
-    guard = Guard(_checker(body["tools"]), policy)
+    guard = Guard(request_checker(body["tools"]), policy)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes

@@ -142,11 +142,10 @@ def _tools(system: str) -> list[Tool]:
         return []
 
 
-@lru_cache(maxsize=128)
 def _checker(system: str) -> Checker:
-    # A suite has a handful of distinct system prompts (tool lists x mode instructions): one
-    # checker each, so its compiled per-tool plans are reused across every prompt that shares it.
-    return Checker(_tools(system))
+    # A suite has a handful of distinct tool lists: one compiled checker each, reused by every
+    # prompt that offers the same tools.
+    return Checker.cached(_tools(system))
 
 
 def _category(findings: Sequence[Finding]) -> str | None:
