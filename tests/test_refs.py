@@ -38,7 +38,11 @@ def test_resolve_whole_targets_then_field_paths() -> None:
 
 @pytest.mark.parametrize(
     ("target", "head", "path"),
-    [("API_call_9", "API_call_9", ""), ("API_call_0.nope", "API_call_0", "nope"), ("API_call_0.flights.5", "API_call_0", "flights.5")],
+    [
+        ("API_call_9", "API_call_9", ""),
+        ("API_call_0.nope", "API_call_0", "nope"),
+        ("API_call_0.flights.5", "API_call_0", "flights.5"),
+    ],
 )
 def test_resolve_names_what_is_unbound(target: str, head: str, path: str) -> None:
     with pytest.raises(UnresolvedRef) as info:
@@ -50,7 +54,10 @@ def test_resolve_names_what_is_unbound(target: str, head: str, path: str) -> Non
 def test_resolve_with_a_function_decides_per_reference() -> None:
     value = {"a": Ref(target="API_call_0"), "b": [2, Ref(target="API_call_1")]}
     assert resolve(value, lambda ref: ref.target) == {"a": "API_call_0", "b": [2, "API_call_1"]}
-    assert resolve(value, lambda ref: ref.model_dump()) == {"a": {"$ref": "API_call_0"}, "b": [2, {"$ref": "API_call_1"}]}
+    assert resolve(value, lambda ref: ref.model_dump()) == {
+        "a": {"$ref": "API_call_0"},
+        "b": [2, {"$ref": "API_call_1"}],
+    }
 
 
 def test_dependencies_direct_transitive_and_through_state() -> None:
@@ -83,7 +90,9 @@ def test_environment_and_resolve_agree() -> None:
 def test_a_ref_object_as_the_arguments_themselves_is_data() -> None:
     # It used to become a Ref where a dict was needed: pydantic's ValidationError.
     assert ToolCall(name="f", arguments={"$ref": "a"}).arguments == {"$ref": "a"}
-    assert ToolCall.model_validate_json('{"name": "f", "arguments": {"$ref": "a"}}').arguments == {"$ref": "a"}
+    assert ToolCall.model_validate_json('{"name": "f", "arguments": {"$ref": "a"}}').arguments == {
+        "$ref": "a"
+    }
     assert Checker([FREE_TOOL]).check_arguments("g", {"$ref": "a"})[0].code == "redundant_parameter"
 
 

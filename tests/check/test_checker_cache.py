@@ -28,7 +28,9 @@ def test_same_content_gives_the_same_object_whatever_the_key_order_or_form() -> 
     assert Checker.cached([json.loads(json.dumps(spec))]) is first
     assert Checker.cached([dict(reversed(list(spec.items())))]) is first
     tool = Tool(name="cache_tool", parameters=spec["parameters"])
-    assert Checker.cached([tool]) is Checker.cached([Tool(name="cache_tool", parameters=dict(spec["parameters"]))])
+    assert Checker.cached([tool]) is Checker.cached(
+        [Tool(name="cache_tool", parameters=dict(spec["parameters"]))]
+    )
     assert first.check_arguments("cache_same", {"a": "1"})[0].code == "invalid_type"
 
 

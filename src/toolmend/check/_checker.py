@@ -600,7 +600,9 @@ def _full_check(spec: CompiledSpec, call: _Call, bound: Bound | None) -> list[Fi
                  "Give a flatter value.", keyword="depth")  # fmt: skip
         return call.out
     instance = (
-        resolve(call.args, lambda ref: RefValue(ref.target, types.get(ref.target, ()))) if has_refs else call.args
+        resolve(call.args, lambda ref: RefValue(ref.target, types.get(ref.target, ())))
+        if has_refs
+        else call.args
     )
     for err in spec.validator.iter_errors(instance):
         _finding(err, call)

@@ -321,7 +321,6 @@ class Environment:
         )
         return response.model_copy(update={"error": label, "findings": [f.model_dump() for f in findings]})
 
-
     def _bind(self, call: ToolCall, data: Any) -> None:
         if not call.outputs:
             return
@@ -339,5 +338,3 @@ class Environment:
                 self.bindings[placeholder] = extract_path(data, fields[i])
             except (KeyError, IndexError, TypeError, ValueError):
                 continue  # left unbound: a later Ref to it answers "unresolved"
-
-

@@ -24,7 +24,14 @@ from toolmend._errors import SpecError, ToolmendError
 from toolmend.check import Checker
 from toolmend.serve import _json
 
-__all__ = ["KNOWN_FIELDS", "RequestError", "openai_error", "request_checker", "tool_names", "validate_request"]
+__all__ = [
+    "KNOWN_FIELDS",
+    "RequestError",
+    "openai_error",
+    "request_checker",
+    "tool_names",
+    "validate_request",
+]
 
 KNOWN_FIELDS = frozenset(
     {

@@ -98,6 +98,7 @@ class Verdict:
 Reask = Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 """A hidden re-ask: the messages to append to the request, in; the upstream's completion, out."""
 
+
 def usage_of(body: Any) -> tuple[int, int]:
     """(prompt, completion) tokens of a completion or chunk body (0 where absent)."""
     usage = body.get("usage") if isinstance(body, dict) else None
