@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from toolmend._schema import Message, ToolCall
-from toolmend.formats import parse_calls, to_openai_tool_calls
+from toolmend.formats import to_openai_tool_calls
 from toolmend.guard import AllowedCalls, Guard, GuardPolicy, Reply, Turn, drive
 from toolmend.serve._assembler import ContentGate
 from toolmend.serve._protocol import openai_error, request_checker, tool_names
@@ -129,16 +129,6 @@ def _truncated(raw: str) -> bool:
     return False
 
 
-def _rescue(answer: Answer, names: Sequence[str]) -> list[dict[str, Any]] | None:
-    """Tool calls printed in the held content, when every one names an offered tool."""
-    if not answer.held.strip():
-        return None
-    parsed = parse_calls(answer.held)
-    if not parsed.calls or any(c.name not in names for c in parsed.calls):
-        return None
-    return [{**w, "id": _new_id()} for w in to_openai_tool_calls(parsed.calls)]
-
-
 def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """toolmend messages (the guard's re-ask exchange) as OpenAI chat messages."""
     out: list[dict[str, Any]] = []
@@ -179,20 +169,27 @@ async def judge(
     strict: bool = False,
 ) -> Verdict:
     """The verdict on ``answer`` to the request ``body`` (see the module docstring). Never raises
-    on model output; a failed re-ask raises the :class:`~toolmend._errors.ModelError` it got."""
+    on model output; a failed re-ask raises the :class:`~toolmend._errors.ModelError` it got.
+
+    ``strict`` (``--strict``) is the policy's ``strict``; rescuing calls printed as text is the
+    policy's ``rescue``, applied to what the answer held back from the client (``answer.held``).
+    """
     names = tool_names(body)
     allowed = AllowedCalls.from_openai(body)
     original = [_wire_call(c) for c in answer.tool_calls]
     if not names:
         return Verdict("passthrough", answer.content or None, original, answer.finish_reason or "stop")
+    strict = (strict or policy.strict) and not shadow
+    if strict != policy.strict or (shadow and policy.rescue):
+        policy = policy.model_copy(update={"strict": strict, "rescue": policy.rescue and not shadow})
+    # In the first answer only content still held back can become calls (what was streamed is
+    # the client's already); a re-ask's answer is never streamed.
+    first = (
+        policy if answer.held.strip() or not policy.rescue else policy.model_copy(update={"rescue": False})
+    )
     fixes: list[dict[str, Any]] = []
     calls = list(original)
-    if not calls and allowed.mode != "none":
-        rescued = _rescue(answer, names)
-        if rescued:
-            calls = rescued
-            fixes.append({"code": "tool_call_in_content", "action": "rescue", "before": answer.held})
-    content = answer.sent if calls and fixes else answer.content
+    content = answer.content
     finish = answer.finish_reason
     cap = body.get("max_completion_tokens") or body.get("max_tokens")
     if isinstance(cap, int) and usage_of({"usage": answer.usage})[1] >= cap:
@@ -207,12 +204,15 @@ async def judge(
         if allowed.mode == "required":
             # The model did call; max_tokens cut the call off. The answer ends as "length".
             allowed = replace(allowed, mode="auto")
-    guard = Guard(request_checker(body["tools"]), policy)
+    guard = Guard(request_checker(body["tools"]), first)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes
     # tool_choice and parallel_tool_calls are the guard's to enforce (toolmend.guard.AllowedCalls).
     decision = guard.decide(turn, allowed=allowed, context=body.get("messages") if policy.ground else None)
+    guard.policy = policy
+    if any(fx.action == "rescue" for fx in decision.fixes):
+        content = verdict.content = answer.sent or None  # the prose streamed before the calls
     if not (shadow or strict) and decision.action == "accept" and not fixes:
         # The common case: a clean answer costs one decision, and nothing is rewritten.
         verdict.events.append(decision.event())
@@ -242,7 +242,6 @@ async def judge(
         return verdict
 
     started = time.perf_counter()
-    rescue = allowed.mode != "none"
 
     async def respond(messages: list[Message]) -> Reply:
         got = await reask(_to_wire(messages))
@@ -251,8 +250,8 @@ async def judge(
         p, c = usage_of(got)
         verdict.reask_usage["prompt_tokens"] += p
         verdict.reask_usage["completion_tokens"] += c
-        reply = answer_of(got, rescue)
-        calls = [_wire_call(c) for c in reply.tool_calls] or (_rescue(reply, names) if rescue else None) or []
+        reply = answer_of(got, False)
+        calls = [_wire_call(c) for c in reply.tool_calls]
         return Reply(turn=_turn(reply.content if not calls else "", calls), input_tokens=p, output_tokens=c)
 
     # The first answer's decision is acted on as it is: it is not checked twice, and its
