@@ -39,6 +39,13 @@ def test_different_content_gives_a_different_checker() -> None:
     assert Checker.cached([_spec("cache_diff", pad=1)]) is not base
     assert Checker.cached([_spec("cache_diff"), _spec("cache_other")]) is not base
     assert Checker.cached([_spec("cache_diff")], view=lambda t: t) is not base  # the view is part of the key
+    same, other = (lambda t: t), (lambda t: {**t, "description": "seen"})  # noqa: E731
+    assert Checker.cached([_spec("cache_diff")], view=same) is Checker.cached(
+        [_spec("cache_diff")], view=same
+    )
+    viewed = Checker.cached([_spec("cache_diff")], view=other)
+    assert viewed is not Checker.cached([_spec("cache_diff")], view=same)
+    assert viewed.tools["cache_diff"].description == "seen"
 
 
 def test_the_bound_is_in_bytes_of_content(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,8 +72,8 @@ __all__ = ["Checker", "check", "format_path"]
 Bound = dict[str, tuple[int, tuple[str, ...]]]
 
 # Checker.cached: compiled checkers by a digest of their tools' content, least recently used
-# first, each with the bytes of content it counts against Checker.CACHE_BYTES.
-_CACHE: OrderedDict[bytes, tuple[Checker, int]] = OrderedDict()
+# first, each with the bytes of content it counts against Checker.CACHE_BYTES (and its view).
+_CACHE: OrderedDict[bytes, tuple[Checker, int, Callable[..., Any] | None]] = OrderedDict()
 _CACHE_SIZE = 0
 _CACHE_LOCK = threading.Lock()
 
@@ -391,7 +391,9 @@ class Checker:
             text = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=repr, allow_nan=True)
         except (TypeError, ValueError):  # keys that are not strings, or a cycle: not from JSON
             text = repr(raw)
-        label = "" if view is None else f"{view.__module__}.{view.__qualname__}\n"
+        # The view by identity (two lambdas share a name); the entry keeps it alive, so that
+        # its id is not reused while the entry exists.
+        label = "" if view is None else f"{view.__module__}.{view.__qualname__}@{id(view)}\n"
         content = (label + text).encode("utf-8", "surrogatepass")
         key = hashlib.blake2b(content, digest_size=20).digest()
         with _CACHE_LOCK:
@@ -407,11 +409,11 @@ class Checker:
             if key in _CACHE:  # another thread compiled the same list meanwhile
                 return _CACHE[key][0]
             if size <= cls.CACHE_BYTES:
-                _CACHE[key] = (checker, size)
+                _CACHE[key] = (checker, size, view)
                 global _CACHE_SIZE
                 _CACHE_SIZE += size
                 while _CACHE_SIZE > cls.CACHE_BYTES:
-                    _, (_, dropped) = _CACHE.popitem(last=False)
+                    _, (_, dropped, _) = _CACHE.popitem(last=False)
                     _CACHE_SIZE -= dropped
         return checker
 

@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from toolmend._schema import Message, ToolCall
@@ -129,6 +130,15 @@ def _truncated(raw: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=16)
+def _variant(policy: GuardPolicy, strict: bool, rescue: bool) -> GuardPolicy:
+    """``policy`` with ``strict`` and ``rescue`` as given (made once per policy and setting:
+    the proxy asks for the same few with every request)."""
+    if (policy.strict, policy.rescue) == (strict, rescue):
+        return policy
+    return policy.model_copy(update={"strict": strict, "rescue": rescue})
+
+
 def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """toolmend messages (the guard's re-ask exchange) as OpenAI chat messages."""
     out: list[dict[str, Any]] = []
@@ -179,14 +189,12 @@ async def judge(
     original = [_wire_call(c) for c in answer.tool_calls]
     if not names:
         return Verdict("passthrough", answer.content or None, original, answer.finish_reason or "stop")
-    strict = (strict or policy.strict) and not shadow
-    if strict != policy.strict or (shadow and policy.rescue):
-        policy = policy.model_copy(update={"strict": strict, "rescue": policy.rescue and not shadow})
+    # Shadow mode never changes an answer, so it neither refuses nor rescues.
+    policy = _variant(policy, (strict or policy.strict) and not shadow, policy.rescue and not shadow)
+    strict = policy.strict
     # In the first answer only content still held back can become calls (what was streamed is
     # the client's already); a re-ask's answer is never streamed.
-    first = (
-        policy if answer.held.strip() or not policy.rescue else policy.model_copy(update={"rescue": False})
-    )
+    first = policy if not original and answer.held.strip() else _variant(policy, strict, False)
     fixes: list[dict[str, Any]] = []
     calls = list(original)
     content = answer.content
