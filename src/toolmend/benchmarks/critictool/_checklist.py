@@ -135,11 +135,13 @@ _SIGNAL_CATEGORY: dict[str, str] = {
 }
 
 
-def _tools(system: str) -> list[Tool]:
+@lru_cache(maxsize=128)
+def _tools(system: str) -> tuple[Tool, ...]:
+    """The prompt's tool list, read once per prompt (a suite has a handful of distinct ones)."""
     try:
-        return prompt_tools(system)
+        return tuple(prompt_tools(system))
     except (ValueError, ToolmendError):  # an unreadable tool list is the prompt's problem: no tools
-        return []
+        return ()
 
 
 def _checker(system: str) -> Checker:
