@@ -220,7 +220,8 @@ async def judge(
     decision = guard.decide(turn, allowed=allowed, context=body.get("messages") if policy.ground else None)
     guard.policy = policy
     if any(fx.action == "rescue" for fx in decision.fixes):
-        content = verdict.content = answer.sent or None  # the prose streamed before the calls
+        content = answer.sent  # the prose streamed before the calls
+        verdict.content = content or None
     if not (shadow or strict) and decision.action == "accept" and not fixes:
         # The common case: a clean answer costs one decision, and nothing is rewritten.
         verdict.events.append(decision.event())
