@@ -1,8 +1,10 @@
 """toolmend's layers, enforced: a package imports only packages of lower layers.
 
 Every import in ``src/toolmend`` counts — module level or inside a function, absolute or
-relative — except those under ``if TYPE_CHECKING:`` (annotations only). A package never imports
-a package of its own layer or a higher one, so no two packages import each other. The order is
+relative — except those under ``if TYPE_CHECKING:`` (annotations only). So does every lazy
+registration target (``REGISTRY.add_lazy("name", "toolmend.pkg.module:attr")``, any string of that
+``module:attr`` shape): loading it later is an import of the module that wrote it. A package never
+imports a package of its own layer or a higher one, so no two packages import each other. The order is
 written here and in README.md's architecture section (a test keeps the two equal).
 
 The owner rule: each concern in :data:`OWNERS` (a library, a parser, a way of splitting text)
@@ -32,8 +34,10 @@ LAYERS: list[list[str]] = [
     ["formats"],
     ["check", "compare", "env"],
     ["models", "world", "synth", "guard"],
+    ["_strategy"],
+    ["strategies"],
     ["benchmarks"],
-    ["strategies", "train"],
+    ["train"],
     ["runs"],
     ["_bench"],
     ["reports", "serve"],
@@ -62,6 +66,24 @@ def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
         yield from _imports(node)
+
+
+def _lazy_targets(tree: ast.AST, package: str) -> Iterator[tuple[str, int]]:
+    """``(module, line)`` for every ``"package.module:attr"`` string (a lazy registration target),
+    also as the constant head of an f-string (``f"package.module:{attr}"``)."""
+    whole = re.compile(rf"({re.escape(package)}(?:\.\w+)*):\w+")
+    head = re.compile(rf"({re.escape(package)}(?:\.\w+)*):")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = whole.fullmatch(node.value)
+        elif isinstance(node, ast.JoinedStr) and node.values:
+            first = node.values[0]
+            text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+            match = head.fullmatch(text) if len(node.values) > 1 else None
+        else:
+            continue
+        if match:
+            yield match.group(1), node.lineno
 
 
 def _module_name(path: Path, src: Path, package: str) -> tuple[str, bool]:
@@ -106,7 +128,18 @@ def import_edges(src: Path, package: str = "toolmend") -> list[Edge]:
                     if there not in _units(src) and there != "__init__":
                         there = "__init__"  # a name defined by the root package
                     edges.append((here, there, str(path.relative_to(src.parent)), node.lineno))
+        for target, line in sorted(_lazy_targets(tree, package), key=lambda t: t[1]):
+            there = _top(target, package)
+            if there is not None and there != here and _exists(src, target):
+                edges.append((here, there, str(path.relative_to(src.parent)), line))
     return edges
+
+
+def _exists(src: Path, module: str) -> bool:
+    """Whether ``module`` (``package.a.b``) is a module or package in ``src`` (a string such as a
+    seed ``f"toolmend.critic:{seed}"`` only looks like a target)."""
+    path = src.joinpath(*module.split(".")[1:])
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def _units(src: Path) -> set[str]:
@@ -360,6 +393,33 @@ def test_a_concern_outside_its_owner_fails(tmp_path: Path) -> None:
         "pkg/retry.py:1: Retry-After belongs in owner.py only",
         "pkg/retry.py:2: ClientSession belongs in owner.py only",
         "pkg/writer.py:2: JSON-lines splitting belongs in owner.py only",
+    ]
+
+
+def test_a_lazy_registration_upwards_fails(tmp_path: Path) -> None:
+    layers = [["base"], ["registry"], ["plugin"], ["__init__"]]
+    src = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "base.py": "",
+            "registry.py": (
+                "from pkg import base\n"
+                "REG.add_lazy('a', 'pkg.plugin.impl:make')\n"  # a plug-in of a higher layer
+                "for n in ('b', 'c'):\n"
+                "    REG.add_lazy(n, f'pkg.plugin:{n}')\n"
+                "REG.add_lazy('d', 'pkg.base:thing')\n"  # lower: allowed
+                "REG.add_lazy('e', 'os.path:sep')\n"  # not this package
+            ),
+            "plugin/__init__.py": "REG.add_lazy('f', 'pkg.registry:REG')\n",
+            "plugin/impl.py": "def make(): pass\n",
+        },
+    )
+    found = violations(import_edges(src, package="pkg"), layers)
+    assert found == [
+        "pkg/registry.py:2: registry imports plugin, a higher layer",
+        "pkg/registry.py:4: registry imports plugin, a higher layer",
+        "plugin and registry import each other",
     ]
 
 

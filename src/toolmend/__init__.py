@@ -100,6 +100,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toolmend' has no attribute {name!r}")
+    if module == "toolmend.models":
+        # Model backends that live in higher layers register when their package is imported.
+        importlib.import_module("toolmend.benchmarks")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

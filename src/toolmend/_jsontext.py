@@ -371,7 +371,9 @@ def load_model(cls: type[M], text: str | bytes) -> M:
             value = loads(text)
         except ValueError:
             raise exc from None
-        return cls.model_validate(value)
+        # The same reading as model_validate_json, which reads toolmend's {"$ref": ...} back as
+        # a call reference (toolmend._schema.REFS; other models ignore the context).
+        return cls.model_validate(value, context={"refs": True})
 
 
 # -- writing ---------------------------------------------------------------------------------------

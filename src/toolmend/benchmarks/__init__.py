@@ -13,6 +13,7 @@ built on demand, like ``critic``) in :data:`SUITES`; inference-time strategies i
 
 from __future__ import annotations
 
+from toolmend import strategies as _strategies  # noqa: F401 - registers the built-in strategies
 from toolmend._errors import ToolmendError
 from toolmend.benchmarks._base import (
     BENCHMARKS,
@@ -32,6 +33,7 @@ from toolmend.benchmarks._base import (
 )
 from toolmend.benchmarks._predictions import Predictions, read_predictions
 from toolmend.benchmarks._scoring import ScoreReport, score_predictions
+from toolmend.models._providers import MODELS
 
 __all__ = [
     "BENCHMARKS",
@@ -68,10 +70,9 @@ for _name, _target in {
 }.items():
     BENCHMARKS.add_lazy(_name, _target)
 SUITES.add_lazy("critic", "toolmend.benchmarks.critic._suite:CRITIC_SUITE")
-for _name, _attr in {"guard": "guard", "hitec-icl": "hitec_icl", "reflect": "reflect", "self-refine": "self_refine",
-                     "best-of-n": "best_of_n", "env-policy": "env_policy"}.items():  # fmt: skip
-    STRATEGIES.add_lazy(_name, f"toolmend.strategies._builtin:{_attr}")
 SUITES.add_lazy("world", "toolmend.benchmarks.world._benchmark:WORLD_SUITE")
+# The rule-based CriticTool critic, run as a model (``get_model("checklist")``).
+MODELS.add_lazy("checklist", "toolmend.benchmarks.critictool._checklist:checklist_backend")
 
 
 def benchmark_class(name: str) -> type[Benchmark] | None:

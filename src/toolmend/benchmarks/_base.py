@@ -11,18 +11,9 @@ back in (:attr:`Benchmark.reply_format`), the per-sample headline score, the det
 break results down by, and the gold reply (:meth:`Benchmark.gold`).
 
 The shape follows inspect_ai's ``Task``/``Solver`` split: the runner builds one ``generate`` per
-sample, a :class:`Strategy` may wrap it (re-ask, repair, reflect…), and the benchmark's
-:meth:`~Benchmark.solve` calls it::
-
-    class Reask:
-        name = "reask"
-
-        def wrap(self, generate: Generate, state: SolveState) -> Generate:
-            async def again(messages, *, epoch=None):
-                reply = await generate(messages, epoch=epoch)
-                state.events.append({"strategy": "reask", "event": "asked"})
-                return reply
-            return again
+sample, a :class:`~toolmend._strategy.Strategy` may wrap it (re-ask, repair, reflect…), and the
+benchmark's :meth:`~Benchmark.solve` calls it. The protocol and :data:`STRATEGIES` live in
+:mod:`toolmend._strategy` (re-exported here).
 """
 
 from __future__ import annotations
@@ -32,13 +23,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend._errors import ConfigError
 from toolmend._registry import Registry
 from toolmend._schema import Message, Sample
+from toolmend._strategy import STRATEGIES, Generate, SolveState, Strategy
 from toolmend.benchmarks._replies import reply_text
 from toolmend.formats._calls import write_calls
 from toolmend.formats._result import CallFormat
@@ -92,37 +84,6 @@ class SampleScore(BaseModel):
     id: str
     values: dict[str, float | None] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
-
-
-class Generate(Protocol):
-    """One model request (see :mod:`toolmend.benchmarks._base`).
-
-    Returns the reply text in the benchmark's :attr:`~Benchmark.reply_format`: when the model
-    answered with native tool calls, the runner has already written them into that format. Every
-    call is a real request, recorded in the sample's record (requests, tokens, latency, outputs).
-    ``epoch`` picks one of several samples of the same prompt (so that they cache apart); left
-    out, successive calls of one sample get epochs 0, 1, 2 … (turns of one episode).
-    """
-
-    async def __call__(self, messages: list[Message], *, epoch: int | None = None) -> str: ...
-
-
-@dataclass
-class SolveState:
-    """What a :class:`Strategy` knows about the sample being solved."""
-
-    sample: Sample
-    benchmark: Benchmark
-    events: list[dict[str, Any]] = field(default_factory=list)
-    """Strategy telemetry (JSON-able dicts); stored in the sample's record (``SampleRecord.events``)."""
-
-
-class Strategy(Protocol):
-    """Wraps a :class:`Generate` (inference-time recovery: re-ask, repair, reflection…)."""
-
-    name: str
-
-    def wrap(self, generate: Generate, state: SolveState) -> Generate: ...
 
 
 class Benchmark(ABC):
@@ -249,9 +210,6 @@ def check_constructor(name: str, cls: type[Benchmark], options: dict[str, Any]) 
 
 BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", group="toolmend.benchmarks")
 """Benchmark classes by name; built-ins are registered lazily in :mod:`toolmend.benchmarks`."""
-
-STRATEGIES: Registry[Callable[[], Strategy]] = Registry("strategy", group="toolmend.strategies")
-"""Strategy factories (no arguments) by name; ``"a+b"`` in the runner applies ``a`` then ``b``."""
 
 
 @dataclass(frozen=True)

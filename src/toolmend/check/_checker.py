@@ -35,20 +35,24 @@ References (:class:`toolmend.Ref`, NesTools' ``API_call_n``) are not literals. A
 name an output bound by an *earlier* call when the calls declare outputs at all
 (``invalid_value`` otherwise). When the producing tool declares a ``returns`` schema, the output's
 declared type must be one the parameter accepts (integer into number is fine); a reference to an
-output whose type is unknown satisfies any type.
+output whose type is unknown satisfies any type. A ``{"$ref": ...}`` object in a plain call is a
+literal value like any other (see :class:`toolmend.ToolCall`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from jsonschema import ValidationError
 from jsonschema.exceptions import best_match
 
-from toolmend._schema import ErrorCode, Finding, Ref, Tool, ToolCall
+from toolmend._schema import ErrorCode, Finding, Loc, Tool, ToolCall, refs, resolve
 from toolmend.check._coerce import NO_COERCION, coerce, json_type
 from toolmend.check._names import closest, key_alias
 from toolmend.check._spec import (
@@ -65,8 +69,13 @@ from toolmend.formats._tools import load_tool
 
 __all__ = ["Checker", "check", "format_path"]
 
-Loc = tuple[str | int, ...]
 Bound = dict[str, tuple[int, tuple[str, ...]]]
+
+# Checker.cached: compiled checkers by a digest of their tools' content, least recently used
+# first, each with the bytes of content it counts against Checker.CACHE_BYTES (and its view).
+_CACHE: OrderedDict[bytes, tuple[Checker, int, Callable[..., Any] | None]] = OrderedDict()
+_CACHE_SIZE = 0
+_CACHE_LOCK = threading.Lock()
 
 _VALUE_KEYWORDS = frozenset(
     {
@@ -269,27 +278,6 @@ def _retyped(err: ValidationError, types: list[str]) -> ValidationError:
     return out
 
 
-def _refs(value: Any, loc: Loc = ()) -> Iterator[tuple[Loc, Ref]]:
-    if isinstance(value, Ref):
-        yield loc, value
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _refs(v, (*loc, k))
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            yield from _refs(v, (*loc, i))
-
-
-def _stand_ins(value: Any, types: Mapping[str, tuple[str, ...]]) -> Any:
-    if isinstance(value, Ref):
-        return RefValue(value.target, types.get(value.target, ()))
-    if isinstance(value, Mapping):
-        return {k: _stand_ins(v, types) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_stand_ins(v, types) for v in value]
-    return value
-
-
 def _position(args: Any, loc: Sequence[Any]) -> list[int]:
     """Where ``loc`` sits in the arguments, so findings read in argument order; absent keys last."""
     key: list[int] = []
@@ -370,6 +358,64 @@ class Checker:
         self._outputs: dict[str, dict[str, tuple[str, ...]]] = {}
         # The proven-clean tests of compiled tools whose clean answer needs no depth walk.
         self._fast: dict[str, Callable[[Any], bool]] = {}
+
+    CACHE_BYTES: ClassVar[int] = 32 * 2**20
+    """What :meth:`cached` keeps, in bytes of the tools' content (their canonical JSON). A
+    compiled checker takes a few times its tools' size in memory, so this bounds that too."""
+
+    @classmethod
+    def cached(
+        cls,
+        tools: Sequence[Tool | Mapping[str, Any]],
+        *,
+        view: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+        check: Callable[[Sequence[Tool | Mapping[str, Any]]], None] | None = None,
+    ) -> Checker:
+        """The checker for ``tools``, compiled once per content: an agent, a proxy or a benchmark
+        sends the same tool list again and again, and compiling costs far more than a check.
+
+        Two lists with equal content (same specs, key order aside) get the same object; the
+        least recently used are dropped once the content kept passes :attr:`CACHE_BYTES`. A list
+        larger than that alone is compiled and not kept. ``view`` turns each raw spec into the
+        one to check against (it is part of the key), and ``check`` runs on the tools once,
+        before they are first compiled: what it raises propagates, and nothing is kept.
+
+        >>> spec = {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+        >>> Checker.cached([spec]) is Checker.cached([dict(reversed(list(spec.items())))])
+        True
+        >>> Checker.cached([spec]) is Checker.cached([{**spec, "name": "g"}])
+        False
+        """
+        raw = [t.model_dump(mode="json") if isinstance(t, Tool) else t for t in tools]
+        try:
+            text = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=repr, allow_nan=True)
+        except (TypeError, ValueError):  # keys that are not strings, or a cycle: not from JSON
+            text = repr(raw)
+        # The view by identity (two lambdas share a name); the entry keeps it alive, so that
+        # its id is not reused while the entry exists.
+        label = "" if view is None else f"{view.__module__}.{view.__qualname__}@{id(view)}\n"
+        content = (label + text).encode("utf-8", "surrogatepass")
+        key = hashlib.blake2b(content, digest_size=20).digest()
+        with _CACHE_LOCK:
+            hit = _CACHE.get(key)
+            if hit is not None:
+                _CACHE.move_to_end(key)
+                return hit[0]
+        if check is not None:
+            check(tools)
+        checker = cls([view(t) for t in raw] if view is not None else tools)
+        size = len(content)
+        with _CACHE_LOCK:
+            if key in _CACHE:  # another thread compiled the same list meanwhile
+                return _CACHE[key][0]
+            if size <= cls.CACHE_BYTES:
+                _CACHE[key] = (checker, size, view)
+                global _CACHE_SIZE
+                _CACHE_SIZE += size
+                while _CACHE_SIZE > cls.CACHE_BYTES:
+                    _, (_, dropped, _) = _CACHE.popitem(last=False)
+                    _CACHE_SIZE -= dropped
+        return checker
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -458,9 +504,10 @@ class Checker:
 
         The findings are those of ``check_call(ToolCall(name=name, arguments=arguments),
         index)``. A clean call costs one lookup of the tool's generated test and the test itself;
-        only a call that the test cannot prove clean builds the ``ToolCall`` (which revives
-        ``{"$ref": ...}`` objects into :class:`~toolmend.Ref` and refuses arguments nested deeper
-        than ``ToolCall.MAX_DEPTH`` with pydantic's ``ValidationError``) for the full check. So a
+        only a call that the test cannot prove clean builds the ``ToolCall`` (which keeps
+        ``{"$ref": ...}`` objects as the literal values they are in a plain call and refuses
+        arguments nested deeper than ``ToolCall.MAX_DEPTH`` with pydantic's
+        ``ValidationError``) for the full check. So a
         clean call is not walked for depth: a value too deep for a ``ToolCall`` in a free-form
         parameter passes here, where building the ``ToolCall`` would have refused it.
 
@@ -540,7 +587,7 @@ def _full_check(spec: CompiledSpec, call: _Call, bound: Bound | None) -> list[Fi
     """Every finding for one call by the full validator (the fast path could not prove it clean)."""
     types: dict[str, tuple[str, ...]] = {}
     has_refs = False
-    for loc, ref in _refs(call.args):
+    for loc, ref in refs(call.args):
         has_refs = True
         if bound is None:
             continue  # no call declares outputs: nothing to resolve references against
@@ -554,7 +601,11 @@ def _full_check(spec: CompiledSpec, call: _Call, bound: Bound | None) -> list[Fi
         call.add("invalid_value", (), f"the arguments of {call.tool} are nested deeper than {MAX_VALUE_DEPTH} levels",
                  "Give a flatter value.", keyword="depth")  # fmt: skip
         return call.out
-    instance = _stand_ins(call.args, types) if has_refs else call.args
+    instance = (
+        resolve(call.args, lambda ref: RefValue(ref.target, types.get(ref.target, ())))
+        if has_refs
+        else call.args
+    )
     for err in spec.validator.iter_errors(instance):
         _finding(err, call)
     return _tidy(call.out, call.args)

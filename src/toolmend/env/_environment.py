@@ -42,8 +42,8 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from toolmend._errors import ConfigError, PathError
-from toolmend._schema import Finding, Ref, Tool, ToolCall
+from toolmend._errors import ConfigError
+from toolmend._schema import Finding, Tool, ToolCall, UnresolvedRef, extract_path, resolve
 from toolmend.env._cache import ToolCache, call_key
 from toolmend.env._faults import FaultPlan, fault_response
 from toolmend.env._registry import ToolRegistry
@@ -57,13 +57,6 @@ __all__ = ["Environment", "Simulator", "extract_path"]
 
 Simulator = Callable[[Tool, ToolCall], Awaitable[str]]
 """An LLM that plays the API server: given the spec and the call, the response text."""
-
-
-class _Unresolved(Exception):
-    def __init__(self, target: str, path: str) -> None:
-        super().__init__(target)
-        self.target = target
-        self.path = path
 
 
 class Environment:
@@ -161,8 +154,8 @@ class Environment:
         True
         """
         try:
-            args = {k: self._resolve(v) for k, v in call.arguments.items()}
-        except _Unresolved:
+            args = resolve(call.arguments, self.bindings)
+        except UnresolvedRef:
             return None
         return call if args == call.arguments else call.model_copy(update={"arguments": args})
 
@@ -179,8 +172,8 @@ class Environment:
     def _before(self, call: ToolCall) -> ToolResponse | tuple[Tool, dict[str, Any]]:
         """Everything up to the answer: refs, unknown tool, faults, validation, cache."""
         try:
-            args = {k: self._resolve(v) for k, v in call.arguments.items()}
-        except _Unresolved as exc:
+            args = resolve(call.arguments, self.bindings)
+        except UnresolvedRef as exc:
             return ToolResponse.from_error(
                 400,
                 "invalid_request",
@@ -328,26 +321,6 @@ class Environment:
         )
         return response.model_copy(update={"error": label, "findings": [f.model_dump() for f in findings]})
 
-    def _resolve(self, value: Any) -> Any:
-        if isinstance(value, Ref):
-            return self._lookup(value.target)
-        if isinstance(value, dict):
-            return {k: self._resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._resolve(v) for v in value]
-        return value
-
-    def _lookup(self, target: str) -> Any:
-        if target in self.bindings:
-            return self.bindings[target]
-        head, _, path = target.partition(".")
-        if head in self.bindings and path:
-            try:
-                return extract_path(self.bindings[head], path)
-            except (KeyError, IndexError, TypeError, ValueError):
-                raise _Unresolved(head, path) from None
-        raise _Unresolved(target, "")
-
     def _bind(self, call: ToolCall, data: Any) -> None:
         if not call.outputs:
             return
@@ -365,24 +338,3 @@ class Environment:
                 self.bindings[placeholder] = extract_path(data, fields[i])
             except (KeyError, IndexError, TypeError, ValueError):
                 continue  # left unbound: a later Ref to it answers "unresolved"
-
-
-def extract_path(data: Any, path: str) -> Any:
-    """The value at a dotted path; integer segments index lists. A path that does not exist is a
-    :class:`~toolmend._errors.PathError` (a ``KeyError``).
-
-    >>> extract_path({"flights": [{"id": "F1"}]}, "flights.0.id")
-    'F1'
-    """
-    value = data
-    for part in path.split("."):
-        try:
-            if isinstance(value, list):
-                value = value[int(part)]
-            elif isinstance(value, dict):
-                value = value[part]
-            else:
-                raise PathError(part)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise PathError(part) from exc
-    return value

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolmend._schema import Ref, ToolCall
+from toolmend._schema import ToolCall, resolve
 from toolmend.formats._lenient import LoadMethod, find_spans, load_lenient, split_fences
 from toolmend.formats._result import ParseResult
 
@@ -313,13 +313,7 @@ def mentions_call(chunk: str) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Ref):
-        return {"$ref": value.target}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+    return resolve(value, lambda ref: ref.model_dump())
 
 
 def call_to_action(

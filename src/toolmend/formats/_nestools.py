@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmend._schema import Ref, ToolCall
+from toolmend._schema import Ref, ToolCall, resolve
 from toolmend.formats._jsonfmt import scan_json_values
 from toolmend.formats._result import ParseResult
 
@@ -60,6 +60,11 @@ def _refs(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _refs(v) for k, v in value.items()}
     return value
+
+
+def _placeholder(ref: Ref) -> str:
+    """A reference as NesTools writes it: the placeholder's name."""
+    return ref.target
 
 
 def calls_from_nestools(chain: Any, result: ParseResult | None = None) -> ParseResult:
@@ -134,16 +139,6 @@ def parse_nestools_calls(text: str) -> ParseResult:
     return result
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Ref):
-        return value.target
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
 def write_nestools_calls(
     calls: Sequence[ToolCall],
     *,
@@ -168,7 +163,7 @@ def write_nestools_calls(
         api_id = _api_id(api_ids, call.name, i)
         if api_id is not None:
             item["api_id"] = api_id
-        item["parameters"] = _plain(call.arguments)
+        item["parameters"] = resolve(call.arguments, _placeholder)
         named = len(call.output_fields) == len(call.outputs)
         if responses == "dict" or (responses == "auto" and named and call.output_fields):
             item["responses"] = dict(zip(call.output_fields, call.outputs, strict=False))

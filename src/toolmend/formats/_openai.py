@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmend._schema import Ref, ToolCall
+from toolmend._schema import ToolCall, resolve
 from toolmend.formats._jsonfmt import openai_item_to_result
 from toolmend.formats._result import ParseResult
 from toolmend.formats._tags import strip_think
@@ -86,13 +86,7 @@ def parse_openai_message(message: Mapping[str, Any]) -> ParseResult:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Ref):
-        return {"$ref": value.target}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+    return resolve(value, lambda ref: ref.model_dump())
 
 
 def to_openai_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:

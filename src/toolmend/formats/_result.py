@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from toolmend._schema import ErrorCode, Finding, ToolCall
+from toolmend._schema import REFS, ErrorCode, Finding, ToolCall
 
 __all__ = ["CallFormat", "ParseResult"]
 
@@ -69,9 +69,10 @@ class ParseResult(BaseModel):
     def add_call(self, where: str, extras: dict[str, Any] | None = None, **fields: Any) -> int:
         """Append ``ToolCall(**fields)`` and return its index. Arguments nested deeper than
         :attr:`ToolCall.MAX_DEPTH <toolmend.ToolCall.MAX_DEPTH>` are a finding: the call is kept
-        with no arguments."""
+        with no arguments. toolmend's call formats write a :class:`~toolmend.Ref` as
+        ``{"$ref": target}``, so they read one back as a reference (:data:`~toolmend._schema.REFS`)."""
         try:
-            call = ToolCall(**fields)
+            call = ToolCall.model_validate(fields, context=REFS)
         except ValidationError:
             idx = self.add(ToolCall(**{**fields, "arguments": {}}), extras)
             self.flag("invalid_format", f"{where}: arguments are nested deeper than {ToolCall.MAX_DEPTH} "

@@ -56,6 +56,9 @@ class Decision:
     escalated: bool = False
     reason: str = ""
     """For ``abort``/``fail_to_model``: which budget or rule ended the turn."""
+    text: str | None = None
+    """The turn's text as it should now read, where the guard changed it (calls printed as text
+    and taken as calls leave the prose around them); ``None``: unchanged."""
 
     @property
     def codes(self) -> list[str]:

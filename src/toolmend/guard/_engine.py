@@ -18,20 +18,22 @@
 
 from __future__ import annotations
 
+import json
+import secrets
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolmend._schema import Finding, Message, Tool, ToolCall
+from toolmend._schema import Finding, Message, Tool, ToolCall, resolve
 from toolmend.check import Checker, repair, ungrounded
 from toolmend.check._ground import Context
-from toolmend.formats import load_lenient
+from toolmend.formats import load_lenient, parse_calls
 from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._decision import Action, Decision, GuardFix
 from toolmend.guard._messages import NOTHING_RAN, call_problem_text, turn_problem_text
 from toolmend.guard._policy import GuardPolicy
-from toolmend.guard._turn import Turn
+from toolmend.guard._turn import Turn, TurnCall
 
 __all__ = ["Guard"]
 
@@ -122,22 +124,72 @@ class Guard:
         'accept'
         """
         allowed = allowed or _ANY
+        rescued: list[GuardFix] = []
+        text: str | None = None
+        if self.policy.rescue and turn.native and not turn.calls and not kept and allowed.mode != "none":
+            found = self._rescue(turn)
+            if found is not None:
+                turn, fix = found
+                rescued, text = [fix], turn.text
+        decision = self._allowed(turn, attempt, kept, allowed, context, rescued)
+        if text is not None:
+            decision.text = text
+        if self.policy.strict and decision.action != "accept":
+            return self._refuse(decision)
+        return decision
+
+    def _allowed(
+        self,
+        turn: Turn,
+        attempt: int,
+        kept: Sequence[ToolCall],
+        allowed: AllowedCalls,
+        context: Context | None,
+        fixes: list[GuardFix],
+    ) -> Decision:
         # Grounding is a heuristic: it asks once, and only while a re-ask is left to ask with.
         ground = context if self.policy.ground and attempt == 0 and not self._spent(attempt) else None
         if allowed.unrestricted:
-            return self._decide(turn, attempt, kept, self.checker, _ANY, [], ground)
-        dropped: list[GuardFix] = []
+            return self._decide(turn, attempt, kept, self.checker, _ANY, fixes, ground)
+        dropped: list[GuardFix] = list(fixes)
         if allowed.mode == "none":
             # Nothing may be called: the answer's text stands and its calls go.
-            dropped = [GuardFix(code="tool_choice_none", action="drop_call", call=i, before=c.name)
-                       for i, c in enumerate(turn.calls)]  # fmt: skip
+            dropped += [GuardFix(code="tool_choice_none", action="drop_call", call=i, before=c.name)
+                        for i, c in enumerate(turn.calls)]  # fmt: skip
             turn, kept = replace(turn, calls=[]), ()
         elif not allowed.parallel and len(kept) + len(turn.calls) > 1:
             room = max(0, 1 - len(kept))
-            dropped = [GuardFix(code="parallel_tool_calls", action="drop_call", call=i, before=c.name)
-                       for i, c in enumerate(turn.calls) if i >= room]  # fmt: skip
+            dropped += [GuardFix(code="parallel_tool_calls", action="drop_call", call=i, before=c.name)
+                        for i, c in enumerate(turn.calls) if i >= room]  # fmt: skip
             turn = replace(turn, calls=turn.calls[:room])
         return self._decide(turn, attempt, kept, self._checker_for(allowed.names), allowed, dropped, ground)
+
+    def _rescue(self, turn: Turn) -> tuple[Turn, GuardFix] | None:
+        """``turn`` with the tool calls its text holds as native calls, when it holds some and
+        each names an offered tool (prose that merely mentions a name is not a call)."""
+        if not turn.text.strip():
+            return None
+        parsed = parse_calls(turn.text)
+        if not parsed.calls or any(c.name not in self.checker.tools for c in parsed.calls):
+            return None
+        calls = []
+        for c in parsed.calls:
+            # Arguments as a provider would have sent them: plain JSON, a {"$ref": ...} literal.
+            args = resolve(c.arguments, lambda ref: ref.model_dump())
+            calls.append(TurnCall(name=c.name, arguments=args, id="call_" + secrets.token_hex(12),
+                                  raw_arguments=json.dumps(args, ensure_ascii=False)))  # fmt: skip
+        fix = GuardFix(code="tool_call_in_content", action="rescue", before=turn.text)
+        return Turn(text=parsed.text or "", calls=calls, format="native"), fix
+
+    def _refuse(self, decision: Decision) -> Decision:
+        """Strict mode: the turn ends, unchanged, with what the guard found and would have fixed."""
+        if decision.action == "reask":
+            self.reasks_used -= 1  # never sent
+        detail = [f"{f.code}: {f.message}" for f in decision.findings]
+        detail += [f"{fx.code}: {fx.action} {fx.path}".rstrip() for fx in decision.fixes]
+        return Decision(action="abort", fixes=decision.fixes, findings=decision.findings, attempt=decision.attempt,
+                        reason="strict mode: the answer would need changes: " + "; ".join(detail),
+                        text=decision.text)  # fmt: skip
 
     def _spent(self, attempt: int) -> str:
         """Why no re-ask may be sent now ("" when one may)."""

@@ -43,7 +43,16 @@ class GuardPolicy(BaseModel):
       mentions (:func:`toolmend.check.ungrounded`; the caller passes the conversation to
       :meth:`Guard.decide <toolmend.guard.Guard.decide>`). The check is a heuristic (a date
       computed from "tomorrow" is not in the conversation either), so a re-asked answer that
-      keeps such a value is accepted, and it never ends a turn when no re-ask is left.
+      keeps such a value is accepted, and it never ends a turn when no re-ask is left;
+    - ``rescue``: a native turn with no calls whose text holds tool calls in a format toolmend
+      reads (``<tool_call>`` tags, a JSON or Python call list), each naming an offered tool, is
+      taken as those calls (a fix ``tool_call_in_content`` / ``rescue``; the turn's text keeps
+      only the prose around them). Never where the request allows no call;
+    - ``strict``: never change an answer. A turn the guard would repair, rescue or re-ask ends
+      as ``abort`` instead, with what it found and would have fixed in the decision.
+
+    The same policy makes :func:`~toolmend.guard.wrap`, the LangChain middleware and
+    ``toolmend serve`` decide alike.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -61,6 +70,8 @@ class GuardPolicy(BaseModel):
     ground: bool = False
     max_echo_chars: int = 300
     """How much of a broken call's raw arguments the re-ask quotes back."""
+    rescue: bool = True
+    strict: bool = False
 
     @model_validator(mode="before")
     @classmethod

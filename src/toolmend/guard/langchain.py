@@ -122,7 +122,9 @@ class GuardMiddleware(AgentMiddleware):
         else:
             calls = [{"name": c.name, "args": c.model_dump(mode="json")["arguments"], "id": c.id, "type": "tool_call"}
                      for c in outcome.calls]  # fmt: skip
-            new = AIMessage(content=ai.content, tool_calls=calls, response_metadata=meta, id=ai.id,
+            # Calls printed as text and taken as calls leave only the prose around them.
+            content = outcome.final.text if outcome.final.text is not None else ai.content
+            new = AIMessage(content=content, tool_calls=calls, response_metadata=meta, id=ai.id,
                             usage_metadata=ai.usage_metadata)  # fmt: skip
         rest = [m for m in last.result if m is not _ai(last)]
         return ModelResponse(result=[new, *rest], structured_response=last.structured_response)

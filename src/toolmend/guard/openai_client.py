@@ -200,6 +200,8 @@ class _Core:
         ]  # fmt: skip
         data = message.model_dump()
         data["tool_calls"] = calls or None
+        if outcome.final.text is not None:  # calls printed as text were taken as calls
+            data["content"] = outcome.final.text or None
         choice = last.choices[0].model_copy(
             update={"message": type(message).model_validate(data),
                     "finish_reason": "tool_calls" if calls else _no_calls(last.choices[0].finish_reason)}

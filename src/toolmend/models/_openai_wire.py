@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from toolmend._errors import ModelError
-from toolmend._schema import Message, Ref, Tool, ToolCall
+from toolmend._schema import Message, Tool, ToolCall, resolve
 from toolmend.formats._tools import to_openai_tool
 from toolmend.models._base import Completion, GenerateRequest, RawToolCall, ToolMode, Usage
 from toolmend.models._tool_names import ToolNameMap
@@ -55,13 +55,7 @@ Tools:
 
 def _plain(value: Any) -> Any:
     # A Ref is a placeholder for an earlier call's output; on the wire it is its name.
-    if isinstance(value, Ref):
-        return value.target
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+    return resolve(value, lambda ref: ref.target)
 
 
 def _arguments_json(call: ToolCall) -> str:

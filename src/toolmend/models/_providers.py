@@ -10,6 +10,10 @@
 ``noisy/<model>``      ``<model>`` with seeded, labelled mistakes (:mod:`toolmend.strategies._noisy`)
 =====================  ===================================================================
 
+``checklist`` and ``noisy`` live in higher layers, which register them when they are imported
+(:mod:`toolmend.benchmarks`, :mod:`toolmend.strategies`); ``toolmend.get_model``, ``run_bench``
+and the CLI import both first.
+
 >>> model = get_model("scripted", script=["hello"])
 >>> model.name
 'scripted'
@@ -34,9 +38,6 @@ __all__ = ["MODELS", "ModelFactory", "get_model", "resolve_cache"]
 
 ModelFactory = Callable[[str, ResponseCache | None, dict[str, Any]], Model]
 MODELS: Registry[ModelFactory] = Registry("model backend", group="toolmend.models")
-# Factories that live above this layer, imported on first use.
-MODELS.add_lazy("checklist", "toolmend.benchmarks.critictool._checklist:checklist_backend")
-MODELS.add_lazy("noisy", "toolmend.strategies._noisy:noisy_backend")
 
 
 def resolve_cache(cache: bool | str | Path | ResponseCache | None) -> ResponseCache | None:

@@ -15,16 +15,23 @@ expected, as OpenAI's own API does, so that every SDK raises its usual ``BadRequ
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jsonschema
 
-from toolmend._errors import ToolmendError
+from toolmend._errors import SpecError, ToolmendError
+from toolmend.check import Checker
 from toolmend.serve import _json
 
-__all__ = ["KNOWN_FIELDS", "RequestError", "openai_error", "tool_names", "validate_request"]
+__all__ = [
+    "KNOWN_FIELDS",
+    "RequestError",
+    "openai_error",
+    "request_checker",
+    "tool_names",
+    "validate_request",
+]
 
 KNOWN_FIELDS = frozenset(
     {
@@ -85,9 +92,6 @@ def openai_error(
     return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}
 
 
-_VALID_TOOLS: OrderedDict[bytes, None] = OrderedDict()
-
-
 def _require(cond: bool, message: str, param: str, code: str = "invalid_value") -> None:
     if not cond:
         raise RequestError(message, param=param, code=code)
@@ -141,15 +145,7 @@ def validate_request(body: Mapping[str, Any], extra_fields: Iterable[str] = ()) 
     tools = body.get("tools")
     if tools is not None:
         _require(isinstance(tools, list), "'tools' must be an array.", "tools")
-        # Agents send the same tools with every request; checking a schema against the
-        # meta-schema costs milliseconds, so a tool list that passed is remembered.
-        seen = tools_key(tools)
-        if seen not in _VALID_TOOLS:
-            for i, tool in enumerate(tools):
-                _check_tool(tool, f"tools[{i}]")
-            _VALID_TOOLS[seen] = None
-            if len(_VALID_TOOLS) > 256:
-                _VALID_TOOLS.popitem(last=False)
+        request_checker(tools)
     _check_tool_choice(body.get("tool_choice"), tool_names(body))
 
 
@@ -180,9 +176,46 @@ def _check_tool(tool: Any, where: str) -> None:
         ) from None
 
 
-def tools_key(tools: Any) -> bytes:
-    """A request's ``tools`` as a cache key (agents send the same tools with every request)."""
-    return _json.dumps(tools, sort_keys=True, default=str)
+def request_checker(tools: list[Any]) -> Checker:
+    """The compiled checker for a request's ``tools``, each tool as the guard must see it
+    (:func:`_strict_view`). Agents send the same tools with every request, and checking a schema
+    against the meta-schema costs milliseconds: a tool list is validated (a
+    :class:`RequestError` when it is not valid) and compiled once per content
+    (:meth:`Checker.cached <toolmend.check.Checker.cached>`)."""
+    try:
+        return Checker.cached(tools, view=_strict_view, check=_check_tools)
+    except SpecError as exc:
+        raise RequestError(f"'tools' holds a tool the guard cannot use: {exc}", param="tools",
+                           code="invalid_schema") from None  # fmt: skip
+
+
+def _check_tools(tools: Sequence[Any]) -> None:
+    for i, tool in enumerate(tools):
+        _check_tool(tool, f"tools[{i}]")
+
+
+def _strict_view(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool marked ``strict`` as the guard must see it: what OpenAI's strict mode guarantees is
+    that every property is present and no other is, at every level (optional ones as ``null``)."""
+    fn = tool.get("function") or {}
+    if fn.get("strict") is not True or not isinstance(fn.get("parameters"), dict):
+        return tool
+    return {**tool, "function": {**fn, "parameters": _closed(fn["parameters"])}}
+
+
+def _closed(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) if k in ("items", "additionalProperties") else v for k, v in schema.items()}
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(schema.get(key), list):
+            out[key] = [_closed(s) for s in schema[key]]
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {k: _closed(v) for k, v in props.items()}
+        out["required"] = list(props)
+        out.setdefault("additionalProperties", False)
+    return out
 
 
 def tool_names(body: Mapping[str, Any]) -> list[str]:

@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from toolmend._schema import Message, ToolCall
-from toolmend.check import Checker
-from toolmend.formats import parse_calls, to_openai_tool_calls
+from toolmend.formats import to_openai_tool_calls
 from toolmend.guard import AllowedCalls, Guard, GuardPolicy, Reply, Turn, drive
 from toolmend.serve._assembler import ContentGate
-from toolmend.serve._protocol import openai_error, tool_names, tools_key
+from toolmend.serve._protocol import openai_error, request_checker, tool_names
 
 __all__ = ["Answer", "Reask", "Verdict", "answer_of", "judge", "split_content", "usage_of"]
 
@@ -100,23 +99,6 @@ class Verdict:
 Reask = Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 """A hidden re-ask: the messages to append to the request, in; the upstream's completion, out."""
 
-_CHECKERS: OrderedDict[bytes, Checker] = OrderedDict()
-
-
-def _checker(tools: Sequence[Mapping[str, Any]]) -> Checker:
-    """Compiled checkers by the request's tool list (agents send the same tools with every
-    request), each tool as the guard must see it (:func:`_strict_view`)."""
-    key = tools_key(tools)
-    hit = _CHECKERS.get(key)
-    if hit is not None:
-        _CHECKERS.move_to_end(key)
-        return hit
-    checker = Checker([_strict_view(t) for t in tools])
-    _CHECKERS[key] = checker
-    if len(_CHECKERS) > 256:
-        _CHECKERS.popitem(last=False)
-    return checker
-
 
 def usage_of(body: Any) -> tuple[int, int]:
     """(prompt, completion) tokens of a completion or chunk body (0 where absent)."""
@@ -148,14 +130,13 @@ def _truncated(raw: str) -> bool:
     return False
 
 
-def _rescue(answer: Answer, names: Sequence[str]) -> list[dict[str, Any]] | None:
-    """Tool calls printed in the held content, when every one names an offered tool."""
-    if not answer.held.strip():
-        return None
-    parsed = parse_calls(answer.held)
-    if not parsed.calls or any(c.name not in names for c in parsed.calls):
-        return None
-    return [{**w, "id": _new_id()} for w in to_openai_tool_calls(parsed.calls)]
+@lru_cache(maxsize=16)
+def _variant(policy: GuardPolicy, strict: bool, rescue: bool) -> GuardPolicy:
+    """``policy`` with ``strict`` and ``rescue`` as given (made once per policy and setting:
+    the proxy asks for the same few with every request)."""
+    if (policy.strict, policy.rescue) == (strict, rescue):
+        return policy
+    return policy.model_copy(update={"strict": strict, "rescue": rescue})
 
 
 def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -170,30 +151,6 @@ def _to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         else:
             out.append({"role": m.role, "content": m.content})
-    return out
-
-
-def _strict_view(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A tool marked ``strict`` as the guard must see it: what OpenAI's strict mode guarantees is
-    that every property is present and no other is, at every level (optional ones as ``null``)."""
-    fn = tool.get("function") or {}
-    if fn.get("strict") is not True or not isinstance(fn.get("parameters"), dict):
-        return tool
-    return {**tool, "function": {**fn, "parameters": _closed(fn["parameters"])}}
-
-
-def _closed(schema: Any) -> Any:
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _closed(v) if k in ("items", "additionalProperties") else v for k, v in schema.items()}
-    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-        if isinstance(schema.get(key), list):
-            out[key] = [_closed(s) for s in schema[key]]
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        out["properties"] = {k: _closed(v) for k, v in props.items()}
-        out["required"] = list(props)
-        out.setdefault("additionalProperties", False)
     return out
 
 
@@ -222,20 +179,25 @@ async def judge(
     strict: bool = False,
 ) -> Verdict:
     """The verdict on ``answer`` to the request ``body`` (see the module docstring). Never raises
-    on model output; a failed re-ask raises the :class:`~toolmend._errors.ModelError` it got."""
+    on model output; a failed re-ask raises the :class:`~toolmend._errors.ModelError` it got.
+
+    ``strict`` (``--strict``) is the policy's ``strict``; rescuing calls printed as text is the
+    policy's ``rescue``, applied to what the answer held back from the client (``answer.held``).
+    """
     names = tool_names(body)
     allowed = AllowedCalls.from_openai(body)
     original = [_wire_call(c) for c in answer.tool_calls]
     if not names:
         return Verdict("passthrough", answer.content or None, original, answer.finish_reason or "stop")
+    # Shadow mode never changes an answer, so it neither refuses nor rescues.
+    policy = _variant(policy, (strict or policy.strict) and not shadow, policy.rescue and not shadow)
+    strict = policy.strict
+    # In the first answer only content still held back can become calls (what was streamed is
+    # the client's already); a re-ask's answer is never streamed.
+    first = policy if not original and answer.held.strip() else _variant(policy, strict, False)
     fixes: list[dict[str, Any]] = []
     calls = list(original)
-    if not calls and allowed.mode != "none":
-        rescued = _rescue(answer, names)
-        if rescued:
-            calls = rescued
-            fixes.append({"code": "tool_call_in_content", "action": "rescue", "before": answer.held})
-    content = answer.sent if calls and fixes else answer.content
+    content = answer.content
     finish = answer.finish_reason
     cap = body.get("max_completion_tokens") or body.get("max_tokens")
     if isinstance(cap, int) and usage_of({"usage": answer.usage})[1] >= cap:
@@ -250,12 +212,16 @@ async def judge(
         if allowed.mode == "required":
             # The model did call; max_tokens cut the call off. The answer ends as "length".
             allowed = replace(allowed, mode="auto")
-    guard = Guard(_checker(body["tools"]), policy)
+    guard = Guard(request_checker(body["tools"]), first)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes
     # tool_choice and parallel_tool_calls are the guard's to enforce (toolmend.guard.AllowedCalls).
     decision = guard.decide(turn, allowed=allowed, context=body.get("messages") if policy.ground else None)
+    guard.policy = policy
+    if any(fx.action == "rescue" for fx in decision.fixes):
+        content = answer.sent  # the prose streamed before the calls
+        verdict.content = content or None
     if not (shadow or strict) and decision.action == "accept" and not fixes:
         # The common case: a clean answer costs one decision, and nothing is rewritten.
         verdict.events.append(decision.event())
@@ -285,7 +251,6 @@ async def judge(
         return verdict
 
     started = time.perf_counter()
-    rescue = allowed.mode != "none"
 
     async def respond(messages: list[Message]) -> Reply:
         got = await reask(_to_wire(messages))
@@ -294,8 +259,8 @@ async def judge(
         p, c = usage_of(got)
         verdict.reask_usage["prompt_tokens"] += p
         verdict.reask_usage["completion_tokens"] += c
-        reply = answer_of(got, rescue)
-        calls = [_wire_call(c) for c in reply.tool_calls] or (_rescue(reply, names) if rescue else None) or []
+        reply = answer_of(got, False)
+        calls = [_wire_call(c) for c in reply.tool_calls]
         return Reply(turn=_turn(reply.content if not calls else "", calls), input_tokens=p, output_tokens=c)
 
     # The first answer's decision is acted on as it is: it is not checked twice, and its

@@ -24,7 +24,8 @@
 ['reask', 'accept']
 """
 
-from toolmend.benchmarks._base import STRATEGIES, Generate, SolveState, Strategy
+from toolmend._strategy import STRATEGIES, Generate, SolveState, Strategy
+from toolmend.models._providers import MODELS
 from toolmend.strategies._base import apply_strategies, build_strategies, strategy_name
 
 __all__ = [
@@ -36,3 +37,9 @@ __all__ = [
     "build_strategies",
     "strategy_name",
 ]
+
+# The built-in strategies, and the noisy model wrapper, each loaded on first use of its name.
+for _name, _attr in {"guard": "guard", "hitec-icl": "hitec_icl", "reflect": "reflect", "self-refine": "self_refine",
+                     "best-of-n": "best_of_n", "env-policy": "env_policy"}.items():  # fmt: skip
+    STRATEGIES.add_lazy(_name, f"toolmend.strategies._builtin:{_attr}")
+MODELS.add_lazy("noisy", "toolmend.strategies._noisy:noisy_backend")

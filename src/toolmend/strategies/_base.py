@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolmend._errors import ConfigError
-from toolmend.benchmarks._base import STRATEGIES, Generate, SolveState, Strategy
+from toolmend._strategy import STRATEGIES, Generate, SolveState, Strategy
 
 __all__ = [
     "STRATEGIES",

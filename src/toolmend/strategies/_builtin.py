@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from toolmend.benchmarks._base import Strategy
+from toolmend._strategy import Strategy
 
 __all__ = ["best_of_n", "env_policy", "guard", "hitec_icl", "reflect", "self_refine"]
 

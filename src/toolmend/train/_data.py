@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from toolmend._errors import ConfigError
-from toolmend._schema import Finding, Tool, ToolCall
+from toolmend._schema import Finding, Tool, ToolCall, dependencies, refs
 from toolmend._version import __version__
 from toolmend.benchmarks.critic._traces import Trace, load_traces
 from toolmend.check import Checker, ungrounded
@@ -75,7 +75,6 @@ from toolmend.formats._result import CallFormat
 from toolmend.guard import Turn
 from toolmend.guard._reask import KEEP_IT, refine_reask, turn_findings
 from toolmend.synth.inject import Injection, applicable, inject, operator_names
-from toolmend.synth.inject._values import ref_targets
 from toolmend.train._from_traces import TRACE_KINDS, trace_examples, trace_path
 
 if TYPE_CHECKING:
@@ -229,19 +228,6 @@ def _fingerprint(trace: Trace, calls: Sequence[ToolCall]) -> tuple[bool, str]:
     return all(r.ok for r in responses), json.dumps(outcome, sort_keys=True, default=str)
 
 
-def _dependencies(calls: Sequence[ToolCall], after: Mapping[int, Sequence[int]]) -> list[set[int]]:
-    """Per call, the calls that must run before it: those whose outputs it refers to, and those
-    of ``after`` (needed through the state), as :meth:`toolmend.world.Task.dependencies` says."""
-    producer: dict[str, int] = {}
-    deps: list[set[int]] = []
-    for i, call in enumerate(calls):
-        deps.append(
-            {producer[r] for r in ref_targets(call.arguments) if r in producer} | set(after.get(i, ()))
-        )
-        producer.update({o: i for o in call.outputs})
-    return deps
-
-
 def _turn_indices(calls: Sequence[ToolCall], after: Mapping[int, Sequence[int]]) -> list[list[int]]:
     """The gold calls split into assistant turns (call indices, in order): a call goes in the
     first turn after every call it depends on (:attr:`toolmend.world.Task.levels`).
@@ -253,7 +239,7 @@ def _turn_indices(calls: Sequence[ToolCall], after: Mapping[int, Sequence[int]])
     ([[0, 1], [2]], [[0], [1, 2]])
     """
     levels: list[int] = []
-    for deps in _dependencies(calls, after):
+    for deps in dependencies(calls, after=after):
         levels.append(1 + max(levels[d] for d in deps) if deps else 0)
     return [[i for i, lv in enumerate(levels) if lv == k] for k in range(max(levels, default=-1) + 1)]
 
@@ -456,7 +442,7 @@ def _prefix_turns(trace: Trace, inj: Injection, turns: list[list[int]]) -> list[
     if not broken:
         return groups
     produced = {o for c in groups[-1] for o in c.outputs} if groups else set()
-    if groups and not produced & {r for c in broken for r in ref_targets(c.arguments)}:
+    if groups and not produced & {r.head for c in broken for _, r in refs(c.arguments)}:
         return [*groups[:-1], groups[-1] + broken]
     return [*groups, broken]
 
@@ -482,7 +468,7 @@ def _reflect(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[
     producer) has no concrete form, since a model would have had to invent the value; it is
     dropped as ``unresolvable:<operator>``."""
     order = _turn_indices(trace.calls, trace.after)
-    deps = _dependencies(trace.calls, trace.after)
+    deps = dependencies(trace.calls, after=trace.after)
     gold_state = _fingerprint(trace, trace.calls)[1] if trace.source == "world" else None
     for op, inj, how in _injections(
         ctx, trace.calls, trace, checker, operator_names("reflection"), gold_state

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolmend._errors import ConfigError, first_error
 from toolmend._jsontext import dumps
-from toolmend._schema import Message, ToolCall
+from toolmend._schema import REFS, Message, ToolCall
 from toolmend.benchmarks._toolace_r import calls_match, difficulty, in_band, overlap_score
 from toolmend.check import Checker
 from toolmend.formats import load_tools, parse_calls
@@ -174,7 +174,7 @@ class IterateResult(BaseModel):
 
 
 def _gold(row: dict[str, Any]) -> list[ToolCall]:
-    return [ToolCall.model_validate(c) for c in json.loads(row["gold_calls"])]
+    return [ToolCall.model_validate(c, context=REFS) for c in json.loads(row["gold_calls"])]
 
 
 def _sample(model: Model, rows: Sequence[dict[str, Any]], n: int, config: Any) -> list[list[str]]:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import linear_sum_assignment
 
 from toolmend._errors import ConfigError
-from toolmend._schema import ErrorCode, ToolCall
+from toolmend._schema import REFS, ErrorCode, ToolCall
 from toolmend.benchmarks.reflection_bench import RewardConfig, Similarity, reward_breakdown
 from toolmend.check import Checker
 from toolmend.formats import load_tools, parse_calls
@@ -154,7 +154,7 @@ def _as_calls(value: Any) -> list[ToolCall]:
     data = _json(value)
     if not isinstance(data, list):
         raise ConfigError(f"gold calls must be a JSON list of calls, got {type(data).__name__}")
-    return [ToolCall.model_validate(c) for c in data]
+    return [ToolCall.model_validate(c, context=REFS) for c in data]
 
 
 def _jaccard(a: set[Any], b: set[Any]) -> float:

@@ -30,15 +30,14 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from toolmend._errors import DatasetError
-from toolmend._schema import Ref, ToolCall
-from toolmend.env._environment import Environment, extract_path
+from toolmend._schema import ToolCall, extract_path, refs, resolve
+from toolmend.env._environment import Environment
 from toolmend.world._tasks import Task
 from toolmend.world._world import World
 from toolmend.world.domains import WORLD_TOOLS
@@ -52,7 +51,6 @@ __all__ = [
     "flatten_state",
     "gold_run",
     "grade",
-    "resolve_refs",
     "state_changes",
 ]
 
@@ -210,19 +208,6 @@ def diff_state(initial: dict[str, Any], snapshot: dict[str, Any]) -> dict[str, A
     return changes
 
 
-def resolve_refs(value: Any, bindings: dict[str, Any]) -> Any:
-    """``value`` with every :class:`~toolmend.Ref` replaced by what it is bound to."""
-    if isinstance(value, Ref):
-        head, _, path = value.target.partition(".")
-        bound = bindings[head] if head in bindings else bindings[value.target]
-        return extract_path(bound, path) if path and head in bindings else bound
-    if isinstance(value, dict):
-        return {k: resolve_refs(v, bindings) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve_refs(v, bindings) for v in value]
-    return value
-
-
 class GoldRun(BaseModel):
     """What the gold trajectory of a task does: literal calls, results, state changes, facts."""
 
@@ -263,7 +248,7 @@ def _pick(data: Any, path: str) -> list[Any]:
 
 def _facts(calls: list[ToolCall], data: list[Any]) -> list[Any]:
     # The last read of each chain answers the user: a read whose outputs no later call uses.
-    used = {r for call in calls for r in _ref_heads(call.arguments)}
+    used = {r.head for call in calls for _, r in refs(call.arguments)}
     facts: list[Any] = []
     for call, value in zip(calls, data, strict=True):
         if call.name in WRITE_TOOLS or any(o in used for o in call.outputs):
@@ -271,17 +256,6 @@ def _facts(calls: list[ToolCall], data: list[Any]) -> list[Any]:
         for path in FACT_FIELDS.get(call.name, ()):
             facts.extend(f for f in _pick(value, path) if f not in facts)
     return facts
-
-
-def _ref_heads(value: Any) -> Iterable[str]:
-    if isinstance(value, Ref):
-        yield value.target.split(".", 1)[0]
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _ref_heads(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _ref_heads(v)
 
 
 def gold_run(task: Task) -> GoldRun:
@@ -300,7 +274,7 @@ def gold_run(task: Task) -> GoldRun:
         if not response.ok:
             raise DatasetError(f"{task.id}: gold call {call.name} failed: {response.content[:200]}")
         # Its own outputs are bound only now, and its arguments never refer to them.
-        args = resolve_refs(call.arguments, env.bindings)
+        args = resolve(call.arguments, env.bindings)
         literal.append(ToolCall(name=call.name, arguments=args))
         results.append(response.content)
         data.append(response.data)

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from toolmend._errors import DatasetError
-from toolmend._schema import Message, Ref, Sample, Tool, ToolCall
+from toolmend._schema import Message, Ref, Sample, Tool, ToolCall, dependencies
 from toolmend.world._state import WorldState
 from toolmend.world._world import World
 from toolmend.world.domains import WORLD_TOOLS, domain_of
@@ -86,14 +86,7 @@ class Task(BaseModel):
     def dependencies(self) -> list[set[int]]:
         """Per call, the calls that must run before it: those whose outputs it uses, and those of
         :attr:`after`."""
-        producer: dict[str, int] = {}
-        deps: list[set[int]] = []
-        for i, call in enumerate(self.calls):
-            deps.append(
-                {producer[r] for r in _refs(call.arguments) if r in producer} | set(self.after.get(i, ()))
-            )
-            producer.update({o: i for o in call.outputs})
-        return deps
+        return dependencies(self.calls, after=self.after)
 
     @property
     def levels(self) -> list[int]:
@@ -143,16 +136,6 @@ class Task(BaseModel):
                 "domains": self.domains,
             },
         )
-
-
-def _refs(value: Any) -> list[str]:
-    if isinstance(value, Ref):
-        return [value.target.split(".", 1)[0]]
-    if isinstance(value, dict):
-        return [r for v in value.values() for r in _refs(v)]
-    if isinstance(value, list):
-        return [r for v in value for r in _refs(v)]
-    return []
 
 
 def generate_tasks(seed: int = 0, per_template: int = 5) -> list[Task]:

@@ -50,13 +50,13 @@ from pydantic import BaseModel, Field
 
 from toolmend._errors import ConfigError
 from toolmend._jsontext import dumps
-from toolmend._schema import Ref, Tool, ToolCall
+from toolmend._schema import Tool, ToolCall, dependencies, resolve
 from toolmend.benchmarks.critic._evolve import PLANS, Hardener, Toolbox, domain, evolve_trace, rewrite_queries
 from toolmend.benchmarks.critic._record import SYSTEM_TEMPLATE, action_args, action_text, system_prompt
 from toolmend.benchmarks.critic._traces import Source, Trace, load_traces
 from toolmend.benchmarks.critic._verify import CHECKS, Planned, check_sample, query_keeps_gold
 from toolmend.benchmarks.critictool._records import FINISH, data_file
-from toolmend.env import FAULT_KINDS, Environment, FaultPlan, FaultRule, ToolResponse, extract_path
+from toolmend.env import FAULT_KINDS, Environment, FaultPlan, FaultRule, ToolResponse
 from toolmend.synth.inject import InjectContext, inject
 
 __all__ = ["INTERNAL_OPERATORS", "VARIANTS", "SuiteInfo", "build_suite", "finish_message"]
@@ -120,39 +120,6 @@ class _Replay:
     deps: list[set[int]]
 
 
-def _resolve(value: Any, bindings: dict[str, Any]) -> Any:
-    if isinstance(value, Ref):
-        head, _, path = value.target.partition(".")
-        bound = bindings[value.target] if value.target in bindings else bindings[head]
-        return extract_path(bound, path) if path and value.target not in bindings else bound
-    if isinstance(value, dict):
-        return {k: _resolve(v, bindings) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve(v, bindings) for v in value]
-    return value
-
-
-def _refs(value: Any) -> set[str]:
-    if isinstance(value, Ref):
-        return {value.target.split(".", 1)[0]}
-    if isinstance(value, dict):
-        return {r for v in value.values() for r in _refs(v)}
-    if isinstance(value, list):
-        return {r for v in value for r in _refs(v)}
-    return set()
-
-
-def _dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
-    """For each call, every earlier call it needs, directly or through another call."""
-    producer: dict[str, int] = {}
-    deps: list[set[int]] = []
-    for i, call in enumerate(calls):
-        direct = {producer[r] for r in _refs(call.arguments) if r in producer}
-        deps.append(direct.union(*(deps[d] for d in direct)) if direct else set())
-        producer.update({o: i for o in call.outputs})
-    return deps
-
-
 def _replay(trace: Trace, tools: dict[str, Tool]) -> _Replay:
     """Run the gold calls; stop before the first one that fails (bad gold data)."""
     env = trace.make_env()
@@ -160,7 +127,7 @@ def _replay(trace: Trace, tools: dict[str, Tool]) -> _Replay:
     responses: list[ToolResponse] = []
     for call in trace.calls:
         try:
-            args = _resolve(call.arguments, env.bindings)
+            args = resolve(call.arguments, env.bindings)
         except (KeyError, IndexError, TypeError, ValueError):
             break
         concrete = ToolCall(
@@ -174,7 +141,7 @@ def _replay(trace: Trace, tools: dict[str, Tool]) -> _Replay:
             break
         calls.append(concrete)
         responses.append(response)
-    return _Replay(calls, responses, _dependencies(trace.calls[: len(calls)]))
+    return _Replay(calls, responses, dependencies(trace.calls[: len(calls)], transitive=True))
 
 
 def _short(text: str) -> str:

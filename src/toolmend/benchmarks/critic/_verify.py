@@ -73,19 +73,6 @@ class Planned:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-_CHECKERS: dict[tuple[int, ...], tuple[list[Tool], Checker]] = {}
-
-
-def _checker(tools: Sequence[Tool]) -> Checker:
-    # One compiled checklist per tool list (the list objects are reused across a suite's samples).
-    key = tuple(id(t) for t in tools)
-    if key not in _CHECKERS:
-        if len(_CHECKERS) > 512:
-            _CHECKERS.clear()
-        _CHECKERS[key] = (list(tools), Checker(list(tools)))
-    return _CHECKERS[key][1]
-
-
 def _category(code: Any) -> str | None:
     return critictool_category(code) if code in ERROR_CODES else None
 
@@ -94,7 +81,7 @@ def observed_categories(
     wrong: ToolCall, gold: ToolCall, tools: Sequence[Tool], response: ToolResponse
 ) -> set[str]:
     """The CriticTool categories the checklist and the environment's answer give ``wrong``."""
-    found = {_category(f.code) for f in _checker(tools).check_call(wrong)}
+    found = {_category(f.code) for f in Checker.cached(tools).check_call(wrong)}
     found |= {_category(f.get("code")) for f in response.findings}
     if response.source == "invalid" and response.status == 404:
         found.add("tool_hallucination_error")
@@ -121,7 +108,7 @@ def _after(make: EnvFactory, prefix: Sequence[ToolCall], call: ToolCall) -> tupl
 
 
 def _valid(call: ToolCall, tools: Sequence[Tool]) -> bool:
-    return not _checker(tools).check_call(call)
+    return not Checker.cached(tools).check_call(call)
 
 
 def _gold_runs(make: EnvFactory, prefix: Sequence[ToolCall], gold: ToolCall, tools: Sequence[Tool]) -> bool:

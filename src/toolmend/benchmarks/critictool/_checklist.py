@@ -135,18 +135,19 @@ _SIGNAL_CATEGORY: dict[str, str] = {
 }
 
 
-def _tools(system: str) -> list[Tool]:
-    try:
-        return prompt_tools(system)
-    except (ValueError, ToolmendError):  # an unreadable tool list is the prompt's problem: no tools
-        return []
-
-
 @lru_cache(maxsize=128)
+def _tools(system: str) -> tuple[Tool, ...]:
+    """The prompt's tool list, read once per prompt (a suite has a handful of distinct ones)."""
+    try:
+        return tuple(prompt_tools(system))
+    except (ValueError, ToolmendError):  # an unreadable tool list is the prompt's problem: no tools
+        return ()
+
+
 def _checker(system: str) -> Checker:
-    # A suite has a handful of distinct system prompts (tool lists x mode instructions): one
-    # checker each, so its compiled per-tool plans are reused across every prompt that shares it.
-    return Checker(_tools(system))
+    # A suite has a handful of distinct tool lists: one compiled checker each, reused by every
+    # prompt that offers the same tools.
+    return Checker.cached(_tools(system))
 
 
 def _category(findings: Sequence[Finding]) -> str | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmend._errors import DatasetError, SpecError
-from toolmend._schema import Message, Ref, Sample, Tool, ToolCall
+from toolmend._schema import Message, Ref, Sample, Tool, ToolCall, resolve
 from toolmend.benchmarks._io import UniqueIds, check_flat_spec, read_jsonl
 from toolmend.formats._tools import load_tool
 
@@ -79,16 +79,6 @@ def _to_refs(value: Any, outputs: set[str]) -> Any:
     return value
 
 
-def _from_refs(value: Any) -> Any:
-    if isinstance(value, Ref):
-        return value.target
-    if isinstance(value, list):
-        return [_from_refs(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _from_refs(v) for k, v in value.items()}
-    return value
-
-
 def gold_chain(sample: Sample) -> list[dict[str, Any]]:
     """The sample's gold calls in the official record shape (``api_name``, ``api_id``,
     ``parameters`` with placeholder strings, ``responses`` as a list), ids from the sample's
@@ -98,7 +88,7 @@ def gold_chain(sample: Sample) -> list[dict[str, Any]]:
         {
             "api_name": call.name,
             "api_id": name_to_id.get(call.name),
-            "parameters": {k: _from_refs(v) for k, v in call.arguments.items()},
+            "parameters": resolve(call.arguments, lambda ref: ref.target),
             "responses": list(call.outputs),
         }
         for call in sample.target
@@ -239,7 +229,7 @@ def to_official_output(sample: Sample, calls: list[ToolCall] | None = None) -> s
             {
                 "api_name": call.name,
                 "api_id": name_to_id.get(call.name),
-                "parameters": {k: _from_refs(v) for k, v in call.arguments.items()},
+                "parameters": resolve(call.arguments, lambda ref: ref.target),
                 "responses": dict(zip(fields, call.outputs, strict=False)),
             }
         )

@@ -314,7 +314,7 @@ def from_context(site: Site, sub_label: str = "value.from_context") -> Injection
     options: list[tuple[str, Any]] = []
     for key, current in site.call.arguments.items():
         if isinstance(current, Ref):
-            base = current.target.split(".", 1)[0]
+            base = current.head
             options += [(key, Ref(target=o)) for o in _bound_before(site) if o != base]
             continue
         if key not in tool.properties or current is None or isinstance(current, dict | list):

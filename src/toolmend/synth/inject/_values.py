@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from toolmend._schema import Ref, ToolCall
+from toolmend._schema import Ref, ToolCall, refs
 from toolmend.check._coerce import matches_type
 
 __all__ = [
@@ -38,25 +38,12 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 
 def has_ref(value: Any) -> bool:
     """Whether a value holds a :class:`~toolmend.Ref` anywhere inside."""
-    if isinstance(value, Ref):
-        return True
-    if isinstance(value, list | tuple):
-        return any(has_ref(v) for v in value)
-    if isinstance(value, Mapping):
-        return any(has_ref(v) for v in value.values())
-    return False
+    return next(refs(value), None) is not None
 
 
 def ref_targets(value: Any) -> Iterator[str]:
     """The placeholders a value refers to (the part before any ``.path``)."""
-    if isinstance(value, Ref):
-        yield value.target.split(".", 1)[0]
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from ref_targets(v)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from ref_targets(v)
+    return (r.head for _, r in refs(value))
 
 
 def schema_types(schema: Any) -> list[str]:

@@ -1,0 +1,72 @@
+"""The strategy protocol and its registry: what a benchmark's ``solve`` calls (:class:`Generate`),
+what may wrap that call (:class:`Strategy`, given a :class:`SolveState`), and
+:data:`STRATEGIES`, the strategies by name.
+
+A layer of its own, below both the strategies (:mod:`toolmend.strategies`, which register the
+built-in ones) and the benchmarks (which only call a ``generate``), so that neither needs the
+other. The runner builds one ``generate`` per sample and wraps it::
+
+    class Reask:
+        name = "reask"
+
+        def wrap(self, generate: Generate, state: SolveState) -> Generate:
+            async def again(messages, *, epoch=None):
+                reply = await generate(messages, epoch=epoch)
+                state.events.append({"strategy": "reask", "event": "asked"})
+                return reply
+            return again
+
+>>> STRATEGIES.kind
+'strategy'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from toolmend._registry import Registry
+from toolmend._schema import Message, Sample
+
+if TYPE_CHECKING:
+    from toolmend.benchmarks._base import Benchmark
+
+__all__ = ["STRATEGIES", "Generate", "SolveState", "Strategy"]
+
+
+class Generate(Protocol):
+    """One model request.
+
+    Returns the reply text in the benchmark's :attr:`~toolmend.benchmarks.Benchmark.reply_format`:
+    when the model answered with native tool calls, the runner has already written them into
+    that format. Every call is a real request, recorded in the sample's record (requests, tokens,
+    latency, outputs). ``epoch`` picks one of several samples of the same prompt (so that they
+    cache apart); left out, successive calls of one sample get epochs 0, 1, 2 … (turns of one
+    episode).
+    """
+
+    async def __call__(self, messages: list[Message], *, epoch: int | None = None) -> str: ...
+
+
+@dataclass
+class SolveState:
+    """What a :class:`Strategy` knows about the sample being solved."""
+
+    sample: Sample
+    benchmark: Benchmark
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """Strategy telemetry (JSON-able dicts); stored in the sample's record (``SampleRecord.events``)."""
+
+
+class Strategy(Protocol):
+    """Wraps a :class:`Generate` (inference-time recovery: re-ask, repair, reflection…)."""
+
+    name: str
+
+    def wrap(self, generate: Generate, state: SolveState) -> Generate: ...
+
+
+STRATEGIES: Registry[Callable[[], Strategy]] = Registry("strategy", group="toolmend.strategies")
+"""Strategy factories (no arguments) by name; ``"a+b"`` in the runner applies ``a`` then ``b``.
+The built-in ones are registered (lazily) by :mod:`toolmend.strategies`."""
