@@ -513,7 +513,7 @@ async def _arun(
     model: str | Model | None,
     settings: BenchSettings | None,
     options: dict[str, Any],
-    on_interrupt: Callable[[Path, str], None] | None,
+    on_start: Callable[[Path, str], None] | None,
 ) -> BenchResult:
     request = _request(model, settings, options)
     given, opts = request.given, request.run
@@ -571,7 +571,7 @@ async def _arun(
                 values.get("strategy"), values.get("strategy_options")
             )
         resolved = BenchSettings.model_validate(values)
-    return await _execute(benchmark, model, resolved, opts, strategies, cache_root, run, on_interrupt)
+    return await _execute(benchmark, model, resolved, opts, strategies, cache_root, run, on_start)
 
 
 def _strategies(spec: str | None, options: dict[str, Any] | None) -> tuple[str, list[Strategy]]:
@@ -592,7 +592,7 @@ async def _execute(
     strategies: list[Strategy],
     cache_root: Path,
     run: RunDir | None,
-    on_interrupt: Callable[[Path, str], None] | None,
+    on_start: Callable[[Path, str], None] | None,
 ) -> BenchResult:
     name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
     plan = _resolve(benchmark, settings, cache_root)
@@ -622,6 +622,8 @@ async def _execute(
     else:
         run = RunDir.open(run.path, dataset=plan.path)
         _check_request_defaults(run, llm)
+    if on_start is not None:
+        on_start(run.path, name)
     gen_config = GenerateConfig(temperature=settings.temperature, seed=settings.seed)
     mode_ = settings.mode
     solve = _make_solve(bench, llm, mode_, gen_config, native, strategies, _strategy_label(settings))
@@ -648,8 +650,6 @@ async def _execute(
         print(
             f"\ninterrupted; continue with: {BenchInterrupted.command(run.path)}", file=sys.stderr, flush=True
         )
-        if on_interrupt is not None:
-            on_interrupt(run.path, name)
         raise
     return BenchResult(
         run_dir=run.path, benchmark=name, model=llm.name, mode=mode_, summary=summary, settings=settings
@@ -942,14 +942,16 @@ def run_bench(
     >>> same.settings == result.settings
     True
     """
-    stopped: list[BenchInterrupted] = []
+    started: list[tuple[Path, str]] = []
 
-    def interrupted(run_dir: Path, name: str) -> None:
-        stopped.append(BenchInterrupted(run_dir, name))
+    def on_start(run_dir: Path, name: str) -> None:
+        started.append((run_dir, name))
 
     try:
-        return asyncio.run(_arun(benchmark, model, settings, options, interrupted))
+        return asyncio.run(_arun(benchmark, model, settings, options, on_start))
     except KeyboardInterrupt as exc:
-        if stopped:
-            raise stopped[0] from exc
+        # Also after the last sample, while the event loop shuts down: the caller decides
+        # whether the run is finished (results.json) or to be resumed.
+        if started:
+            raise BenchInterrupted(*started[0]) from exc
         raise

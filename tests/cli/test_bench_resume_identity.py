@@ -83,8 +83,19 @@ def test_another_model_option_on_resume_is_refused_in_one_line(tmp_path: Path) -
     ],
     ids=["list-id", "non-utf8-id", "nan-score"],
 )
-def test_a_malformed_earlier_record_is_one_line_naming_it(tmp_path: Path, data_dir: Path, line: bytes, where: str) -> None:
-    common = ["--model", "scripted", "--data", data_dir / "bfcl", "--categories", "simple_python", "--limit", "6"]
+def test_a_malformed_earlier_record_is_one_line_naming_it(
+    tmp_path: Path, data_dir: Path, line: bytes, where: str
+) -> None:
+    common = [
+        "--model",
+        "scripted",
+        "--data",
+        data_dir / "bfcl",
+        "--categories",
+        "simple_python",
+        "--limit",
+        "6",
+    ]
     first = _json(_bench("bfcl", *common, "--runs-dir", tmp_path, "--no-report", "--json"))
     run = Path(first["run_dir"])
     _cut(run, 1)
