@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from toolmend import ConfigError
 from toolmend.cli._app import app
 from toolmend.runs import RunDir
 
@@ -117,3 +118,34 @@ def test_results_never_hold_nan(tmp_path: Path, data_dir: Path) -> None:
     results = RunDir(Path(first["run_dir"])).results()
     assert results is not None
     assert all(math.isfinite(v) for v in results["metrics"].values())
+
+
+def test_a_secret_model_option_is_stored_redacted_and_given_again_on_resume(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from fake_openai_server import FakeOpenAIServer, Reply
+
+    from toolmend._bench import run_bench
+
+    secret = "sk-live-0123456789abcdef"
+    server = FakeOpenAIServer(lambda body: Reply(text="[]")).start()
+    try:
+        opts: dict[str, Any] = {"data": data_dir / "bfcl", "categories": ["irrelevance"], "limit": 4}
+        first = run_bench(
+            "bfcl", "openai/tiny", base_url=server.base_url, runs_dir=tmp_path, cache=False,
+            model_options={"api_key": secret, "timeout": 30}, **opts,
+        )  # fmt: skip
+        assert secret not in (first.run_dir / "manifest.json").read_text()
+        stored = RunDir(first.run_dir).manifest().config["bench"]["model_options"]
+        assert stored == {"api_key": "***", "timeout": 30}
+        _cut(first.run_dir, 2)
+        # The secret is given again (it is not in the run to reuse); the rest comes from the run,
+        # the server's URL too (the connection of the session that started it).
+        resumed = run_bench(
+            "bfcl", resume=first.run_dir, cache=False, model_options={"api_key": "sk-other-key-000"}
+        )
+        assert resumed.summary.n_samples == 4 and resumed.summary.new_samples == 2
+        with pytest.raises(ConfigError, match=r"timeout=5 \(the run has timeout=30\)"):
+            run_bench("bfcl", resume=first.run_dir, model_options={"api_key": secret, "timeout": 5})
+    finally:
+        server.stop()
