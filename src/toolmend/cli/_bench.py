@@ -270,11 +270,12 @@ def bench_command(
     }  # fmt: skip
     options = {k: v for k, v in given.items() if v is not None}
     # Flags given their default value are left out too, so that a resume does not see them as changes.
-    for key, value, default in (
+    flags: list[tuple[str, Any, Any]] = [
         ("mode", mode, "compat"), ("tool_mode", tool_mode, "prompt"), ("samples", samples, 1),
         ("max_connections", max_connections, 16), ("retry_errors", retry_errors, False),
         ("runs_dir", runs_dir, Path("runs")), ("cache", not no_cache, True),
-    ):  # fmt: skip
+    ]  # fmt: skip
+    for key, value, default in flags:
         if value != default:
             options[key] = value
     try:
