@@ -436,21 +436,28 @@ def _request(model: str | Model | None, settings: BenchSettings | None, options:
     return _Request(given=_checked(given), run=opts, strategy_objects=objects)
 
 
-def _check_resume(stored: BenchSettings, asked: dict[str, Any]) -> None:
+def _check_resume(
+    stored: BenchSettings, asked: dict[str, Any], implied: Mapping[str, Any] | None = None
+) -> None:
     """Refuse settings given again on resume with a value other than the run's own (a redacted
-    model option is a secret given again: it is the caller's to give)."""
+    model option is a secret given again: it is the caller's to give). ``implied``: the model
+    options the run's backend used without being given them (its recorded request defaults)."""
     defaults = BenchSettings()
+    implied = implied or {}
     changed: list[tuple[str, str]] = []
     for key, value in asked.items():
         have = getattr(stored, key)
         if key == "model_options":
             for opt, v in value.items():
-                if opt in have and have[opt] != REDACTED and have[opt] != v:
-                    changed.append((key, f"{opt}={_text(v)} (the run has {opt}={_text(have[opt])})"))
-                elif opt not in have:
+                known = have if opt in have else implied
+                if opt not in known:
                     changed.append((key, f"{opt}={_text(v)} (the run has none)"))
+                elif known[opt] != REDACTED and known[opt] != v:
+                    changed.append((key, f"{opt}={_text(v)} (the run has {_text(known[opt])})"))
         elif value != getattr(defaults, key) and value != have:
             changed.append((key, f"{value!r} (the run has {have!r})"))
+    # The texts quote values; braces in them are not placeholders.
+    changed = [(key, text.replace("{", "{{").replace("}", "}}")) for key, text in changed]
     if changed:
         raise OptionError(
             "{} reuses the run's own settings; these differ: "
@@ -528,7 +535,12 @@ async def _arun(
         if manifest.benchmark != name:
             raise ConfigError(f"{run.path} is a {manifest.benchmark} run, not {name}")
         stored = BenchSettings.from_manifest(run)
-        _check_resume(stored, {k: v for k, v in given.items() if k != "temperature" or v is not None})
+        implied = manifest.config.get("request_defaults")
+        _check_resume(
+            stored,
+            {k: v for k, v in given.items() if k != "temperature" or v is not None},
+            implied if isinstance(implied, dict) else None,
+        )
         resolved = stored.model_copy(
             update={
                 "model_options": _resumed_model_options(stored.model_options, given.get("model_options", {}))

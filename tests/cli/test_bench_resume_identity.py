@@ -69,7 +69,7 @@ def test_another_model_option_on_resume_is_refused_in_one_line(tmp_path: Path) -
     line = res.output.strip()
     assert "\n" not in line and "Traceback" not in line
     assert line.startswith("error: --resume reuses the run's own settings")
-    assert "-M noise=0.5 (the run has noise=0.3)" in line
+    assert "-M noise=0.5 (the run has 0.3)" in line
     assert (run / "samples.jsonl").read_bytes() == before
     # The same value again is no change.
     assert _json(_bench("world", "--resume", run, "-M", "noise=0.3", "--json"))["n_samples"] == 24
