@@ -145,7 +145,7 @@ def test_a_secret_model_option_is_stored_redacted_and_given_again_on_resume(
             "bfcl", resume=first.run_dir, cache=False, model_options={"api_key": "sk-other-key-000"}
         )
         assert resumed.summary.n_samples == 4 and resumed.summary.new_samples == 2
-        with pytest.raises(ConfigError, match=r"timeout=5 \(the run has timeout=30\)"):
+        with pytest.raises(ConfigError, match=r"timeout=5 \(the run has 30\)"):
             run_bench("bfcl", resume=first.run_dir, model_options={"api_key": secret, "timeout": 5})
     finally:
         server.stop()
