@@ -71,8 +71,9 @@ from bfcl_eval.model_handler.utils import (  # noqa: E402
 )
 
 from toolmend import Message, Sample, ToolCall  # noqa: E402
-from toolmend.benchmarks.bfcl import BFCLBenchmark, render_fc, render_python  # noqa: E402
+from toolmend.benchmarks.bfcl import BFCLBenchmark  # noqa: E402
 from toolmend.benchmarks.bfcl import _multi_turn as mt  # noqa: E402
+from toolmend.benchmarks.bfcl._decode import render_fc, render_python  # noqa: E402
 
 ODD = [
     "[cd(folder='x'", "", "[]", "I will call ls() now", "```\n[pwd()]\n```", "[ls(a=True), 1]",

@@ -18,10 +18,11 @@ from typing import Any
 
 from toolmend._schema import Message
 from toolmend.benchmarks.critic import build_suite
-from toolmend.benchmarks.critictool import CriticToolBenchmark, parse_tool_list, prompt_tools
+from toolmend.benchmarks.critictool import CriticToolBenchmark
 from toolmend.benchmarks.critictool._checklist import critique
 from toolmend.benchmarks.critictool._runner import run_sample
 from toolmend.compare._embed import Embedder
+from toolmend.formats._critictool import parse_tool_list, prompt_tools
 from toolmend.formats._tools import load_tools
 from toolmend.world import World
 from toolmend.world._create import create_state

@@ -20,8 +20,7 @@ from collections import Counter
 from typing import Any
 
 from toolmend._shared import shared_dir
-from toolmend.benchmarks.reflection_bench import reflection_reward
-from toolmend.benchmarks.reflection_bench._reward import _gold
+from toolmend.benchmarks.reflection_bench._reward import _gold, reflection_reward
 
 
 def naive_parts(text: str) -> tuple[str, list[dict[str, Any]], str]:

@@ -33,7 +33,9 @@ from typing import Any
 from rouge import Rouge
 
 from toolmend._schema import Sample
-from toolmend.benchmarks.nestools import NesTools, gold_chain, micro_metrics, to_official_output
+from toolmend.benchmarks.nestools import NesTools
+from toolmend.benchmarks.nestools._benchmark import micro_metrics
+from toolmend.benchmarks.nestools._data import gold_chain, to_official_output
 from toolmend.benchmarks.nestools._values import _text_score
 from toolmend.compare._rouge import rouge_l_scores
 

@@ -1,5 +1,17 @@
 """toolmend: measure, catch, recover from and train away LLM tool-call errors.
 
+The four jobs, one front door (these names, ``toolmend.__all__``, are the stable API):
+
+- **measure**: :func:`run_bench` (with :class:`BenchSettings`), :func:`score_predictions`;
+- **catch**: :func:`check_calls`, :class:`Checker`, :func:`repair` (with :func:`load_tools`,
+  :func:`parse_calls`);
+- **recover**: :class:`Guard`, :class:`GuardPolicy`, :func:`wrap` (an OpenAI client that guards
+  every call);
+- **teach**: :func:`build_dataset`;
+
+and the data model they share (:class:`Tool`, :class:`ToolCall`, :class:`Message`,
+:class:`Sample`, :class:`Finding`) and the errors (every one a :class:`ToolmendError`).
+
 Catch a bad call before it runs:
 
 >>> import toolmend
@@ -12,16 +24,13 @@ Catch a bad call before it runs:
 >>> fixed.calls[0].name, fixed.calls[0].arguments, fixed.clean
 ('get_weather', {'city': 'Paris'}, True)
 
-The data model, the checker and the formats load eagerly; the heavier parts load on first use
-of one of their names (``dir(toolmend)`` and ``help(toolmend)`` list them too):
-
-- running benchmarks: ``run_bench``, ``BenchResult``, ``BENCHMARKS``, ``Benchmark``,
-  ``SampleScore``, ``score_predictions``;
-- models: ``get_model``, ``Model``, ``Completion``, ``GenerateConfig``;
-- runs and reports: ``RunDir``, ``load_run``, ``runs_dataframe``, ``write_report``;
-- the tool world and its environment: ``World``, ``generate_tasks``, ``Environment``,
-  ``FaultPlan``, ``FaultRule``;
-- error injection: ``inject``, ``Injection``.
+The data model, the checker and the formats load eagerly; the rest loads on first use of one of
+its names, so ``import toolmend`` imports no model SDK. Everything else lives in its subpackage
+(``toolmend.benchmarks``, ``toolmend.models`` with ``get_model``, ``toolmend.runs``,
+``toolmend.reports`` with ``write_report``, ``toolmend.world`` with ``World``, ``toolmend.env``,
+``toolmend.synth``, ``toolmend.guard``, ``toolmend.train``, ``toolmend.serve``); the names this
+package still resolves for them (``toolmend.get_model``, ``toolmend.write_report``, ...) are
+shortcuts, not part of the stable list.
 
 ``toolmend.check`` is the checker's subpackage; its ``check`` function is ``toolmend.check_calls``.
 """
@@ -39,41 +48,46 @@ from toolmend._errors import (
     SpecError,
     ToolmendError,
 )
-from toolmend._schema import (
-    ERROR_CODES,
-    ErrorCode,
-    Finding,
-    Message,
-    Ref,
-    Sample,
-    Tool,
-    ToolCall,
-    Trajectory,
-)
+from toolmend._schema import Finding, Message, Sample, Tool, ToolCall
 from toolmend._version import __version__
-from toolmend.check import Checker, Fix, RepairResult, bfcl_error_type, critictool_category, repair
+from toolmend.check import Checker, repair
 from toolmend.check import check as check_calls
-from toolmend.formats import CallFormat, ParseResult, load_tool, load_tools, parse_calls, write_calls
+from toolmend.formats import load_tools, parse_calls
 
 if TYPE_CHECKING:
-    from toolmend._bench import BenchResult, run_bench
-    from toolmend.benchmarks import BENCHMARKS, Benchmark, SampleScore, score_predictions
-    from toolmend.env import Environment, FaultPlan, FaultRule
-    from toolmend.models import Completion, GenerateConfig, Model, get_model
-    from toolmend.reports import write_report
-    from toolmend.runs import RunDir, load_run, runs_dataframe
-    from toolmend.synth.inject import Injection, inject
-    from toolmend.world import World, generate_tasks
+    from toolmend._bench import BenchSettings, run_bench
+    from toolmend.benchmarks import score_predictions
+    from toolmend.guard import Guard, GuardPolicy, wrap
+    from toolmend.train import build_dataset
 
 
-# name -> module that defines it, imported on first access (PEP 562).
+# name -> module that defines it, imported on first access (PEP 562): ``wrap`` brings the openai
+# SDK and ``build_dataset`` the training stack only when they are used.
 _LAZY = {
+    "run_bench": "toolmend._bench",
+    "BenchSettings": "toolmend._bench",
+    "score_predictions": "toolmend.benchmarks",
+    "Guard": "toolmend.guard",
+    "GuardPolicy": "toolmend.guard",
+    "wrap": "toolmend.guard",
+    "build_dataset": "toolmend.train",
+    # Shortcuts to names whose home is a subpackage; not in __all__, not promised to stay.
+    "ERROR_CODES": "toolmend._schema",
+    "ErrorCode": "toolmend._schema",
+    "Ref": "toolmend._schema",
+    "Trajectory": "toolmend._schema",
+    "Fix": "toolmend.check",
+    "RepairResult": "toolmend.check",
+    "bfcl_error_type": "toolmend.check",
+    "critictool_category": "toolmend.check",
+    "CallFormat": "toolmend.formats",
+    "ParseResult": "toolmend.formats",
+    "load_tool": "toolmend.formats",
+    "write_calls": "toolmend.formats",
     "BENCHMARKS": "toolmend.benchmarks",
     "Benchmark": "toolmend.benchmarks",
     "SampleScore": "toolmend.benchmarks",
-    "score_predictions": "toolmend.benchmarks",
     "BenchResult": "toolmend._bench",
-    "run_bench": "toolmend._bench",
     "Completion": "toolmend.models",
     "GenerateConfig": "toolmend.models",
     "Model": "toolmend.models",
@@ -93,7 +107,7 @@ _LAZY = {
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__all__, *_LAZY})
 
 
 def __getattr__(name: str) -> Any:
@@ -109,54 +123,28 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "BENCHMARKS",
-    "ERROR_CODES",
-    "BenchResult",
-    "Benchmark",
-    "CallFormat",
+    "BenchSettings",
     "Checker",
-    "Completion",
     "ConfigError",
     "DatasetError",
-    "Environment",
-    "ErrorCode",
-    "FaultPlan",
-    "FaultRule",
     "Finding",
-    "Fix",
-    "GenerateConfig",
-    "Injection",
+    "Guard",
+    "GuardPolicy",
     "Message",
     "MissingExtraError",
-    "Model",
     "ModelError",
-    "ParseResult",
-    "Ref",
-    "RepairResult",
-    "RunDir",
     "Sample",
-    "SampleScore",
     "SpecError",
     "Tool",
     "ToolCall",
     "ToolmendError",
-    "Trajectory",
-    "World",
     "__version__",
-    "bfcl_error_type",
+    "build_dataset",
     "check_calls",
-    "critictool_category",
-    "generate_tasks",
-    "get_model",
-    "inject",
-    "load_run",
-    "load_tool",
     "load_tools",
     "parse_calls",
     "repair",
     "run_bench",
-    "runs_dataframe",
     "score_predictions",
-    "write_calls",
-    "write_report",
+    "wrap",
 ]

@@ -34,17 +34,27 @@ import contextvars
 import json
 import logging
 import sys
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from toolmend._errors import ConfigError, DatasetError, ModelError, first_error
+from toolmend._errors import (
+    ConfigError,
+    DatasetError,
+    ModelError,
+    OptionError,
+    ToolmendError,
+    first_error,
+)
+from toolmend._registry import unknown_name
 from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
+    BENCHMARKS,
     SUITES,
     Benchmark,
     Generate,
@@ -54,7 +64,6 @@ from toolmend.benchmarks import (
     SolveState,
     Strategy,
     Suite,
-    as_mode,
 )
 from toolmend.benchmarks._replies import epoch_seed
 from toolmend.benchmarks._templates import with_prompt_template
@@ -63,14 +72,16 @@ from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models._cache import default_cache_dir
 from toolmend.models._retry import ModelFailure
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
-from toolmend.runs._progress import Progress
+from toolmend.runs._redact import REDACTED
 from toolmend.strategies._noisy import sample_tools
 
 __all__ = [
     "SUITES",
+    "BenchInterrupted",
     "BenchResult",
     "BenchSettings",
     "BenchToolMode",
+    "RunOptions",
     "Suite",
     "arun_bench",
     "resolve_strategies",
@@ -121,6 +132,9 @@ class BenchSettings(BaseModel):
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     """Options of the strategies (``max_refine``, ``n``, guard policy fields), each taken by the
     strategies that know it."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """Backend options (``-M``: ``noise`` for ``noisy/``, ``delay`` for ``scripted``, request
+    options); the manifest keeps them with secrets redacted, and a resume is given the secrets again."""
 
     @property
     def data_seed(self) -> int:
@@ -145,6 +159,36 @@ class BenchSettings(BaseModel):
                 f"version {SETTINGS_VERSION}: start a new run"
             )
         return settings
+
+
+class RunOptions(BaseModel):
+    """How a run is carried out, not what it measures: these may change between a run and its
+    resumption (a resume that gives none reuses the connection of the session that started it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    max_connections: int = 16
+    """Requests (and samples) in flight."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """The environment variable holding the API key (never the key)."""
+    max_retries: int | None = None
+    """Transport retries per request (``None``: the backend's default)."""
+    cache: bool = True
+    cache_dir: Path | None = None
+    resume: Path | None = None
+    """A run directory to continue: its :class:`BenchSettings` are reused."""
+    retry_errors: bool = False
+    """With ``resume``: answer again the samples that failed on infrastructure."""
+    runs_dir: Path = Path("runs")
+    progress: Any = None
+    """``bool | Progress | None``. ``True``: a progress display on stderr; a :class:`~toolmend.runs.Progress`: that one;
+    ``None``/``False``: nothing (the library prints nothing of its own)."""
+
+
+CONNECTION = ("base_url", "api_key_env", "max_connections", "max_retries")
+"""The run options stored in the manifest (``config.connection``) and reused by a resume that
+gives none of its own."""
 
 
 @dataclass
@@ -291,19 +335,136 @@ def samples_of_run(benchmark: str, settings: BenchSettings, path: Path) -> tuple
     return plan.bench, _load_samples(plan)
 
 
-def _check_resume(stored: BenchSettings, asked: dict[str, Any]) -> None:
-    """Refuse settings given again on resume with a value other than the run's own."""
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`run_bench`; every finished sample is on disk.
+
+    It is a :class:`KeyboardInterrupt`, so code that stops on one still does; :attr:`run_dir`
+    is the run and :meth:`command` the command that resumes it with its own settings."""
+
+    def __init__(self, run_dir: Path, benchmark: str) -> None:
+        super().__init__(f"interrupted; continue with: {self.command(run_dir)}")
+        self.run_dir = run_dir
+        self.benchmark = benchmark
+
+    @staticmethod
+    def command(run_dir: Path) -> str:
+        """``toolmend bench --resume RUN_DIR``: the benchmark and settings come from its manifest."""
+        return f"toolmend bench --resume {run_dir}"
+
+
+def _not_below(values: Mapping[str, Any], name: str, least: int) -> None:
+    value = values.get(name)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
+        raise OptionError(f"{{}} must be at least {least}", name, detail=f"got {value!r}")
+
+
+def _checked(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (settings fields) in their stored form, each bad one an :class:`OptionError`."""
+    out = dict(values)
+    for name in ("data", "prompt_template"):
+        if out.get(name) is not None:
+            out[name] = str(out[name])
+    if out.get("mode") is not None and out["mode"] not in ("compat", "improved"):
+        raise OptionError("{} must be compat or improved", "mode", detail=f"got {out['mode']!r}")
+    if out.get("tool_mode") is not None and out["tool_mode"] not in ("prompt", "native"):
+        raise OptionError("{} must be prompt or native", "tool_mode", detail=f"got {out['tool_mode']!r}")
+    for name in ("limit", "samples"):
+        _not_below(out, name, 1)
+    if "categories" in out:
+        categories = out["categories"]
+        out["categories"] = [str(c) for c in categories] if categories else None
+    for name in ("load_options", "strategy_options", "model_options"):
+        if name in out:
+            if out[name] is not None and not isinstance(out[name], Mapping):
+                raise OptionError(
+                    "{} must be a mapping of names to values", name, detail=f"got {out[name]!r}"
+                )
+            out[name] = dict(out[name] or {})
+    if "strategy" in out and out["strategy"] is None:
+        out["strategy"] = "none"
+    return out
+
+
+def _unknown_option(key: str) -> ConfigError:
+    known = sorted({*BenchSettings.model_fields, *RunOptions.model_fields} - {"schema_version"})
+    return unknown_name("run_bench option", key, known)
+
+
+@dataclass
+class _Request:
+    """What a call asked for: the settings it gave (by name), how to run, strategy objects."""
+
+    given: dict[str, Any]
+    run: RunOptions
+    strategy_objects: list[Strategy] | None
+
+
+def _request(model: str | Model | None, settings: BenchSettings | None, options: dict[str, Any]) -> _Request:
+    given: dict[str, Any] = {}
+    if settings is not None:
+        if not isinstance(settings, BenchSettings):
+            raise OptionError(
+                "{} must be a BenchSettings", "settings", detail=f"got {type(settings).__name__}"
+            )
+        given.update({k: getattr(settings, k) for k in settings.model_fields_set if k != "schema_version"})
+    run: dict[str, Any] = {}
+    objects: list[Strategy] | None = None
+    for key, value in options.items():
+        if key == "strategy" and value is not None and not isinstance(value, str):
+            objects = [value] if not isinstance(value, Sequence) else list(value)
+            given["strategy"] = resolve_strategies(objects)[0]
+        elif key in BenchSettings.model_fields and key != "schema_version":
+            given[key] = value
+        elif key in RunOptions.model_fields:
+            run[key] = value
+        else:
+            raise _unknown_option(key)
+    if isinstance(model, str):
+        given["model"] = model
+    for name in ("max_connections",):
+        _not_below(run, name, 1)
+    _not_below(run, "max_retries", 0)
+    if run.get("retry_errors") and run.get("resume") is None:
+        raise OptionError("{} needs {}", "retry_errors", "resume")
+    try:
+        opts = RunOptions.model_validate(run)
+    except ValidationError as exc:
+        where, msg = first_error(exc)
+        raise OptionError(
+            "{} " + msg[:1].lower() + msg[1:], where or "options", detail=f"got {run.get(where)!r}"
+        ) from exc
+    return _Request(given=_checked(given), run=opts, strategy_objects=objects)
+
+
+def _check_resume(
+    stored: BenchSettings, asked: dict[str, Any], implied: Mapping[str, Any] | None = None
+) -> None:
+    """Refuse settings given again on resume with a value other than the run's own (a redacted
+    model option is a secret given again: it is the caller's to give). ``implied``: the model
+    options the run's backend used without being given them (its recorded request defaults)."""
     defaults = BenchSettings()
-    changed = [
-        f"{key}={value!r} (the run has {getattr(stored, key)!r})"
-        for key, value in asked.items()
-        if value != getattr(defaults, key) and value != getattr(stored, key)
-    ]
+    implied = implied or {}
+    changed: list[tuple[str, str]] = []
+    for key, value in asked.items():
+        have = getattr(stored, key)
+        if key == "model_options":
+            for opt, v in value.items():
+                known = have if opt in have else implied
+                if opt not in known:
+                    changed.append((key, f"{opt}={_text(v)} (the run has none)"))
+                elif known[opt] != REDACTED and known[opt] != v:
+                    changed.append((key, f"{opt}={_text(v)} (the run has {_text(known[opt])})"))
+        elif value != getattr(defaults, key) and value != have:
+            changed.append((key, f"{value!r} (the run has {have!r})"))
+    # The texts quote values; braces in them are not placeholders.
+    changed = [(key, text.replace("{", "{{").replace("}", "}}")) for key, text in changed]
     if changed:
-        raise ConfigError(
-            "--resume reuses the run's own settings; these differ: "
-            + "; ".join(changed)
-            + ". Drop them, or start a new run"
+        raise OptionError(
+            "{} reuses the run's own settings; these differ: "
+            + "; ".join(f"{{}}{'=' if key != 'model_options' else ' '}{text}" for key, text in changed)
+            + ". Drop them, or start a new run",
+            "resume",
+            *(key for key, _ in changed),
         )
 
 
@@ -317,118 +478,164 @@ def _check_request_defaults(run: RunDir, llm: Model) -> None:
     changed = [f"{k}={now.get(k)!r} (the run has {recorded.get(k)!r})"
                for k in sorted(set(recorded) | set(now)) if recorded.get(k) != now.get(k)]  # fmt: skip
     raise ConfigError(
-        "--resume: the model's request defaults differ from the run's: " + "; ".join(changed)
+        "--resume: the model's request defaults differ from the run's: "
+        + "; ".join(changed)
         + ". Give the run's values with -M, or start a new run"
     )
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _resumed_model_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The run's model options, with the secrets given again (a redacted one not given is dropped:
+    the backend then reads it from where it would by default, e.g. its environment variable)."""
+    out = {k: v for k, v in stored.items() if v != REDACTED}
+    out.update({k: v for k, v in given.items() if stored.get(k) == REDACTED})
+    return out
+
+
+def _known_benchmark(name: str) -> None:
+    """Fail on a name that is no benchmark or suite, suggesting the closest of all of them."""
+    if name in SUITES or name in BENCHMARKS:
+        return
+    names = sorted({*BENCHMARKS.names(), *SUITES.names()})
+    raise unknown_name("benchmark", name, names)
+
+
 async def arun_bench(
-    benchmark: str | Benchmark,
+    benchmark: str | Benchmark | None,
     model: str | Model | None = None,
-    *,
-    data: str | Path | None = None,
-    limit: int | None = None,
-    max_connections: int = 16,
-    seed: int | None = None,
-    mode: Mode = "compat",
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    tool_mode: BenchToolMode = "prompt",
-    cache: bool = True,
-    cache_dir: str | Path | None = None,
-    resume: str | Path | None = None,
-    retry_errors: bool = False,
-    runs_dir: str | Path = "runs",
-    samples: int = 1,
-    categories: Sequence[str] | None = None,
-    temperature: float | None = None,
-    max_retries: int | None = None,
-    load_options: dict[str, Any] | None = None,
-    model_options: dict[str, Any] | None = None,
-    progress: bool | Progress | None = None,
-    prompt_template: str | Path | None = None,
-    strategy: str | Strategy | Sequence[Strategy] | None = None,
-    strategy_options: dict[str, Any] | None = None,
+    settings: BenchSettings | None = None,
+    **options: Any,
 ) -> BenchResult:
-    """The async form of :func:`run_bench` (same arguments)."""
-    if retry_errors and resume is None:
-        raise ConfigError("--retry-errors needs --resume RUN_DIR")
-    if tool_mode not in ("prompt", "native"):
-        raise ConfigError(f"--tool-mode must be prompt or native, got {tool_mode!r}")
-    if max_connections < 1:
-        raise ConfigError(f"--max-connections must be at least 1, got {max_connections}")
-    if samples < 1:
-        raise ConfigError(f"--samples must be at least 1, got {samples}")
-    if limit is not None and limit < 1:
-        raise ConfigError(f"--limit must be at least 1, got {limit}")
-    if max_retries is not None and max_retries < 0:
-        raise ConfigError(f"--max-retries must be at least 0, got {max_retries}")
-    strategy_name, strategies = resolve_strategies(strategy, strategy_options)
-    cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    asked: dict[str, Any] = {
-        "data": str(data) if data is not None else None,
-        "limit": limit,
-        "seed": seed,
-        "mode": as_mode(mode),
-        "tool_mode": tool_mode,
-        "samples": samples,
-        "categories": list(categories) if categories else None,
-        "temperature": temperature if temperature is not None or samples == 1 else 0.7,
-        "load_options": dict(load_options or {}),
-        "prompt_template": str(prompt_template) if prompt_template is not None else None,
-        "strategy": strategy_name,
-        "strategy_options": dict(strategy_options or {}),
-    }
+    """The async form of :func:`run_bench` (same arguments); cancelling it stops the run as
+    Ctrl-C does (the task ends with :class:`asyncio.CancelledError`)."""
+    return await _arun(benchmark, model, settings, options, None)
+
+
+async def _arun(
+    benchmark: str | Benchmark | None,
+    model: str | Model | None,
+    settings: BenchSettings | None,
+    options: dict[str, Any],
+    on_start: Callable[[Path, str], None] | None,
+) -> BenchResult:
+    request = _request(model, settings, options)
+    given, opts = request.given, request.run
+    cache_root = Path(opts.cache_dir) if opts.cache_dir is not None else default_cache_dir()
     run: RunDir | None = None
-    name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
-    if resume is not None:
-        run = RunDir.open(resume)
+    if opts.resume is not None:
+        run = RunDir.open(opts.resume)
         manifest = run.manifest()
+        if benchmark is None:
+            benchmark = manifest.benchmark
+        name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
         if manifest.benchmark != name:
             raise ConfigError(f"{run.path} is a {manifest.benchmark} run, not {name}")
-        settings = BenchSettings.from_manifest(run)
-        if isinstance(model, str):
-            asked["model"] = model
-        asked["temperature"] = temperature  # the 0.7 default applies to new runs only
-        _check_resume(settings, asked)
-        if strategy is not None and not isinstance(strategy, str):
-            strategies = resolve_strategies(strategy)[1]  # objects given again: the run's own names
+        stored = BenchSettings.from_manifest(run)
+        implied = manifest.config.get("request_defaults")
+        _check_resume(
+            stored,
+            {k: v for k, v in given.items() if k != "temperature" or v is not None},
+            implied if isinstance(implied, dict) else None,
+        )
+        resolved = stored.model_copy(
+            update={
+                "model_options": _resumed_model_options(stored.model_options, given.get("model_options", {}))
+            }
+        )
+        connection = manifest.config.get("connection") or {}
+        reused = {
+            k: connection[k]
+            for k in CONNECTION
+            if k not in options and connection.get(k) is not None and REDACTED not in str(connection[k])
+        }
+        if reused:
+            opts = opts.model_copy(update=reused)
+        if request.strategy_objects is not None:
+            strategies = request.strategy_objects  # objects given again: the run's own names
         else:
-            strategies = resolve_strategies(settings.strategy, settings.strategy_options)[1]
-        model = model if isinstance(model, Model) else settings.model
+            strategies = resolve_strategies(resolved.strategy, resolved.strategy_options)[1]
+        model = model if isinstance(model, Model) else resolved.model
     else:
-        suite = SUITES.get(name) if name in SUITES and not isinstance(benchmark, Benchmark) else None
+        if benchmark is None:
+            raise OptionError("{} is required (or {} a run)", "benchmark", "resume")
+        name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
+        suite = None
+        if not isinstance(benchmark, Benchmark):
+            _known_benchmark(name)
+            suite = SUITES.get(name) if name in SUITES else None
+        if model is None:
+            model = given.get("model")
         if model is None:
             if suite is None or suite.default_model is None:
-                raise ConfigError(f"--model is required for {name}")
+                raise OptionError(f"{{}} is required for {name}", "model")
             model = suite.default_model
-        settings = BenchSettings(model=model if isinstance(model, str) else model.name, **asked)
+        values = {**given, "model": model if isinstance(model, str) else model.name}
+        if values.get("temperature") is None and values.get("samples", 1) > 1:
+            values["temperature"] = 0.7  # several generations of one prompt must differ
+        if request.strategy_objects is not None:
+            strategies = request.strategy_objects
+        else:
+            values["strategy"], strategies = _strategies(
+                values.get("strategy"), values.get("strategy_options")
+            )
+        resolved = BenchSettings.model_validate(values)
+    return await _execute(benchmark, model, resolved, opts, strategies, cache_root, run, on_start)
+
+
+def _strategies(spec: str | None, options: dict[str, Any] | None) -> tuple[str, list[Strategy]]:
+    try:
+        return resolve_strategies(spec, options)
+    except ToolmendError:
+        raise
+    except (TypeError, ValueError) as exc:
+        # A value of the wrong type reached a strategy's constructor.
+        raise OptionError("{} do not fit " + str(spec), "strategy_options", detail=str(exc)) from exc
+
+
+async def _execute(
+    benchmark: str | Benchmark,
+    model: str | Model,
+    settings: BenchSettings,
+    opts: RunOptions,
+    strategies: list[Strategy],
+    cache_root: Path,
+    run: RunDir | None,
+    on_start: Callable[[Path, str], None] | None,
+) -> BenchResult:
+    name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
     plan = _resolve(benchmark, settings, cache_root)
     bench = plan.bench
     samples_list = _load_samples(plan)
     native = settings.tool_mode == "native"
-    llm = _make_model(bench, model, native, cache, cache_root, max_connections, base_url, api_key_env,
-                      max_retries, model_options)  # fmt: skip
+    llm = _make_model(bench, model, native, opts, cache_root, settings.model_options)
     if run is None:
-        # Connection settings of the session that created the run (a resume may use others);
-        # never the key itself, only the name of the variable it came from.
-        connection = {"base_url": base_url, "api_key_env": api_key_env,
-                      "max_connections": max_connections, "max_retries": max_retries}  # fmt: skip
+        # Connection settings of the session that created the run (a resume reuses those it is
+        # not given); never the key itself, only the name of the variable it came from.
+        connection = {k: getattr(opts, k) for k in CONNECTION}
         manifest = Manifest(
             benchmark=name,
             model=llm.name,
-            config={"bench": settings.model_dump(mode="json"), "connection": connection,
-                    "request_defaults": llm.request_defaults()},  # fmt: skip
+            config={
+                "bench": settings.model_dump(mode="json"),
+                "connection": connection,
+                "request_defaults": llm.request_defaults(),
+            },  # fmt: skip
             dataset=DatasetInfo.of(plan.path),
             strategy=None if settings.strategy == "none" else _strategy_label(settings),
             headline=bench.headline,
             detail_keys=list(bench.detail_keys),
             n_planned=len(samples_list),
         )
-        run = RunDir.create(runs_dir, manifest)
+        run = RunDir.create(opts.runs_dir, manifest)
     else:
         run = RunDir.open(run.path, dataset=plan.path)
         _check_request_defaults(run, llm)
+    if on_start is not None:
+        on_start(run.path, name)
     gen_config = GenerateConfig(temperature=settings.temperature, seed=settings.seed)
     mode_ = settings.mode
     solve = _make_solve(bench, llm, mode_, gen_config, native, strategies, _strategy_label(settings))
@@ -443,16 +650,17 @@ async def arun_bench(
                 samples_list,
                 solve,
                 run,
-                max_samples=_samples_in_flight(llm, max_connections),
-                retry_errors=retry_errors,
-                progress=progress,
+                max_samples=_samples_in_flight(llm, opts.max_connections),
+                retry_errors=opts.retry_errors,
+                progress=opts.progress if opts.progress is not None else False,
                 score_key=bench.headline,
                 aggregate=aggregate,
             )
     except (KeyboardInterrupt, asyncio.CancelledError):
-        # Ctrl-C: every finished sample is on disk; say how to go on from there.
+        # Every finished sample is on disk. The one line the library writes: the run's last
+        # words, which a caller stopped by Ctrl-C may never get to print.
         print(
-            f"\ninterrupted; continue with: toolmend bench --resume {run.path}", file=sys.stderr, flush=True
+            f"\ninterrupted; continue with: {BenchInterrupted.command(run.path)}", file=sys.stderr, flush=True
         )
         raise
     return BenchResult(
@@ -481,42 +689,75 @@ def _samples_in_flight(model: Model, max_connections: int) -> int:
 
 
 def _make_model(
-    bench: Benchmark,
-    model: str | Model,
-    native: bool,
-    cache: bool,
-    cache_root: Path,
-    max_connections: int,
-    base_url: str | None,
-    api_key_env: str | None,
-    max_retries: int | None,
-    model_options: dict[str, Any] | None,
-) -> Model:
+    bench: Benchmark, model: str | Model, native: bool, opts: RunOptions, cache_root: Path,
+    model_options: dict[str, Any],
+) -> Model:  # fmt: skip
     if isinstance(model, Model):
         return model
-    options = dict(model_options or {})
+    try:
+        return _build_model(bench, model, native, opts, cache_root, dict(model_options))
+    except ToolmendError:
+        raise
+    except (TypeError, ValueError) as exc:
+        # A value of the wrong type reached a backend's constructor: the options' fault.
+        raise OptionError("{} do not fit " + model, "model_options", detail=str(exc)) from exc
+
+
+def _typed(fn: Callable[..., Any], options: dict[str, Any], owner: str) -> dict[str, Any]:
+    """``options`` checked against the types of ``fn``'s parameters (``"0.3"`` → ``0.3``), so
+    that ``noise=high`` is an error naming it, not a failure deep inside."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # annotations that cannot be resolved here: the constructor checks them
+        return options
+    out = dict(options)
+    for key, value in options.items():
+        if key not in hints:
+            continue
+        try:
+            out[key] = TypeAdapter(
+                hints[key], config=ConfigDict(arbitrary_types_allowed=True)
+            ).validate_python(value)
+        except ValidationError as exc:
+            where, msg = first_error(exc)
+            at = f"{key}.{where}" if where else key
+            raise OptionError(
+                f"{{}} {at} of {owner}: {msg[:1].lower()}{msg[1:]}", "model_options", detail=f"got {value!r}"
+            ) from exc
+        except Exception:  # a type pydantic cannot check: left to the constructor
+            continue
+    return out
+
+
+def _build_model(
+    bench: Benchmark, model: str, native: bool, opts: RunOptions, cache_root: Path, options: dict[str, Any]
+) -> Model:
     if model == "scripted":
-        delay = float(options.pop("delay", 0.0))
+        delay = _typed(ScriptedModel.__init__, {"delay": options.pop("delay", 0.0)}, "scripted")["delay"]
         if options:
-            raise ConfigError(
-                f"unknown --model-option key(s) for scripted: {', '.join(sorted(options))}; it takes: delay"
+            raise OptionError(
+                f"unknown {{}} key(s) for scripted: {', '.join(sorted(options))}; it takes: delay",
+                "model_options",
             )
-        return _oracle(bench, delay, max_connections)
+        return _oracle(bench, delay, opts.max_connections)
     if model.startswith("noisy/"):
         from toolmend.strategies._noisy import NOISY_OPTIONS, NoisyModel
 
-        noisy = {k: options.pop(k) for k in NOISY_OPTIONS if k in options}
-        inner = _make_model(bench, model.removeprefix("noisy/"), native, cache, cache_root, max_connections,
-                            base_url, api_key_env, max_retries, options)  # fmt: skip
+        noisy = _typed(
+            NoisyModel.__init__, {k: options.pop(k) for k in NOISY_OPTIONS if k in options}, "noisy"
+        )
+        inner = _build_model(bench, model.removeprefix("noisy/"), native, opts, cache_root, options)
         return NoisyModel(inner, **noisy)
     if model.startswith("openai/"):
-        options.setdefault("max_connections", max_connections)
+        options.setdefault("max_connections", opts.max_connections)
         options.setdefault("tool_mode", "native" if native else "prompt")
-        if base_url is not None:
-            options.setdefault("base_url", base_url)
-        if api_key_env is not None:
-            options.setdefault("api_key_env", api_key_env)
-    return get_model(model, cache=cache_root if cache else False, max_retries=max_retries, **options)
+        if opts.base_url is not None:
+            options.setdefault("base_url", opts.base_url)
+        if opts.api_key_env is not None:
+            options.setdefault("api_key_env", opts.api_key_env)
+    return get_model(
+        model, cache=cache_root if opts.cache else False, max_retries=opts.max_retries, **options
+    )
 
 
 class _ScoreBatcher:
@@ -683,83 +924,46 @@ def _make_solve(
 
 
 def run_bench(
-    benchmark: str | Benchmark,
+    benchmark: str | Benchmark | None,
     model: str | Model | None = None,
-    *,
-    data: str | Path | None = None,
-    limit: int | None = None,
-    max_connections: int = 16,
-    seed: int | None = None,
-    mode: Mode = "compat",
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    tool_mode: BenchToolMode = "prompt",
-    cache: bool = True,
-    cache_dir: str | Path | None = None,
-    resume: str | Path | None = None,
-    retry_errors: bool = False,
-    runs_dir: str | Path = "runs",
-    samples: int = 1,
-    categories: Sequence[str] | None = None,
-    temperature: float | None = None,
-    max_retries: int | None = None,
-    load_options: dict[str, Any] | None = None,
-    model_options: dict[str, Any] | None = None,
-    progress: bool | Progress | None = None,
-    prompt_template: str | Path | None = None,
-    strategy: str | Strategy | Sequence[Strategy] | None = None,
-    strategy_options: dict[str, Any] | None = None,
+    settings: BenchSettings | None = None,
+    **options: Any,
 ) -> BenchResult:
-    """Run ``model`` on ``benchmark`` into a new run directory under ``runs_dir`` (or resume one).
+    """Run ``model`` on ``benchmark`` into a new run directory (or resume one) and return the result.
 
     ``benchmark`` is a registered benchmark or suite (or a :class:`~toolmend.benchmarks.Benchmark`
-    object, e.g. with a custom similarity); ``model`` a model string, a
-    :class:`~toolmend.models.Model`, or ``None`` for a suite's default model. ``data`` (default:
-    the shared data or the suite's build for ``seed``), ``limit`` (the first N samples),
-    ``max_connections``, ``seed`` (sent with every generation, each epoch its own derived seed;
-    ``None``, the default: no seed is sent and the data use ``DATA_SEED``), ``mode``
-    (``compat``/``improved``), ``base_url``,
-    ``api_key_env``, ``tool_mode`` (``prompt``/``native``), ``cache``, ``cache_dir``, ``resume`` (a
-    run directory: its :class:`BenchSettings` are reused), ``retry_errors`` (with ``resume``),
-    ``runs_dir``, ``samples`` (generations per sample, for benchmarks that take several; the
-    temperature is then 0.7 unless given), ``categories`` (a load option: BFCL's),
-    ``temperature``, ``max_retries``, ``load_options``, ``model_options`` (backend keywords, e.g.
-    ``{"delay": 0.1}`` for ``scripted``), ``progress``, ``prompt_template`` (a file; see
-    :mod:`toolmend.benchmarks._templates`), ``strategy`` (``"a+b"``, strategy objects, or ``None``),
-    ``strategy_options`` (e.g. ``{"max_refine": 5}``; part of the run's identity).
+    object, e.g. with a custom similarity; ``None`` with ``resume``: the run's own); ``model`` a
+    model string, a :class:`~toolmend.models.Model`, or ``None`` for a suite's default model.
+
+    What decides the results is a :class:`BenchSettings` — give it as ``settings``, or its fields
+    as keywords (``limit=50``; keywords win over ``settings``) — and how the run is carried out
+    is a :class:`RunOptions`, given as keywords (``max_connections=32``, ``resume=run_dir``). Both
+    are typed and checked: an unknown keyword or a bad value is a :class:`~toolmend.ConfigError`
+    that names the parameter (the CLI names its flag instead). ``strategy`` also takes strategy
+    objects. Nothing is printed: pass ``progress=True`` (or a
+    :class:`~toolmend.runs.Progress`) for a display. Ctrl-C raises :class:`BenchInterrupted`,
+    which knows the command that resumes the run.
 
     >>> import tempfile
     >>> result = run_bench("bfcl", "scripted", categories=["simple_python"], limit=3,
-    ...                    runs_dir=tempfile.mkdtemp(), progress=False)
+    ...                    runs_dir=tempfile.mkdtemp())
     >>> result.summary.metrics["overall_sample_weighted"]
     1.0
+    >>> same = run_bench("bfcl", "scripted", BenchSettings(categories=["simple_python"], limit=3),
+    ...                  runs_dir=tempfile.mkdtemp())
+    >>> same.settings == result.settings
+    True
     """
-    return asyncio.run(
-        arun_bench(
-            benchmark,
-            model,
-            data=data,
-            limit=limit,
-            max_connections=max_connections,
-            seed=seed,
-            mode=mode,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            tool_mode=tool_mode,
-            cache=cache,
-            cache_dir=cache_dir,
-            resume=resume,
-            retry_errors=retry_errors,
-            runs_dir=runs_dir,
-            samples=samples,
-            categories=categories,
-            temperature=temperature,
-            max_retries=max_retries,
-            load_options=load_options,
-            model_options=model_options,
-            progress=progress,
-            prompt_template=prompt_template,
-            strategy=strategy,
-            strategy_options=strategy_options,
-        )  # fmt: skip
-    )
+    started: list[tuple[Path, str]] = []
+
+    def on_start(run_dir: Path, name: str) -> None:
+        started.append((run_dir, name))
+
+    try:
+        return asyncio.run(_arun(benchmark, model, settings, options, on_start))
+    except KeyboardInterrupt as exc:
+        # Also after the last sample, while the event loop shuts down: the caller decides
+        # whether the run is finished (results.json) or to be resumed.
+        if started:
+            raise BenchInterrupted(*started[0]) from exc
+        raise

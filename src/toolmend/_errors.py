@@ -26,6 +26,7 @@ __all__ = [
     "EndpointError",
     "MissingExtraError",
     "ModelError",
+    "OptionError",
     "ParseError",
     "PathError",
     "ScoringError",
@@ -40,6 +41,50 @@ class ToolmendError(Exception):
 
 class ConfigError(ToolmendError):
     """An option, flag or argument combination that cannot work."""
+
+
+class OptionError(ConfigError):
+    """A bad argument, named by its parameter(s), so that a front end can name its own spelling.
+
+    ``text`` holds one ``{}`` per parameter; ``detail`` (the value given) follows it. The message
+    names the Python parameters, then the command-line flags in parentheses, and
+    :meth:`spelled` renders it with any other names (the CLI maps ``model_options`` to ``-M``)::
+
+        >>> err = OptionError("{} must be at least 1", "max_connections", detail="got 0")
+        >>> str(err)
+        'max_connections must be at least 1, got 0 (--max-connections must be at least 1)'
+        >>> err.spelled({"max_connections": "-c"})
+        '-c must be at least 1, got 0'
+    """
+
+    def __init__(self, text: str, *params: str, detail: str = "") -> None:
+        self.text = text
+        self.params = params
+        self.detail = detail
+        api = self.spelled({p: p for p in params})
+        flags = text.format(*(flag_of(p) for p in params))
+        # A long sentence is not said twice: its flags are enough.
+        said = flags if len(flags) <= 80 else ", ".join(dict.fromkeys(flag_of(p) for p in params))
+        super().__init__(f"{api} ({said})")
+
+    def spelled(self, names: dict[str, str] | None = None) -> str:
+        """The message with each parameter written as ``names`` has it (default: its flag)."""
+        names = names or {}
+        text = self.text.format(*(names.get(p) or flag_of(p) for p in self.params))
+        return f"{text}, {self.detail}" if self.detail else text
+
+
+FLAGS = {"model_options": "-M", "load_options": "-o", "strategy_options": "-S", "cache": "--no-cache"}
+"""API parameters whose command-line flag is not ``--`` and the name with dashes."""
+
+
+def flag_of(param: str) -> str:
+    """The command-line flag of an API parameter: ``max_connections`` → ``--max-connections``.
+
+    >>> flag_of("max_connections"), flag_of("model_options")
+    ('--max-connections', '-M')
+    """
+    return FLAGS.get(param) or "--" + param.replace("_", "-")
 
 
 class EndpointError(ConfigError):

@@ -34,9 +34,20 @@ from toolmend._errors import ConfigError
 
 T = TypeVar("T")
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "unknown_name"]
 
 log = logging.getLogger(__name__)
+
+
+def unknown_name(kind: str, name: str, known: list[str]) -> ConfigError:
+    """The error for a name that is none of ``known``, with the closest one as a suggestion.
+
+    >>> str(unknown_name("benchmark", "critc", ["bfcl", "critic", "critictool"]))
+    "unknown benchmark 'critc' (known: bfcl, critic, critictool). Did you mean 'critic'?"
+    """
+    close = process.extractOne(name, known)
+    hint = f" Did you mean {close[0]!r}?" if close and close[1] >= 60 else ""
+    return ConfigError(f"unknown {kind} {name!r} (known: {', '.join(known) or 'none'}).{hint}")
 
 
 class Registry(Generic[T]):
@@ -85,10 +96,7 @@ class Registry(Generic[T]):
             self._read_entry_points()
         if name in self._lazy:
             return self._resolve(name)
-        close = process.extractOne(name, self.names())
-        hint = f" Did you mean {close[0]!r}?" if close and close[1] >= 60 else ""
-        known = ", ".join(self.names()) or "none"
-        raise ConfigError(f"unknown {self.kind} {name!r} (known: {known}).{hint}")
+        raise unknown_name(self.kind, name, self.names())
 
     def load_all(self) -> None:
         """Import every lazily registered name (e.g. to list what each one is)."""

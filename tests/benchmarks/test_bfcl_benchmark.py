@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import toolmend.benchmarks.bfcl  # noqa: F401  (registers "bfcl")
 from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._base import BENCHMARKS, SampleScore
-from toolmend.benchmarks.bfcl import BFCLBenchmark, render_fc, render_openai, render_python
+from toolmend.benchmarks.bfcl import BFCLBenchmark
+from toolmend.benchmarks.bfcl._decode import render_fc, render_openai, render_python
 
 BENCH = BFCLBenchmark()
 

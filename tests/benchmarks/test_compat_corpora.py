@@ -23,14 +23,14 @@ import pytest
 
 from toolmend._schema import Sample
 from toolmend.benchmarks.bfcl import BFCLBenchmark
-from toolmend.benchmarks.critictool import aggregate_scores, load_critictool_file, score_sample
-from toolmend.benchmarks.nestools import COUNT_KEYS, NesTools
-from toolmend.benchmarks.reflection_bench import (
-    ReflectionBench,
-    RewardConfig,
-    reflection_reward,
-    score_attempt,
-)
+from toolmend.benchmarks.critictool._overall import aggregate_scores
+from toolmend.benchmarks.critictool._records import load_critictool_file
+from toolmend.benchmarks.critictool._scoring import score_sample
+from toolmend.benchmarks.nestools import NesTools
+from toolmend.benchmarks.nestools._metric import COUNT_KEYS
+from toolmend.benchmarks.reflection_bench import ReflectionBench
+from toolmend.benchmarks.reflection_bench._reward import RewardConfig, reflection_reward
+from toolmend.benchmarks.reflection_bench._scoring import score_attempt
 
 CORPORA = Path(__file__).resolve().parent.parent / "data" / "compat"
 

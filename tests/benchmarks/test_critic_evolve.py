@@ -18,9 +18,10 @@ from toolmend.benchmarks.critic._build import SuiteInfo, _replay
 from toolmend.benchmarks.critic._evolve import Hardener, check_rewrite, noisy_query
 from toolmend.benchmarks.critic._traces import load_traces
 from toolmend.benchmarks.critic._verify import Planned, check_sample, gold_values, query_keeps_gold
-from toolmend.benchmarks.critictool import CriticToolBenchmark, parse_tool_list
+from toolmend.benchmarks.critictool import CriticToolBenchmark
 from toolmend.check import Checker, critictool_category
 from toolmend.env import FAULT_KINDS
+from toolmend.formats._critictool import parse_tool_list
 from toolmend.formats._tools import load_tools
 from toolmend.models import get_model
 from toolmend.world import generate_tasks

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from toolmend._errors import ConfigError
-from toolmend.benchmarks.critic import build_suite, suite_quality
-from toolmend.benchmarks.critic._quality import reference_queries
+from toolmend.benchmarks.critic import build_suite
+from toolmend.benchmarks.critic._quality import reference_queries, suite_quality
 
 
 @pytest.fixture(scope="module")

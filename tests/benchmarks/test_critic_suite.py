@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from toolmend._schema import Sample, Tool, ToolCall
-from toolmend.benchmarks.critic import build_suite, system_prompt, tool_entry
+from toolmend.benchmarks.critic import build_suite
 from toolmend.benchmarks.critic._build import SuiteInfo
-from toolmend.benchmarks.critictool import CATEGORIES, CriticToolBenchmark, parse_tool_list
+from toolmend.benchmarks.critic._record import system_prompt, tool_entry
+from toolmend.benchmarks.critictool import CriticToolBenchmark
 from toolmend.benchmarks.critictool._scoring import gold_actions
 from toolmend.check import Checker
+from toolmend.formats._critictool import CATEGORIES, parse_tool_list
 from toolmend.formats._tools import load_tools
 from toolmend.world import WORLD_TOOLS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolmend.benchmarks._base import SampleScore
-from toolmend.benchmarks.critictool import WEIGHTS, aggregate_scores, overall_score
+from toolmend.benchmarks.critictool._overall import WEIGHTS, aggregate_scores, overall_score
 
 # Paper Table 2 (mean of base and evol, no CoT): Detect, Category, Tool, Args, Retry, Break,
 # Tool (skip/finish), Args (skip/finish), Overall.

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmend.benchmarks.critictool import parse_action
+from toolmend.formats._critictool import parse_action
 
 
 def test_plain_json_object() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from toolmend._schema import Sample
 from toolmend.benchmarks import score_predictions
-from toolmend.benchmarks.critictool import CachedSimilarity, CriticToolBenchmark, load_critictool
-from toolmend.benchmarks.critictool._scoring import similarity_pairs
+from toolmend.benchmarks.critictool import CriticToolBenchmark, load_critictool
+from toolmend.benchmarks.critictool._scoring import CachedSimilarity, similarity_pairs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 

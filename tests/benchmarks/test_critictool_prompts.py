@@ -7,15 +7,9 @@ from pathlib import Path
 import pytest
 
 from toolmend._schema import Sample
-from toolmend.benchmarks.critictool import (
-    ANCHOR,
-    CATEGORIES,
-    CriticToolBenchmark,
-    Instructions,
-    build_prompt,
-    insert_instruction,
-    load_critictool,
-)
+from toolmend.benchmarks.critictool import CriticToolBenchmark, load_critictool
+from toolmend.benchmarks.critictool._prompts import ANCHOR, Instructions, build_prompt, insert_instruction
+from toolmend.formats._critictool import CATEGORIES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 

@@ -9,13 +9,9 @@ import pytest
 
 from toolmend._errors import ConfigError, DatasetError
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.benchmarks.critictool import (
-    CriticToolBenchmark,
-    data_file,
-    load_critictool,
-    load_critictool_file,
-    parse_tool_list,
-)
+from toolmend.benchmarks.critictool import CriticToolBenchmark, load_critictool
+from toolmend.benchmarks.critictool._records import data_file, load_critictool_file
+from toolmend.formats._critictool import parse_tool_list
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 
@@ -172,7 +168,7 @@ def test_action_without_name(tmp_path: Path) -> None:
 
 
 def test_prompt_tools_converts_each_tool_list_once() -> None:
-    from toolmend.benchmarks.critictool import prompt_tools
+    from toolmend.formats._critictool import prompt_tools
 
     system = 'Tools:\n[{"name": "A.b", "required_parameters": [{"name": "x", "type": "NUMBER"}]}]\nTo use a tool, go.'
     first, second = prompt_tools(system), prompt_tools("Other words. " + system[7:])

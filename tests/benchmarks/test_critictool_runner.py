@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from toolmend._schema import Message, Sample
-from toolmend.benchmarks.critictool import CriticToolBenchmark, load_critictool, run_external
+from toolmend.benchmarks.critictool import CriticToolBenchmark, load_critictool
+from toolmend.benchmarks.critictool._runner import run_external
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"
 

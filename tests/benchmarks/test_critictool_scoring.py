@@ -11,14 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolmend._schema import Sample
-from toolmend.benchmarks.critictool import (
-    CriticToolBenchmark,
-    arg_score,
-    finish_reference,
-    load_critictool,
-    parse_action,
-    score_sample,
-)
+from toolmend.benchmarks.critictool import CriticToolBenchmark, load_critictool
+from toolmend.benchmarks.critictool._scoring import arg_score, finish_reference, score_sample
+from toolmend.formats._critictool import parse_action
 from toolmend.formats._tools import load_tools
 
 FIXTURES = Path(__file__).parent / "fixtures" / "critictool"

@@ -10,7 +10,8 @@ import pytest
 
 from toolmend._errors import DatasetError
 from toolmend._schema import Ref
-from toolmend.benchmarks.nestools import gold_chain, load_nestools, official_depth, to_official_output
+from toolmend.benchmarks.nestools import load_nestools
+from toolmend.benchmarks.nestools._data import gold_chain, official_depth, to_official_output
 
 
 @pytest.fixture(scope="module")

@@ -14,17 +14,11 @@ from hypothesis import strategies as st
 from rouge import Rouge
 
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.benchmarks.nestools import (
-    NesTools,
-    check_score,
-    count_compat,
-    count_improved,
-    micro_metrics,
-    normalize_date,
-    parse_output,
-    safe_check_score,
-    to_official_output,
-)
+from toolmend.benchmarks.nestools import NesTools
+from toolmend.benchmarks.nestools._benchmark import micro_metrics
+from toolmend.benchmarks.nestools._data import to_official_output
+from toolmend.benchmarks.nestools._metric import count_compat, count_improved, parse_output
+from toolmend.benchmarks.nestools._values import check_score, normalize_date, safe_check_score
 
 TASK = "Find flights from New York City for 3 people, then book one and text me."
 GOLD: list[dict[str, Any]] = [
@@ -278,7 +272,7 @@ def test_reference_reimplementation_agrees_on_perturbed_answers(bench: NesTools,
     assert spec is not None and spec.loader is not None
     ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ref)
-    from toolmend.benchmarks.nestools import gold_chain
+    from toolmend.benchmarks.nestools._data import gold_chain
 
     for s in random.Random(3).sample(samples, 40):
         for name, text in ref.perturbations(s).items():

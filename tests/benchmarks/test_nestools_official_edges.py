@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from toolmend.benchmarks.nestools import check_score, count_compat, count_improved, safe_check_score
+from toolmend.benchmarks.nestools._metric import count_compat, count_improved
+from toolmend.benchmarks.nestools._values import check_score, safe_check_score
 
 GOLD: list[dict[str, Any]] = [
     {

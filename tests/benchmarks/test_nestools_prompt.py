@@ -12,11 +12,10 @@ import pytest
 from rapidfuzz.distance import Levenshtein
 
 from toolmend._errors import ConfigError
-from toolmend.benchmarks.nestools import (
+from toolmend.benchmarks.nestools import NesTools, load_nestools
+from toolmend.benchmarks.nestools._prompt import (
     DEFAULT_TEMPLATE,
-    NesTools,
     build_candidates,
-    load_nestools,
     render_prompt,
     render_tool,
 )

@@ -11,14 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmend.benchmarks.reflection_bench import (
-    RewardConfig,
-    reflection_reward,
-    reward_breakdown,
-    score_attempt,
-    split_reply,
-)
-from toolmend.benchmarks.reflection_bench._tags import released_calls
+from toolmend.benchmarks.reflection_bench._reward import RewardConfig, reflection_reward, reward_breakdown
+from toolmend.benchmarks.reflection_bench._scoring import score_attempt
+from toolmend.benchmarks.reflection_bench._tags import released_calls, split_reply
 
 RELEASED = RewardConfig.released()
 

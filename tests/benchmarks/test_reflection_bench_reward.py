@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolmend._errors import ConfigError
-from toolmend.benchmarks.reflection_bench import (
+from toolmend.benchmarks.reflection_bench._reward import (
     RewardConfig,
     lexical_similarity,
     make_reward_fn,
     reflection_reward,
     reward_breakdown,
     reward_fn,
-    split_reply,
 )
+from toolmend.benchmarks.reflection_bench._tags import split_reply
 
 
 def _call(name: str, **args: object) -> str:

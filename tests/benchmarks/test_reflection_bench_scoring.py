@@ -10,13 +10,9 @@ import pytest
 from toolmend._errors import DatasetError
 from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.benchmarks.reflection_bench import (
-    ReflectionBench,
-    load_reflection_bench,
-    official_calls,
-    repair_at_n,
-    score_attempt,
-)
+from toolmend.benchmarks.reflection_bench import ReflectionBench, load_reflection_bench
+from toolmend.benchmarks.reflection_bench._scoring import repair_at_n, score_attempt
+from toolmend.benchmarks.reflection_bench._tags import official_calls
 
 
 def _call(name: str, **args: object) -> str:

@@ -16,8 +16,9 @@ from toolmend._bench import run_bench
 from toolmend._errors import ConfigError, DatasetError
 from toolmend._schema import Message, Sample, ToolCall
 from toolmend.benchmarks import BENCHMARKS, SampleScore, load_builtin_benchmarks
-from toolmend.benchmarks.world import WorldBenchmark, audit_tasks, mean_ci, pass_at_k, pass_hat_k
-from toolmend.benchmarks.world._metrics import aggregate_world
+from toolmend.benchmarks.world import WorldBenchmark
+from toolmend.benchmarks.world._audit import audit_tasks
+from toolmend.benchmarks.world._metrics import aggregate_world, mean_ci, pass_at_k, pass_hat_k
 from toolmend.cli._app import app
 from toolmend.formats._tags import parse_tagged_calls
 from toolmend.runs._scale import is_count
@@ -292,7 +293,8 @@ def test_audit_is_clean_for_every_task_of_a_seed(seed: int) -> None:
 
 
 def test_task_dependencies_through_the_state_survive_the_tasks_file(tmp_path: Path) -> None:
-    from toolmend.benchmarks.world import build_tasks_file, read_tasks
+    from toolmend.benchmarks.world import read_tasks
+    from toolmend.benchmarks.world._benchmark import build_tasks_file
 
     path = build_tasks_file(0, tmp_path)
     assert read_tasks(path) == generate_tasks(0)

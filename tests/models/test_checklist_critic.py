@@ -10,8 +10,9 @@ import pytest
 from toolmend._bench import arun_bench
 from toolmend._schema import Message
 from toolmend.benchmarks.critic import build_suite
-from toolmend.benchmarks.critictool import CriticToolBenchmark, Instructions, insert_instruction
+from toolmend.benchmarks.critictool import CriticToolBenchmark
 from toolmend.benchmarks.critictool._checklist import ChecklistCritic, critique, read_signal
+from toolmend.benchmarks.critictool._prompts import Instructions, insert_instruction
 from toolmend.models import get_model
 
 SYSTEM = (

@@ -101,8 +101,13 @@ def test_a_run_records_its_request_defaults_and_a_resume_keeps_them(tmp_path: Pa
         with pytest.raises(ConfigError, match=r"max_tokens=64 \(the run has 1024\)"):
             run_bench("bfcl", "openai/tiny", resume=result.run_dir,
                       model_options={"tool_choice": "auto", "max_tokens": 64}, **common)  # fmt: skip
-        with pytest.raises(ConfigError, match="tool_choice=None"):
-            run_bench("bfcl", "openai/tiny", resume=result.run_dir, **common)
+        # A resume reuses the run's -M options: tool_choice=auto comes back with it.
+        sent = len(server.bodies)
+        (result.run_dir / "results.json").unlink()
+        lines = (result.run_dir / "samples.jsonl").read_bytes().splitlines(keepends=True)
+        (result.run_dir / "samples.jsonl").write_bytes(lines[0])
+        run_bench("bfcl", "openai/tiny", resume=result.run_dir, **common)
+        assert len(server.bodies) > sent and all(b["tool_choice"] == "auto" for b in server.bodies[sent:])
         again = run_bench("bfcl", "openai/tiny", resume=result.run_dir, model_options={"tool_choice": "auto"},
                           **common)  # fmt: skip
         assert again.run_dir == result.run_dir

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.table import Table
 
-from toolmend._bench import DATA_SEED, BenchResult, run_bench
-from toolmend._errors import ToolmendError
+from toolmend._bench import DATA_SEED, BenchInterrupted, BenchResult, run_bench
+from toolmend._errors import OptionError, ToolmendError
 from toolmend._jsontext import dumps
-from toolmend.benchmarks import as_mode, benchmark_class
+from toolmend.benchmarks import benchmark_class
 from toolmend.cli._console import console, fail, key_values
 from toolmend.reports import write_report
-from toolmend.runs import load_run
+from toolmend.runs import RunDir, load_run
 from toolmend.runs._scale import format_metric, percent_keys
 
 __all__ = ["register"]
@@ -78,10 +80,60 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
         out.print(note)
 
 
+FLAGS = {"benchmark": "BENCHMARK"}
+"""Parameters of run_bench that are no flag here (the rest: :func:`toolmend._errors.flag_of`)."""
+
+
+def _write_report(run_dir: Path) -> Path:
+    """Write the run's report; a Ctrl-C meanwhile waits until it is written, then stops (130)."""
+    stop: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        return write_report([run_dir], out=run_dir).markdown
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: stop.append(signum))
+    try:
+        report = write_report([run_dir], out=run_dir).markdown
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if stop:
+        typer.echo(
+            f"interrupted after the last sample; the run is complete and its report is written: {report}",
+            err=True,
+        )
+        raise typer.Exit(130)
+    return report
+
+
+def _after_interrupt(exc: BenchInterrupted, no_report: bool) -> NoReturn:
+    """Ctrl-C: the run stops (the library printed how to resume it). If every sample was already
+    answered, the run is finished and reported instead, and the user is told so."""
+    run = RunDir(exc.run_dir)
+    manifest = run.manifest()
+    done = run.results() is not None
+    if not done and manifest.n_planned is not None:
+        try:
+            finished = len({r.id for r in run.iter_records()}) >= manifest.n_planned
+        except ToolmendError:
+            finished = False
+        if finished:  # stopped while closing: resuming answers nothing and writes the results
+            try:
+                run_bench(exc.benchmark, resume=exc.run_dir)
+                done = True
+            except (ToolmendError, KeyboardInterrupt):
+                done = False
+    if done:
+        where = "" if no_report else f"; report: {_write_report(exc.run_dir)}"
+        typer.echo(f"interrupted after the last sample: the run is complete{where}", err=True)
+    raise typer.Exit(130)
+
+
 def bench_command(
     benchmark: Annotated[
-        str, typer.Argument(help="A benchmark or suite (toolmend --help lists them), e.g. critic, bfcl.")
-    ],
+        str | None,
+        typer.Argument(
+            help="A benchmark or suite (toolmend --help lists them), e.g. critic, bfcl; "
+            "with --resume, the run's own by default."
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -199,41 +251,42 @@ def bench_command(
         if value is not None:
             load_options[name] = value
     if audit:
+        if benchmark is None:
+            fail("--audit needs a BENCHMARK")
         _audit(benchmark, data, DATA_SEED if seed is None else seed, as_json)
         return
+    model_options = key_values(model_option or [], "--model-option")
+    strategy_options = {
+        **key_values(strategy_option or [], "--strategy-option"),
+        **({"max_refine": max_refine} if max_refine is not None else {}),
+    }
+    # Only what was given: a resume reuses the rest from the run (run_bench refuses a change).
+    given: dict[str, Any] = {
+        "data": data, "limit": limit, "seed": seed, "base_url": base_url, "api_key_env": api_key_env,
+        "cache_dir": cache_dir, "resume": resume, "categories": _categories(categories),
+        "temperature": temperature, "max_retries": max_retries, "load_options": load_options or None,
+        "model_options": model_options or None, "prompt_template": prompt_template, "strategy": strategy,
+        "strategy_options": strategy_options or None,
+    }  # fmt: skip
+    options = {k: v for k, v in given.items() if v is not None}
+    # Flags given their default value are left out too, so that a resume does not see them as changes.
+    flags: list[tuple[str, Any, Any]] = [
+        ("mode", mode, "compat"), ("tool_mode", tool_mode, "prompt"), ("samples", samples, 1),
+        ("max_connections", max_connections, 16), ("retry_errors", retry_errors, False),
+        ("runs_dir", runs_dir, Path("runs")), ("cache", not no_cache, True),
+    ]  # fmt: skip
+    for key, value, default in flags:
+        if value != default:
+            options[key] = value
     try:
-        result = run_bench(
-            benchmark,
-            model,
-            data=data,
-            limit=limit,
-            max_connections=max_connections,
-            seed=seed,
-            mode=as_mode(mode),
-            base_url=base_url,
-            api_key_env=api_key_env,
-            tool_mode=tool_mode,  # type: ignore[arg-type]  # the API refuses other values
-            cache=not no_cache,
-            cache_dir=cache_dir,
-            resume=resume,
-            retry_errors=retry_errors,
-            runs_dir=runs_dir,
-            samples=samples,
-            categories=_categories(categories),
-            temperature=temperature,
-            max_retries=max_retries,
-            load_options=load_options,
-            model_options=key_values(model_option or [], "--model-option"),
-            prompt_template=prompt_template,
-            strategy=strategy,
-            strategy_options={
-                **key_values(strategy_option or [], "--strategy-option"),
-                **({"max_refine": max_refine} if max_refine is not None else {}),
-            },
-        )
-        report = None if no_report else write_report([result.run_dir], out=result.run_dir).markdown
+        result = run_bench(benchmark, model, progress=True, **options)
+    except OptionError as exc:
+        fail(exc.spelled(FLAGS))
+    except BenchInterrupted as exc:
+        _after_interrupt(exc, no_report)
     except ToolmendError as exc:
         fail(str(exc))
+    report = None if no_report else _write_report(result.run_dir)
     if as_json:
         payload = {
             "run_dir": str(result.run_dir),

@@ -95,7 +95,8 @@ def critic(
     ] = False,
 ) -> None:
     """Build a critique suite (internal and external errors) in CriticTool's format."""
-    from toolmend.benchmarks.critic import VARIANTS, build_suite
+    from toolmend.benchmarks.critic import build_suite
+    from toolmend.benchmarks.critic._build import VARIANTS
 
     if variant not in VARIANTS:
         fail(f"--variant must be base or evolved; got {variant!r}")

@@ -35,8 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from toolmend._errors import ConfigError, DatasetError, ModelError
-from toolmend._jsontext import loads
+from toolmend._errors import ConfigError, ModelError
 from toolmend._schema import Sample
 from toolmend.models._base import Usage
 from toolmend.runs._progress import Progress, make_progress
@@ -184,11 +183,10 @@ async def _run_locked(
     started = time.perf_counter()
     skip: set[str] = set()
     for n, text in run.iter_lines(repair=True):
-        try:
-            head = loads(text)
-            rid, ok = str(head["id"]), head.get("error") is None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DatasetError("not a sample record", path=run.samples_path, line=n) from exc
+        # Every earlier record is read in full before anything runs: a malformed one stops the
+        # resume here, naming its line, instead of after new samples were appended.
+        record = run.parse_line(n, text)
+        rid, ok = record.id, record.error is None
         # The last record of an id decides, as everywhere else.
         if ok or not retry_errors:
             skip.add(rid)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import math
 import os
 import queue
 import re
@@ -137,7 +138,13 @@ class RunDir:
                             w.truncate(offset)
                     return
                 offset += len(raw)
-                text = raw.decode("utf-8", errors="replace").strip()
+                try:
+                    text = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as exc:
+                    # Read with replacement characters, an id would match no sample and count twice.
+                    raise DatasetError(
+                        f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, line=n
+                    ) from None
                 if text:
                     yield n, text
 
@@ -145,31 +152,56 @@ class RunDir:
         """The records, one per id (the last one written wins), in the order ids first appeared."""
         latest: dict[str, SampleRecord] = {}
         for n, text in self.iter_lines(repair=repair):
-            rec = self._parse(n, text)
+            rec = self.parse_line(n, text)
             latest[rec.id] = rec
         return list(latest.values())
 
-    def _parse(self, n: int, text: str) -> SampleRecord:
+    def parse_line(self, n: int, text: str) -> SampleRecord:
+        """Line ``n`` of ``samples.jsonl`` as a record; a :class:`DatasetError` naming the line and
+        field when it is none (a score that is NaN or infinite included)."""
         try:
-            return load_model(SampleRecord, text)
+            record = load_model(SampleRecord, text)
         except ValidationError as exc:
             field, msg = first_error(exc)
             raise DatasetError(
                 f"not a sample record: {msg}", path=self.samples_path, line=n, field=field or None
             ) from exc
+        for key, value in record.scores.items():
+            # toolmend writes no NaN (pydantic writes null); one here would poison every mean.
+            if value is not None and not math.isfinite(value):
+                raise DatasetError(
+                    f"a score must be a finite number or null, got {value}",
+                    path=self.samples_path,
+                    line=n,
+                    field=f"scores.{key}",
+                )
+        return record
+
+    def record_id(self, n: int, text: str) -> str:
+        """The ``id`` of line ``n`` of ``samples.jsonl``; a :class:`DatasetError` naming the line
+        when it is no JSON object with a string ``id``."""
+        try:
+            rid = loads(text)["id"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DatasetError("not a sample record", path=self.samples_path, line=n) from exc
+        if not isinstance(rid, str):
+            raise DatasetError(
+                f"a sample id must be a string, got {type(rid).__name__}",
+                path=self.samples_path,
+                line=n,
+                field="id",
+            )
+        return rid
 
     def iter_records(self) -> Iterator[SampleRecord]:
         """The records one per id (the last one wins), streamed: only the ids are held in memory."""
         last: dict[str, int] = {}
         for n, text in self.iter_lines():
-            try:
-                last[str(loads(text)["id"])] = n
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DatasetError("not a sample record", path=self.samples_path, line=n) from exc
+            last[self.record_id(n, text)] = n
         keep = set(last.values())
         for n, text in self.iter_lines():
             if n in keep:
-                yield self._parse(n, text)
+                yield self.parse_line(n, text)
 
     def compact(self) -> int:
         """Rewrite ``samples.jsonl`` with only the last line of each id; returns the lines dropped.
@@ -180,10 +212,7 @@ class RunDir:
         total = 0
         for n, text in self.iter_lines(repair=True):
             total += 1
-            try:
-                rid = loads(text)["id"]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DatasetError("not a sample record", path=self.samples_path, line=n) from exc
+            rid = self.record_id(n, text)
             last.pop(rid, None)  # re-insert so that order follows the winning line
             last[rid] = n
         keep = set(last.values())

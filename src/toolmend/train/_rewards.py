@@ -25,7 +25,7 @@ from scipy.optimize import linear_sum_assignment
 
 from toolmend._errors import ConfigError
 from toolmend._schema import REFS, ErrorCode, ToolCall
-from toolmend.benchmarks.reflection_bench import RewardConfig, Similarity, reward_breakdown
+from toolmend.benchmarks.reflection_bench._reward import RewardConfig, Similarity, reward_breakdown
 from toolmend.check import Checker
 from toolmend.formats import load_tools, parse_calls
 

@@ -11,62 +11,10 @@
 True
 """
 
-from toolmend.benchmarks.bfcl._benchmark import DEFAULT_SYSTEM_PROMPT, BFCLBenchmark, bfcl_function_doc
-from toolmend.benchmarks.bfcl._checker import (
-    CheckResult,
-    ast_check,
-    bfcl_type,
-    multiple_check,
-    parallel_check,
-    simple_check,
-)
-from toolmend.benchmarks.bfcl._data import (
-    AST_CATEGORIES,
-    RELEVANCE_CATEGORIES,
-    SUPPORTED_CATEGORIES,
-    category_of,
-    load_bfcl,
-    target_from_answers,
-)
-from toolmend.benchmarks.bfcl._decode import (
-    DecodeResult,
-    Outcome,
-    classify_output,
-    decode,
-    decode_fc,
-    decode_python,
-    is_call_list,
-    is_empty_output,
-    render_fc,
-    render_openai,
-    render_python,
-)
+from toolmend.benchmarks.bfcl._benchmark import BFCLBenchmark
+from toolmend.benchmarks.bfcl._data import load_bfcl
 
 __all__ = [
-    "AST_CATEGORIES",
-    "DEFAULT_SYSTEM_PROMPT",
-    "RELEVANCE_CATEGORIES",
-    "SUPPORTED_CATEGORIES",
     "BFCLBenchmark",
-    "CheckResult",
-    "DecodeResult",
-    "Outcome",
-    "ast_check",
-    "bfcl_function_doc",
-    "bfcl_type",
-    "category_of",
-    "classify_output",
-    "decode",
-    "decode_fc",
-    "decode_python",
-    "is_call_list",
-    "is_empty_output",
     "load_bfcl",
-    "multiple_check",
-    "parallel_check",
-    "render_fc",
-    "render_openai",
-    "render_python",
-    "simple_check",
-    "target_from_answers",
 ]

@@ -9,47 +9,13 @@ The files load with :func:`toolmend.benchmarks.critictool.load_critictool` and s
 CriticTool scorer unchanged. ``toolmend bench critic`` (:data:`~toolmend.benchmarks.SUITES`)
 builds the world suite, runs a model on it and scores it in one go.
 ``build_suite(..., variant="evolved")`` applies CriticTool's SRM evolution (:mod:`.evolve`);
-every sample passes the label checks of :mod:`.verify`; :func:`suite_quality` reports counts,
-drops, duplicates and contamination (:mod:`.quality`).
+every sample passes the label checks of :mod:`.verify`; :func:`._quality.suite_quality` reports counts,
+drops, duplicates and contamination (:mod:`._quality`).
 """
 
-from toolmend.benchmarks.critic._build import (
-    INTERNAL_OPERATORS,
-    VARIANTS,
-    SuiteInfo,
-    build_suite,
-    finish_message,
-)
-from toolmend.benchmarks.critic._evolve import EVOLUTIONS, PLANS
-from toolmend.benchmarks.critic._quality import QualityReport, suite_quality
-from toolmend.benchmarks.critic._record import (
-    SYSTEM_TEMPLATE,
-    action_args,
-    action_text,
-    system_prompt,
-    tool_entry,
-)
-from toolmend.benchmarks.critic._traces import Source, Trace, load_traces
-from toolmend.benchmarks.critic._verify import CHECKS, check_sample
+from toolmend.benchmarks.critic._build import SuiteInfo, build_suite
 
 __all__ = [
-    "CHECKS",
-    "EVOLUTIONS",
-    "INTERNAL_OPERATORS",
-    "PLANS",
-    "QualityReport",
-    "SYSTEM_TEMPLATE",
-    "Source",
     "SuiteInfo",
-    "Trace",
-    "VARIANTS",
-    "action_args",
-    "action_text",
     "build_suite",
-    "check_sample",
-    "finish_message",
-    "load_traces",
-    "suite_quality",
-    "system_prompt",
-    "tool_entry",
 ]

@@ -13,56 +13,9 @@
 """
 
 from toolmend.benchmarks.critictool._benchmark import CriticToolBenchmark
-from toolmend.benchmarks.critictool._checklist import ChecklistCritic, critique
-from toolmend.benchmarks.critictool._overall import WEIGHTS, aggregate_scores, overall_score
-from toolmend.benchmarks.critictool._prompts import ANCHOR, Instructions, build_prompt, insert_instruction
-from toolmend.benchmarks.critictool._records import data_file, load_critictool, load_critictool_file
-from toolmend.benchmarks.critictool._runner import run_external, run_sample
-from toolmend.benchmarks.critictool._scoring import (
-    CachedSimilarity,
-    SimilarityFn,
-    arg_score,
-    finish_reference,
-    gold_actions,
-    gold_prediction,
-    score_sample,
-)
-from toolmend.formats._critictool import (
-    CATEGORIES,
-    FINISH,
-    ParsedAction,
-    parse_action,
-    parse_tool_list,
-    prompt_tools,
-)
+from toolmend.benchmarks.critictool._records import load_critictool
 
 __all__ = [
-    "ANCHOR",
-    "CATEGORIES",
-    "FINISH",
-    "WEIGHTS",
-    "CachedSimilarity",
-    "ChecklistCritic",
     "CriticToolBenchmark",
-    "Instructions",
-    "ParsedAction",
-    "SimilarityFn",
-    "aggregate_scores",
-    "arg_score",
-    "build_prompt",
-    "critique",
-    "data_file",
-    "finish_reference",
-    "gold_actions",
-    "gold_prediction",
-    "insert_instruction",
     "load_critictool",
-    "load_critictool_file",
-    "overall_score",
-    "parse_action",
-    "parse_tool_list",
-    "prompt_tools",
-    "run_external",
-    "run_sample",
-    "score_sample",
 ]

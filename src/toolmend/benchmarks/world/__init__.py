@@ -9,18 +9,9 @@ scheduled faults, state-based grading, pass^k, per-fault recovery).
 1.0
 """
 
-from toolmend.benchmarks.world._audit import AuditReport, audit_tasks
-from toolmend.benchmarks.world._benchmark import WorldBenchmark, build_tasks_file, read_tasks
-from toolmend.benchmarks.world._metrics import aggregate_world, mean_ci, pass_at_k, pass_hat_k
+from toolmend.benchmarks.world._benchmark import WorldBenchmark, read_tasks
 
 __all__ = [
-    "AuditReport",
     "WorldBenchmark",
-    "aggregate_world",
-    "audit_tasks",
-    "build_tasks_file",
-    "mean_ci",
-    "pass_at_k",
-    "pass_hat_k",
     "read_tasks",
 ]

@@ -1,0 +1,118 @@
+"""Ctrl-C on a real ``toolmend bench`` process: the hint it prints is a command that works and
+finishes the run with the run's own settings; a Ctrl-C after the last sample still leaves the
+report, and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import typer
+
+from toolmend._bench import BenchInterrupted
+from toolmend.cli._bench import _after_interrupt
+from toolmend.runs import RunDir
+
+N = 30
+# Slow enough to be stopped midway: 2 samples in flight, each reply 50 ms, several turns a task.
+COMMON = ["world", "--model", "noisy/scripted", "-M", "noise=0.3", "-M", "delay=0.05", "--limit", str(N),
+          "--max-connections", "2"]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _plain(private_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "1")
+
+
+def _toolmend(*args: str, cwd: Path) -> list[str]:
+    return [sys.executable, "-m", "toolmend", *args]
+
+
+def _wait_for_lines(runs: Path, at_least: int, proc: subprocess.Popen[bytes]) -> Path:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list(runs.glob("*/samples.jsonl"))
+        if found and found[0].read_bytes().count(b"\n") >= at_least:
+            return found[0].parent
+        time.sleep(0.01)
+    raise AssertionError(f"the run never reached {at_least} samples")
+
+
+def test_sigint_midway_prints_a_hint_that_finishes_the_run(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(
+        _toolmend("bench", *COMMON, "--runs-dir", str(runs), "--no-report", cwd=tmp_path),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+    )  # fmt: skip
+    run = _wait_for_lines(runs, 4, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    stderr = err.decode()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    before = (run / "samples.jsonl").read_bytes().count(b"\n")
+    assert before < N, "must be stopped midway"
+    assert RunDir(run).results() is None
+    (hint,) = [
+        line.split("continue with: ", 1)[1] for line in stderr.splitlines() if "continue with: " in line
+    ]
+    words = shlex.split(hint)
+    assert words[0] == "toolmend"
+
+    done = subprocess.run(
+        _toolmend(*words[1:], "--json", "--no-report", cwd=tmp_path),
+        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "CI": "1"}, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    resumed = json.loads(done.stdout)
+    assert resumed["n_samples"] == N and resumed["new_samples"] == N - before
+    assert resumed["settings"]["model_options"] == {"noise": 0.3, "delay": 0.05}
+
+    whole = subprocess.run(
+        _toolmend("bench", *COMMON, "--runs-dir", str(tmp_path / "whole"), "--json", "--no-report", cwd=tmp_path),
+        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "CI": "1"}, timeout=300,
+    )  # fmt: skip
+    assert whole.returncode == 0, whole.stderr
+    assert resumed["metrics"] == json.loads(whole.stdout)["metrics"]
+
+
+def test_sigint_after_the_last_sample_still_writes_the_report(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(
+        _toolmend("bench", *COMMON, "--runs-dir", str(runs), cwd=tmp_path),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+    )  # fmt: skip
+    run = _wait_for_lines(runs, N, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    stderr = err.decode()
+    assert "Traceback" not in stderr
+    # The signal lands while the run closes or its report is written (or just after the end).
+    assert (run / "report.md").exists() and (run / "report.html").exists()
+    assert RunDir(run).results() is not None
+    if proc.returncode != 0:
+        assert proc.returncode == 130
+        assert "interrupted after the last sample" in stderr and "report" in stderr
+
+
+def test_an_interrupt_while_closing_a_finished_run_finishes_it(tmp_path: Path, data_dir: Path) -> None:
+    """Every sample recorded, no results yet (Ctrl-C while the run closed): finished and reported."""
+    from toolmend._bench import run_bench
+
+    result = run_bench(
+        "bfcl", "scripted", data=data_dir / "bfcl", categories=["simple_python"], limit=4, runs_dir=tmp_path
+    )
+    (result.run_dir / "results.json").unlink()
+    with pytest.raises(typer.Exit) as stop:
+        _after_interrupt(BenchInterrupted(result.run_dir, "bfcl"), no_report=False)
+    assert stop.value.exit_code == 130
+    results = RunDir(result.run_dir).results()
+    assert results is not None and results["n_samples"] == 4
+    assert (result.run_dir / "report.md").exists()
