@@ -29,7 +29,7 @@ SRC = ROOT / "src" / "toolmend"
 
 LAYERS: list[list[str]] = [
     ["_version", "_errors"],
-    ["_jsontext", "_shared", "_registry"],
+    ["_jsontext", "_shared", "_registry", "_http", "_kvcache"],
     ["_schema"],
     ["formats"],
     ["check", "compare", "env"],

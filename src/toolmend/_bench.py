@@ -42,6 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolmend._errors import ConfigError, DatasetError, ModelError, first_error
+from toolmend._http import ModelFailure
 from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
@@ -61,7 +62,6 @@ from toolmend.benchmarks._templates import with_prompt_template
 from toolmend.formats._calls import parse_calls
 from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models._cache import default_cache_dir
-from toolmend.models._retry import ModelFailure
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs._progress import Progress
 from toolmend.strategies._noisy import sample_tools
@@ -328,7 +328,7 @@ async def arun_bench(
     *,
     data: str | Path | None = None,
     limit: int | None = None,
-    max_connections: int = 16,
+    max_connections: int | None = None,
     seed: int | None = None,
     mode: Mode = "compat",
     base_url: str | None = None,
@@ -355,7 +355,7 @@ async def arun_bench(
         raise ConfigError("--retry-errors needs --resume RUN_DIR")
     if tool_mode not in ("prompt", "native"):
         raise ConfigError(f"--tool-mode must be prompt or native, got {tool_mode!r}")
-    if max_connections < 1:
+    if max_connections is not None and max_connections < 1:
         raise ConfigError(f"--max-connections must be at least 1, got {max_connections}")
     if samples < 1:
         raise ConfigError(f"--samples must be at least 1, got {samples}")
@@ -409,6 +409,9 @@ async def arun_bench(
     native = settings.tool_mode == "native"
     llm = _make_model(bench, model, native, cache, cache_root, max_connections, base_url, api_key_env,
                       max_retries, model_options)  # fmt: skip
+    if max_connections is None:
+        # The model's own default where it has a smaller one (an openai/ server on this machine).
+        max_connections = min(DEFAULT_CONNECTIONS, llm.max_connections)
     if run is None:
         # Connection settings of the session that created the run (a resume may use others);
         # never the key itself, only the name of the variable it came from.
@@ -461,6 +464,8 @@ async def arun_bench(
 
 
 _IN_PROCESS_SAMPLES = 256
+DEFAULT_CONNECTIONS = 16
+"""Samples in flight when ``max_connections`` is not given (fewer when the model's own default is)."""
 _INLINE_PARSE = 4096
 """Replies longer than this are scored and parsed in a worker thread, not on the event loop
 (short ones stay inline: a thread hop would cost more than the work)."""
@@ -486,7 +491,7 @@ def _make_model(
     native: bool,
     cache: bool,
     cache_root: Path,
-    max_connections: int,
+    max_connections: int | None,
     base_url: str | None,
     api_key_env: str | None,
     max_retries: int | None,
@@ -501,7 +506,7 @@ def _make_model(
             raise ConfigError(
                 f"unknown --model-option key(s) for scripted: {', '.join(sorted(options))}; it takes: delay"
             )
-        return _oracle(bench, delay, max_connections)
+        return _oracle(bench, delay, max_connections or DEFAULT_CONNECTIONS)
     if model.startswith("noisy/"):
         from toolmend.strategies._noisy import NOISY_OPTIONS, NoisyModel
 
@@ -510,7 +515,8 @@ def _make_model(
                             base_url, api_key_env, max_retries, options)  # fmt: skip
         return NoisyModel(inner, **noisy)
     if model.startswith("openai/"):
-        options.setdefault("max_connections", max_connections)
+        if max_connections is not None:
+            options.setdefault("max_connections", max_connections)
         options.setdefault("tool_mode", "native" if native else "prompt")
         if base_url is not None:
             options.setdefault("base_url", base_url)
@@ -688,7 +694,7 @@ def run_bench(
     *,
     data: str | Path | None = None,
     limit: int | None = None,
-    max_connections: int = 16,
+    max_connections: int | None = None,
     seed: int | None = None,
     mode: Mode = "compat",
     base_url: str | None = None,
@@ -716,7 +722,8 @@ def run_bench(
     object, e.g. with a custom similarity); ``model`` a model string, a
     :class:`~toolmend.models.Model`, or ``None`` for a suite's default model. ``data`` (default:
     the shared data or the suite's build for ``seed``), ``limit`` (the first N samples),
-    ``max_connections``, ``seed`` (sent with every generation, each epoch its own derived seed;
+    ``max_connections`` (``None``: 16, or the model's smaller default, 4 for an ``openai/`` server
+    on this machine), ``seed`` (sent with every generation, each epoch its own derived seed;
     ``None``, the default: no seed is sent and the data use ``DATA_SEED``), ``mode``
     (``compat``/``improved``), ``base_url``,
     ``api_key_env``, ``tool_mode`` (``prompt``/``native``), ``cache``, ``cache_dir``, ``resume`` (a

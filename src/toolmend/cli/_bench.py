@@ -96,8 +96,14 @@ def bench_command(
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N samples.", min=1)] = None,
     max_connections: Annotated[
-        int, typer.Option("--max-connections", help="Requests (and samples) in flight.", min=1)
-    ] = 16,
+        int | None,
+        typer.Option(
+            "--max-connections",
+            help="Requests (and samples) in flight (default: 16, or 4 for a server on this machine, "
+            "which often generates one answer at a time).",
+            min=1,
+        ),
+    ] = None,
     seed: Annotated[
         int | None,
         typer.Option(
