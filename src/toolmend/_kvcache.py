@@ -68,6 +68,8 @@ _CHECK_EVERY = 256
 """Writes between two checks of the file's size (a check is two PRAGMAs, but not free)."""
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _COLUMNS = ["key", "model", "created", "value"]
+_GET = "SELECT value FROM {t} WHERE key = ?"
+_PUT = "INSERT OR REPLACE INTO {t} (key, model, created, value) VALUES (?, ?, ?, ?)"
 
 
 @dataclass
@@ -115,6 +117,7 @@ class KVCache:
         self._pid = 0
         self._inode: int | None = None
         self._tables: set[str] = set()
+        self._sql: dict[tuple[str, str], str] = {}
         self._writes = 0
 
     # -- the connection --------------------------------------------------------------------
@@ -187,7 +190,6 @@ class KVCache:
             "(key TEXT PRIMARY KEY, model TEXT NOT NULL, created REAL NOT NULL, value BLOB NOT NULL)"
         )
         conn.execute(f"CREATE INDEX IF NOT EXISTS {namespace}_model ON {namespace}(model)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {namespace}_created ON {namespace}(created)")
         self._tables.add(namespace)
         return namespace
 
@@ -226,18 +228,38 @@ class KVCache:
         """Run one statement (``{t}`` is the namespace's table) under the lock; corruption found
         mid-run is recovered once."""
         with self._lock:
-            for attempt in (1, 2):
-                try:
-                    conn = self._connection()
-                    query = sql.format(t=self._table(conn, namespace)) if namespace is not None else sql
-                    cursor = conn.executemany(query, args) if many else conn.execute(query, tuple(args))
-                    return cursor.fetchall()
-                except sqlite3.DatabaseError as exc:
-                    if not _corrupt(exc) or attempt == 2:
-                        raise ConfigError(f"{self.label} {self.path}: {exc}") from exc
-                    self._drop()
-                    self._set_aside(exc)
-        raise AssertionError("unreachable")  # pragma: no cover
+            try:
+                return self._execute(namespace, sql, args, many)
+            except sqlite3.DatabaseError as exc:
+                if not _corrupt(exc):
+                    raise ConfigError(f"{self.label} {self.path}: {exc}") from exc
+                self._drop()
+                self._set_aside(exc)
+            try:
+                return self._execute(namespace, sql, args, many)
+            except sqlite3.DatabaseError as exc:
+                raise ConfigError(f"{self.label} {self.path}: {exc}") from exc
+
+    def _execute(self, namespace: str | None, sql: str, args: Iterable[object], many: bool) -> list[tuple]:
+        conn = self._connection()
+        query = sql
+        if namespace is not None:
+            if namespace not in self._tables:
+                self._table(conn, namespace)
+            query = self._sql.get((namespace, sql)) or self._sql.setdefault(
+                (namespace, sql), sql.format(t=namespace)
+            )
+        if not many:
+            return conn.execute(query, args).fetchall()  # type: ignore[arg-type]
+        conn.execute("BEGIN")
+        try:
+            conn.executemany(query, args)  # type: ignore[arg-type]
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return []
 
     # -- the map ---------------------------------------------------------------------------
 
@@ -248,7 +270,7 @@ class KVCache:
 
     def get(self, namespace: str, key: str) -> Value | None:
         """The value under ``key``, or ``None``."""
-        rows = self._run(namespace, "SELECT value FROM {t} WHERE key = ?", (key,))
+        rows = self._run(namespace, _GET, (key,))
         return rows[0][0] if rows else None
 
     def get_many(self, namespace: str, keys: Iterable[str]) -> dict[str, Value]:
@@ -266,17 +288,19 @@ class KVCache:
 
     def put(self, namespace: str, key: str, value: Value, *, model: str = "") -> None:
         """Store ``value`` under ``key`` (replacing what was there), made by ``model``."""
-        self.put_many(namespace, {key: value}, model=model)
+        self._run(namespace, _PUT, (key, model, time.time(), value))
+        self._wrote(namespace, 1)
 
     def put_many(self, namespace: str, items: Mapping[str, Value], *, model: str = "") -> None:
         """Store every ``key: value`` of ``items`` in one transaction."""
         if not items:
             return
         now = time.time()
-        rows = [(k, model, now, v) for k, v in items.items()]
-        self._run(namespace, "INSERT OR REPLACE INTO {t} (key, model, created, value) VALUES (?, ?, ?, ?)",
-                  rows, many=True)  # fmt: skip
-        self._writes += len(rows)
+        self._run(namespace, _PUT, [(k, model, now, v) for k, v in items.items()], many=True)
+        self._wrote(namespace, len(items))
+
+    def _wrote(self, namespace: str, n: int) -> None:
+        self._writes += n
         if self.max_bytes is not None and self._writes >= _CHECK_EVERY:
             self._writes = 0
             self._bound(namespace)
@@ -294,7 +318,9 @@ class KVCache:
             ((entries,),) = self._run(namespace, "SELECT COUNT(*) FROM {t}")
             if not entries:
                 return
-            self._run(namespace, "DELETE FROM {t} WHERE key IN (SELECT key FROM {t} ORDER BY created LIMIT ?)",
+            # Row ids grow with each write (a replaced entry gets a new one), so the lowest are
+            # the oldest: no index on ``created`` to keep up on every write.
+            self._run(namespace, "DELETE FROM {t} WHERE rowid IN (SELECT rowid FROM {t} ORDER BY rowid LIMIT ?)",
                       (max(1, entries // 10),))  # fmt: skip
 
     def namespaces(self) -> list[str]:
