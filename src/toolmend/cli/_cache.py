@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         out.print(f"cache: {root}")
         out.print(f"responses: {info.path}")
         out.print(f"entries: {info.entries}  size: {_size(info.size_bytes)}")
-        per_model = {name: {} for name in FILES}
+        per_model: dict[str, dict[str, int]] = {name: {} for name in FILES}
         per_model["responses"] = dict(info.models)
         for name in _OTHERS:
             path, found, why = _namespace(root, name)
