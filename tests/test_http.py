@@ -121,6 +121,12 @@ async def test_any_answer_resets_the_breaker() -> None:
     assert not breaker.open
     breaker.record(ConnectError("refused", url="u", reason="r"))
     assert breaker.open
+    # A time-out or a dropped connection says nothing either way: the count goes on.
+    other = Breaker("http://h/v1", threshold=2)
+    other.record(ConnectError("refused", url="u", reason="r"))
+    other.record(ModelError("timed out", retryable=True))
+    other.record(ConnectError("refused", url="u", reason="r"))
+    assert other.open
 
 
 def test_loopback_and_the_timeout_hint() -> None:

@@ -268,11 +268,13 @@ class Breaker:
             )
 
     def record(self, exc: BaseException | None) -> None:
-        """Count the outcome of one attempt (``None``: the server answered)."""
+        """Count the outcome of one attempt: ``None`` (an answer) or an :class:`HTTPStatusError`
+        resets the count, a :class:`ConnectError` adds to it; anything else (a time-out, a
+        dropped connection) says nothing about whether the server is still there."""
         if isinstance(exc, ConnectError):
             self.failures += 1
             self.reason = exc.reason
-        elif self.failures < self.threshold:
+        elif (exc is None or isinstance(exc, HTTPStatusError)) and self.failures < self.threshold:
             self.failures = 0
 
 

@@ -1,17 +1,17 @@
 """A server that dies: the OpenAI-compatible backend stops every request with one clear error
 naming the URL (its breaker), instead of retrying each sample against nothing; and an unusable
 ``Retry-After`` from a live one falls back to the backoff schedule. Real aiohttp servers on
-127.0.0.1, started and killed here."""
+127.0.0.1, started and killed here (SIGKILL, or a crash after a number of answers)."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from fake_openai_server import Reply
 
 from toolmend._errors import EndpointError, ModelError
@@ -23,57 +23,73 @@ from toolmend.models import OpenAIModel, RetryPolicy
 PATIENT = RetryPolicy(max_retries=50, initial_wait=0.001, max_wait=0.01, jitter=0.0)
 
 
+_SERVER = """
+import asyncio, os, sys
+from aiohttp import web
+
+lives = int(sys.argv[1])
+answered = 0
+
+async def chat(request):
+    global answered
+    body = await request.json()
+    answered += 1
+    text = body["model"] + ": " + body["messages"][-1]["content"]
+    response = web.json_response({
+        "id": "c", "object": "chat.completion", "model": body["model"],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    })
+    if lives and answered >= lives:
+        # Crash once this answer is out: the process ends, the kernel closes every socket.
+        await response.prepare(request)
+        await response.write_eof()
+        os._exit(0)
+    return response
+
+async def main():
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print("PORT", site._server.sockets[0].getsockname()[1], flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
 class ChatServer:
-    """An aiohttp chat-completions server in a thread; it dies (its socket closes) after
-    ``lives`` answers, or when :meth:`kill` is called."""
+    """An aiohttp chat-completions server in a process of its own: it crashes after ``lives``
+    answers, or when :meth:`kill` sends it SIGKILL, as a server that dies does (every socket
+    closed by the kernel, nothing listening afterwards)."""
 
-    def __init__(self, lives: int | None = None) -> None:
+    def __init__(self, lives: int = 0) -> None:
         self.lives = lives
-        self.answered = 0
         self.port = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    async def _chat(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        self.answered += 1
-        if self.lives is not None and self.answered >= self.lives:
-            asyncio.get_running_loop().call_soon(self._loop.stop)
-        text = f"{body['model']}: {body['messages'][-1]['content']}"
-        return web.json_response({
-            "id": "c", "object": "chat.completion", "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        })  # fmt: skip
-
-    async def _start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._ready.set()
-
-    def _run(self) -> None:
-        self._loop.run_until_complete(self._start())
-        self._loop.run_forever()
-        assert self._runner is not None
-        self._loop.run_until_complete(self._runner.cleanup())  # closes the listening socket
-        self._loop.close()
+        self._process: subprocess.Popen[str] | None = None
 
     def start(self) -> ChatServer:
-        self._thread.start()
-        assert self._ready.wait(10)
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, str(self.lives)], stdout=subprocess.PIPE, text=True
+        )
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        assert line.startswith("PORT "), line
+        self.port = int(line.split()[1])
         return self
 
     def kill(self) -> None:
-        if not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+        if self._process is not None:
+            self._process.wait(10)
+
+    @property
+    def exited(self) -> bool:
+        return self._process is not None and self._process.poll() is not None
 
     @property
     def base_url(self) -> str:
@@ -124,9 +140,9 @@ def test_a_bench_run_whose_server_dies_stops_with_one_error(data_dir: Path, tmp_
         with pytest.raises(EndpointError, match="stopped accepting connections"):
             run_bench("bfcl", model, data=data_dir / "bfcl", categories=["simple_python"], limit=8,
                       runs_dir=tmp_path / "runs", cache=False, progress=False)  # fmt: skip
+        assert server.exited  # it crashed on its own after two answers
     finally:
         server.kill()
-    assert server.answered == 2
     (run,) = (tmp_path / "runs").iterdir()
     records = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(records) == 2  # the answered samples are kept; no sample recorded as failed
