@@ -30,6 +30,7 @@ report is written by :func:`toolmend.reports.write_report` (the CLI does it afte
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
 import json
 import logging
@@ -630,9 +631,19 @@ def _make_solve(
         turn = 0
 
         failures: list[ModelFailure] = []
+        # Generations are recorded in the order they were asked for (epoch 0 first), whatever
+        # order their answers come back in: each takes its place among those already recorded.
+        asked = [0]
+        recorded: list[int] = []
+
+        def place(order: int) -> int:
+            at = bisect.bisect(recorded, order)
+            recorded.insert(at, order)
+            return at
 
         async def generate(messages: list[Message], *, epoch: int | None = None) -> str:
             nonlocal turn
+            order, asked[0] = asked[0], asked[0] + 1
             # Each of several generations of one prompt (an explicit epoch, e.g. Repair@N) gets its
             # own seed, so they are independent samples; turns of one episode keep the run seed.
             seed = config.seed if epoch is None else epoch_seed(config.seed, epoch)
@@ -648,12 +659,12 @@ def _make_solve(
                 # The server failed this request identically on every attempt: the model's answer
                 # caused it, so the generation counts as a failed one instead of being excluded.
                 failures.append(exc)
-                record.add_failure(exc, seed=seed)
+                record.add_failure(exc, seed=seed, at=place(order))
                 return ""
             # Native calls (malformed ones included) are kept as the benchmark read them, so a
             # report never shows an empty reply and shows the calls that were scored.
             reply = bench.reply_text(sample, out)
-            record.add_completion(out, output=reply, seed=seed)
+            record.add_completion(out, output=reply, seed=seed, at=place(order))
             return reply
 
         state = SolveState(sample=sample, benchmark=bench)
