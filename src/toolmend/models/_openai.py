@@ -52,7 +52,6 @@ from typing import Any
 import aiohttp
 
 from toolmend._errors import ConfigError, EndpointError, ModelError
-from toolmend._jsontext import dumpb, loads
 from toolmend._http import (
     Breaker,
     ConnectError,
@@ -64,6 +63,7 @@ from toolmend._http import (
     parse_retry_after,
     timeout_hint,
 )
+from toolmend._jsontext import dumpb, loads
 from toolmend.models._base import Completion, GenerateRequest, Model, ToolMode
 from toolmend.models._cache import ResponseCache
 from toolmend.models._openai_wire import (
