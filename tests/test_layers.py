@@ -29,7 +29,7 @@ SRC = ROOT / "src" / "toolmend"
 
 LAYERS: list[list[str]] = [
     ["_version", "_errors"],
-    ["_jsontext", "_shared", "_registry"],
+    ["_jsontext", "_shared", "_registry", "_http", "_kvcache"],
     ["_schema"],
     ["formats"],
     ["check", "compare", "env"],
@@ -295,7 +295,11 @@ def mentions(text: str) -> Finder:
 
     def find(tree: ast.AST) -> Iterator[int]:
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and text.lower() in node.value.lower():
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and text.lower() in node.value.lower()
+            ):
                 yield node.lineno
 
     return find
@@ -307,6 +311,45 @@ def any_of(*finders: Finder) -> Finder:
     def find(tree: ast.AST) -> Iterator[int]:
         for f in finders:
             yield from f(tree)
+
+    return find
+
+
+def constructs(*names: str) -> Finder:
+    """A call of ``name(...)`` or ``x.name(...)``: building one (naming the type in an annotation
+    is not)."""
+
+    def find(tree: ast.AST) -> Iterator[int]:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if called in names:
+                    yield node.lineno
+
+    return find
+
+
+def reads_header(pattern: str) -> Finder:
+    """A header read by name: ``h.get("Retry-After")``, ``h["retry-after-ms"]`` (``pattern`` is
+    a regular expression, matched whole and in any case)."""
+    rx = re.compile(pattern, re.IGNORECASE)
+
+    def find(tree: ast.AST) -> Iterator[int]:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "get", "getone", "getall"
+            ):  # fmt: skip
+                keys = node.args[:1]
+            elif isinstance(node, ast.Subscript):
+                keys = [node.slice]
+            else:
+                continue
+            if any(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) and rx.fullmatch(k.value)
+                for k in keys
+            ):
+                yield node.lineno
 
     return find
 
@@ -333,6 +376,21 @@ OWNERS: dict[str, Owner] = {
             "world/_grading.py": "the lines of a fact an answer must state",
             "cli/_serve.py": "the first line of an error message",
         },
+    ),
+    # One cache mechanism: WAL, corruption recovery, the size bound and `toolmend cache` hold
+    # only for files opened through _kvcache.KVCache.
+    "sqlite3": Owner("_kvcache.py", imports("sqlite3")),
+    # One session factory (pool, timeouts, certifi TLS): building a session or a connector
+    # anywhere else is a second HTTP stack.
+    "aiohttp.ClientSession": Owner("_http.py", constructs("ClientSession", "TCPConnector")),
+    # One Retry-After parser: reading the header or parsing an HTTP date anywhere else is a second
+    # one (the proxy's own turned "soon" into a 500 and waited forever on "NaN").
+    "Retry-After parsing": Owner(
+        "_http.py",
+        any_of(
+            reads_header(r"retry-after(-ms)?"),
+            constructs("parsedate_to_datetime", "parsedate", "parsedate_tz"),
+        ),
     ),
 }
 """Concern -> the one module allowed to hold it. A new concern is one entry: its owner, a finder
@@ -393,6 +451,35 @@ def test_a_concern_outside_its_owner_fails(tmp_path: Path) -> None:
         "pkg/retry.py:1: Retry-After belongs in owner.py only",
         "pkg/retry.py:2: ClientSession belongs in owner.py only",
         "pkg/writer.py:2: JSON-lines splitting belongs in owner.py only",
+    ]
+
+
+def test_the_http_and_cache_owners_catch_a_second_mechanism(tmp_path: Path) -> None:
+    src = _write(
+        tmp_path,
+        {
+            "_kvcache.py": "import sqlite3\n",
+            "_http.py": "import aiohttp\ns = aiohttp.ClientSession()\nh = {}\nh.get('retry-after')\n",
+            "cache.py": "from sqlite3 import connect\n",
+            "client.py": (
+                "import aiohttp, email.utils\n"
+                "x: aiohttp.ClientSession | None = None  # naming the type is fine\n"
+                "def f(h):\n"
+                "    s = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=4))\n"
+                "    a = h.get('Retry-After-Ms')\n"
+                "    b = h['retry-after']\n"
+                "    return email.utils.parsedate_to_datetime(a or b)\n"
+            ),
+            "env.py": "def f(body):\n    return body.get('retry_after_s')  # a tool's fault body, not a header\n",
+        },
+    )
+    owners = {k: OWNERS[k] for k in ("sqlite3", "aiohttp.ClientSession", "Retry-After parsing")}
+    assert owner_violations(src, owners) == [
+        "pkg/cache.py:1: sqlite3 belongs in _kvcache.py only",
+        "pkg/client.py:4: aiohttp.ClientSession belongs in _http.py only",
+        "pkg/client.py:5: Retry-After parsing belongs in _http.py only",
+        "pkg/client.py:6: Retry-After parsing belongs in _http.py only",
+        "pkg/client.py:7: Retry-After parsing belongs in _http.py only",
     ]
 
 

@@ -30,6 +30,7 @@ report is written by :func:`toolmend.reports.write_report` (the CLI does it afte
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
 import json
 import logging
@@ -50,6 +51,7 @@ from toolmend._errors import (
     ToolmendError,
     first_error,
 )
+from toolmend._http import ModelFailure
 from toolmend._registry import unknown_name
 from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
@@ -70,7 +72,6 @@ from toolmend.benchmarks._templates import with_prompt_template
 from toolmend.formats._calls import parse_calls
 from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models._cache import default_cache_dir
-from toolmend.models._retry import ModelFailure
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
 from toolmend.runs._redact import REDACTED
 from toolmend.strategies._noisy import sample_tools
@@ -167,8 +168,9 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
-    max_connections: int = 16
-    """Requests (and samples) in flight."""
+    max_connections: int | None = None
+    """Requests (and samples) in flight (``None``: 16, or the model's smaller default, 4 for an
+    ``openai/`` server on this machine)."""
     base_url: str | None = None
     api_key_env: str | None = None
     """The environment variable holding the API key (never the key)."""
@@ -421,8 +423,8 @@ def _request(model: str | Model | None, settings: BenchSettings | None, options:
             raise _unknown_option(key)
     if isinstance(model, str):
         given["model"] = model
-    for name in ("max_connections",):
-        _not_below(run, name, 1)
+    if run.get("max_connections") is not None:
+        _not_below(run, "max_connections", 1)
     _not_below(run, "max_retries", 0)
     if run.get("retry_errors") and run.get("resume") is None:
         raise OptionError("{} needs {}", "retry_errors", "resume")
@@ -650,7 +652,10 @@ async def _execute(
                 samples_list,
                 solve,
                 run,
-                max_samples=_samples_in_flight(llm, opts.max_connections),
+                # The model's own default where it has a smaller one (an openai/ server on this machine).
+                max_samples=_samples_in_flight(
+                    llm, opts.max_connections or min(DEFAULT_CONNECTIONS, llm.max_connections)
+                ),
                 retry_errors=opts.retry_errors,
                 progress=opts.progress if opts.progress is not None else False,
                 score_key=bench.headline,
@@ -669,6 +674,8 @@ async def _execute(
 
 
 _IN_PROCESS_SAMPLES = 256
+DEFAULT_CONNECTIONS = 16
+"""Samples in flight when ``max_connections`` is not given (fewer when the model's own default is)."""
 _INLINE_PARSE = 4096
 """Replies longer than this are scored and parsed in a worker thread, not on the event loop
 (short ones stay inline: a thread hop would cost more than the work)."""
@@ -739,7 +746,7 @@ def _build_model(
                 f"unknown {{}} key(s) for scripted: {', '.join(sorted(options))}; it takes: delay",
                 "model_options",
             )
-        return _oracle(bench, delay, opts.max_connections)
+        return _oracle(bench, delay, opts.max_connections or DEFAULT_CONNECTIONS)
     if model.startswith("noisy/"):
         from toolmend.strategies._noisy import NOISY_OPTIONS, NoisyModel
 
@@ -749,7 +756,8 @@ def _build_model(
         inner = _build_model(bench, model.removeprefix("noisy/"), native, opts, cache_root, options)
         return NoisyModel(inner, **noisy)
     if model.startswith("openai/"):
-        options.setdefault("max_connections", opts.max_connections)
+        if opts.max_connections is not None:
+            options.setdefault("max_connections", opts.max_connections)
         options.setdefault("tool_mode", "native" if native else "prompt")
         if opts.base_url is not None:
             options.setdefault("base_url", opts.base_url)
@@ -865,9 +873,19 @@ def _make_solve(
         turn = 0
 
         failures: list[ModelFailure] = []
+        # Generations are recorded in the order they were asked for (epoch 0 first), whatever
+        # order their answers come back in: each takes its place among those already recorded.
+        asked = [0]
+        recorded: list[int] = []
+
+        def place(order: int) -> int:
+            at = bisect.bisect(recorded, order)
+            recorded.insert(at, order)
+            return at
 
         async def generate(messages: list[Message], *, epoch: int | None = None) -> str:
             nonlocal turn
+            order, asked[0] = asked[0], asked[0] + 1
             # Each of several generations of one prompt (an explicit epoch, e.g. Repair@N) gets its
             # own seed, so they are independent samples; turns of one episode keep the run seed.
             seed = config.seed if epoch is None else epoch_seed(config.seed, epoch)
@@ -883,12 +901,12 @@ def _make_solve(
                 # The server failed this request identically on every attempt: the model's answer
                 # caused it, so the generation counts as a failed one instead of being excluded.
                 failures.append(exc)
-                record.add_failure(exc, seed=seed)
+                record.add_failure(exc, seed=seed, at=place(order))
                 return ""
             # Native calls (malformed ones included) are kept as the benchmark read them, so a
             # report never shows an empty reply and shows the calls that were scored.
             reply = bench.reply_text(sample, out)
-            record.add_completion(out, output=reply, seed=seed)
+            record.add_completion(out, output=reply, seed=seed, at=place(order))
             return reply
 
         state = SolveState(sample=sample, benchmark=bench)

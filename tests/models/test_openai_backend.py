@@ -340,7 +340,7 @@ async def test_assistant_tool_call_turns_carry_a_string_content() -> None:
 
 
 async def test_a_request_the_server_refuses_is_an_infrastructure_error_at_once(openai_server: Any) -> None:
-    from toolmend.models._retry import ModelFailure
+    from toolmend._http import ModelFailure
 
     message = "1 validation error for ChatCompletionRequest\nmessages.1.content\n  Input should be a valid string"
     body = json.dumps({"error": {"message": message, "type": "internal_server_error"}}).encode()

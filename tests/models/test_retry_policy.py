@@ -6,12 +6,11 @@ import email.utils
 import time
 
 import pytest
-from tenacity import RetryCallState
 
 from toolmend._errors import ModelError
+from toolmend._http import is_retryable, parse_retry_after, retry_wait
 from toolmend._schema import Message
 from toolmend.models import Completion, GenerateRequest, HTTPStatusError, Model, RetryPolicy
-from toolmend.models._retry import _WaitRetryAfter, parse_retry_after
 
 
 def test_parse_retry_after_forms() -> None:
@@ -28,31 +27,22 @@ def test_status_classification() -> None:
     assert not HTTPStatusError("x", status=400).retryable and not HTTPStatusError("x", status=404).retryable
 
 
-def _state(attempt: int, exc: BaseException) -> RetryCallState:
-    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-    state.attempt_number = attempt
-    state.set_exception((type(exc), exc, None))
-    return state
-
-
 def test_wait_uses_retry_after_capped_else_exponential_backoff() -> None:
-    wait = _WaitRetryAfter(RetryPolicy(initial_wait=0.5, max_wait=4, jitter=0.0))
-    assert wait(_state(1, HTTPStatusError("x", status=429, retry_after=2.0))) == 2.0
-    assert wait(_state(1, HTTPStatusError("x", status=429, retry_after=100.0))) == 4.0
-    assert [wait(_state(n, ModelError("t", retryable=True))) for n in (1, 2, 3, 4, 5)] == [
+    policy = RetryPolicy(initial_wait=0.5, max_wait=4, jitter=0.0)
+    assert retry_wait(policy, 1, HTTPStatusError("x", status=429, retry_after=2.0)) == 2.0
+    assert retry_wait(policy, 1, HTTPStatusError("x", status=429, retry_after=100.0)) == 4.0
+    assert [retry_wait(policy, n, ModelError("t", retryable=True)) for n in (1, 2, 3, 4, 5)] == [
         0.5,
         1.0,
         2.0,
         4.0,
         4.0,
     ]
-    jittered = _WaitRetryAfter(RetryPolicy(initial_wait=0.5, max_wait=60, jitter=1.0))
-    assert all(0.5 <= jittered(_state(1, ModelError("t", retryable=True))) <= 1.5 for _ in range(20))
+    jittered = RetryPolicy(initial_wait=0.5, max_wait=60, jitter=1.0)
+    assert all(0.5 <= retry_wait(jittered, 1, ModelError("t", retryable=True)) <= 1.5 for _ in range(20))
 
 
 def test_retry_wait_and_retryable_classification() -> None:
-    from toolmend.models._retry import is_retryable, retry_wait
-
     policy = RetryPolicy(initial_wait=0.25, max_wait=1.0, jitter=0.0)
     assert [retry_wait(policy, n) for n in (1, 2, 3, 4)] == [0.25, 0.5, 1.0, 1.0]
     assert retry_wait(policy, 3, HTTPStatusError("x", status=429, retry_after=0.0)) == 0.0

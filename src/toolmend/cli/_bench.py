@@ -148,8 +148,14 @@ def bench_command(
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N samples.", min=1)] = None,
     max_connections: Annotated[
-        int, typer.Option("--max-connections", help="Requests (and samples) in flight.", min=1)
-    ] = 16,
+        int | None,
+        typer.Option(
+            "--max-connections",
+            help="Requests (and samples) in flight (default: 16, or 4 for a server on this machine, "
+            "which often generates one answer at a time).",
+            min=1,
+        ),
+    ] = None,
     seed: Annotated[
         int | None,
         typer.Option(
@@ -272,7 +278,7 @@ def bench_command(
     # Flags given their default value are left out too, so that a resume does not see them as changes.
     flags: list[tuple[str, Any, Any]] = [
         ("mode", mode, "compat"), ("tool_mode", tool_mode, "prompt"), ("samples", samples, 1),
-        ("max_connections", max_connections, 16), ("retry_errors", retry_errors, False),
+        ("max_connections", max_connections, None), ("retry_errors", retry_errors, False),
         ("runs_dir", runs_dir, Path("runs")), ("cache", not no_cache, True),
     ]  # fmt: skip
     for key, value, default in flags:

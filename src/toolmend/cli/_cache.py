@@ -1,4 +1,5 @@
-"""``toolmend cache stats|clear``: inspect and empty the cache folder (responses, embeddings, suites).
+"""``toolmend cache stats|clear``: inspect and empty the cache folder: every namespace of
+:mod:`toolmend._kvcache` (responses, embeddings, checklists) and the built suites.
 
 The cache lives in ``--cache-dir``, else ``$TOOLMEND_CACHE_DIR``, else ``~/.cache/toolmend``.
 """
@@ -12,13 +13,15 @@ import typer
 from rich.table import Table
 
 from toolmend._errors import ToolmendError
+from toolmend._kvcache import FILES, KVCache, NamespaceStats
 from toolmend.cli._console import console, fail
 from toolmend.models._cache import ResponseCache, default_cache_dir
 
 __all__ = ["register"]
 
-# toolmend.compare._embed.DEFAULT_CACHE_FILE, not imported: that module loads numpy (seconds).
-_EMBEDDINGS = "embeddings.sqlite"
+_EMBEDDINGS = FILES["embeddings"]
+_OTHERS = [name for name in FILES if name != "responses"]
+"""The namespaces besides the responses, each in its file (``responses`` has its own lines)."""
 
 _DIR = typer.Option(
     None, "--cache-dir", help="Cache folder (default: $TOOLMEND_CACHE_DIR or ~/.cache/toolmend)."
@@ -38,12 +41,15 @@ def _folder(cache_dir: Path | None) -> Path:
     return Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
 
 
-def _parts(root: Path) -> dict[str, list[Path]]:
-    """What the cache folder holds besides the responses: embeddings and built suites."""
-    return {
-        "embeddings": sorted(root.glob(_EMBEDDINGS + "*")),
-        "suites": [root / "suites"] if (root / "suites").exists() else [],
-    }
+def _namespace(root: Path, name: str) -> tuple[Path, NamespaceStats | None, str]:
+    """The file of namespace ``name``, its stats (``None`` when absent or unreadable) and why not."""
+    path = root / FILES[name]
+    if not path.exists():
+        return path, None, ""
+    try:
+        return path, KVCache(path, recover=False).stats().get(name, NamespaceStats()), ""
+    except ToolmendError as exc:
+        return path, None, str(exc)
 
 
 def _bytes(paths: list[Path]) -> int:
@@ -60,7 +66,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("stats")
     def stats(cache_dir: Path | None = _DIR) -> None:
-        """Where the cache is: cached answers (per model), embeddings and built suites."""
+        """Where the cache is: cached answers, embeddings and checklists (per model), built suites."""
         root = _folder(cache_dir)
         if root.exists() and not root.is_dir():
             fail(f"the cache folder {root} is not a directory")
@@ -72,47 +78,72 @@ def register(app: typer.Typer) -> None:
         out.print(f"cache: {root}")
         out.print(f"responses: {info.path}")
         out.print(f"entries: {info.entries}  size: {_size(info.size_bytes)}")
-        for name, paths in _parts(root).items():
-            out.print(f"{name}: {_size(_bytes(paths))}" + (f" ({paths[0]})" if paths else ""))
-        if info.models:
-            table = Table("model", "entries")
-            for model, n in info.models.items():
-                table.add_row(model, str(n))
+        per_model: dict[str, dict[str, int]] = {name: {} for name in FILES}
+        per_model["responses"] = dict(info.models)
+        for name in _OTHERS:
+            path, found, why = _namespace(root, name)
+            files = sorted(root.glob(FILES[name] + "*"))
+            size = _size(_bytes(files))
+            if found is not None:
+                out.print(f"{name}: {size}, {found.entries} entries ({path})")
+                per_model[name] = dict(found.models)
+            elif why:
+                out.print(f"{name}: {size} ({path} cannot be read: {why})")
+            else:
+                out.print(f"{name}: {size}")
+        suites = root / "suites"
+        out.print(
+            f"suites: {_size(_bytes([suites] if suites.exists() else []))}"
+            + (f" ({suites})" if suites.exists() else "")
+        )
+        models = sorted({m for counts in per_model.values() for m in counts})
+        if models:
+            table = Table("model", *FILES)
+            for model in models:
+                table.add_row(model, *(str(per_model[name].get(model, 0)) for name in FILES))
             out.print(table)
 
     @group.command("clear")
     def clear(
         cache_dir: Path | None = _DIR,
         model: str | None = typer.Option(
-            None, "--model", help="Only this model's answers (e.g. openai/gpt-4o-mini)."
+            None, "--model", help="Only this model's entries (e.g. openai/gpt-4o-mini), in every namespace."
         ),
         yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     ) -> None:
-        """Delete cached answers (all, or one model's); without --model also embeddings and suites."""
+        """Delete cached entries (all, or one model's in every namespace); without --model also the suites."""
         root = _folder(cache_dir)
         if root.exists() and not root.is_dir():
             fail(f"the cache folder {root} is not a directory")
         cache = ResponseCache(root, recover=False)
         what = (
-            f"the cached answers of {model}"
+            f"the cached entries of {model}"
             if model
-            else f"every cached answer, embedding and suite in {root}"
+            else f"every cached answer, embedding, checklist and suite in {root}"
         )
         if not yes and not typer.confirm(f"Delete {what}?"):
             raise typer.Exit(1)
         try:
             deleted = cache.clear(model)
+            for name in _OTHERS:
+                path = root / FILES[name]
+                if model is not None and path.exists():
+                    deleted += KVCache(path, recover=False).clear(name, model=model)
+                elif model is None:
+                    deleted += KVCache(path, recover=False).clear()
         except ToolmendError as exc:
             fail(str(exc))
         console().print(f"deleted {deleted} entries")
         if model is None:
-            for name, paths in _parts(root).items():
-                for p in paths:
-                    if p.is_dir() and not p.is_symlink():
-                        shutil.rmtree(p)
-                    else:
-                        p.unlink(missing_ok=True)
-                if paths:
-                    console().print(f"deleted the {name}")
+            # Files set aside as corrupt go too, and the built suites.
+            for p in [p for name in FILES for p in root.glob(FILES[name] + "*")]:
+                p.unlink(missing_ok=True)
+            suites = root / "suites"
+            if suites.is_symlink() or suites.is_file():
+                suites.unlink()
+                console().print("deleted the suites")
+            elif suites.exists():
+                shutil.rmtree(suites)
+                console().print("deleted the suites")
 
     app.add_typer(group, name="cache")

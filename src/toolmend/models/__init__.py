@@ -7,9 +7,10 @@ transport retries.
 'scripted'
 
 See :mod:`toolmend.models._base` for the interface, :mod:`toolmend.models._providers` for the model
-strings, :mod:`toolmend.models._cache` for the cache and :mod:`toolmend.models._retry` for retries.
+strings, :mod:`toolmend.models._cache` for the cache and :mod:`toolmend._http` for transport retries.
 """
 
+from toolmend._http import HTTPStatusError, RetryPolicy
 from toolmend.models._base import (
     Completion,
     GenerateConfig,
@@ -25,7 +26,6 @@ from toolmend.models._fakes import ReplayModel, ScriptedModel
 from toolmend.models._openai import OpenAIModel
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 from toolmend.models._providers import MODELS, get_model, resolve_cache
-from toolmend.models._retry import HTTPStatusError, RetryPolicy
 from toolmend.models._tool_names import ToolNameMap
 
 __all__ = [

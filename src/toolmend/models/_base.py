@@ -24,9 +24,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend._errors import ModelError
+from toolmend._http import Breaker, ModelFailure, RetryPolicy, call_with_retries, is_deterministic
 from toolmend._schema import Message, Tool, ToolCall
 from toolmend.models._cache import ResponseCache, cache_key
-from toolmend.models._retry import ModelFailure, RetryPolicy, is_deterministic, retry_wait
 
 __all__ = [
     "Completion",
@@ -164,6 +164,9 @@ class Model(ABC):
         self.cache = cache if self.cacheable else None
         self.max_connections = max_connections
         self.retry = retry or RetryPolicy()
+        self.breaker: Breaker | None = None
+        """Shared by every request of this model; a backend that talks to a server sets it, so
+        that a server that stopped accepting connections stops the run (see :class:`~toolmend._http.Breaker`)."""
         self._slots: asyncio.Semaphore | None = None
         self._slots_loop: asyncio.AbstractEventLoop | None = None
 
@@ -224,32 +227,31 @@ class Model(ABC):
         return cache_key(self.cache_identity(), payload)
 
     async def _attempts(self, request: GenerateRequest) -> Completion:
-        # The schedule of retry.retrying(), as a plain loop: the happy path is one attempt and
-        # should cost nothing else (see retry.retrying for the figure).
         errors: list[ModelError] = []
         slots = self._semaphore()
-        while True:
-            try:
-                async with slots:
-                    start = time.perf_counter()
-                    completion = await self._generate(request)
-                    latency = time.perf_counter() - start
-            except ModelError as exc:
-                errors.append(exc)
-                if not exc.retryable or len(errors) > self.retry.max_retries:
-                    failure = self._give_up(exc, errors)
-                    if failure is exc:
-                        raise
-                    raise failure from exc
-                await asyncio.sleep(retry_wait(self.retry, len(errors), exc))
-                continue
-            return completion.model_copy(
-                update={
-                    "latency_s": completion.latency_s or latency,
-                    "retries": len(errors),
-                    "model": completion.model or self.name,
-                }
-            )
+        timing = [0.0]
+
+        async def attempt() -> Completion:
+            async with slots:
+                start = time.perf_counter()
+                completion = await self._generate(request)
+                timing[0] = time.perf_counter() - start
+            return completion
+
+        try:
+            completion = await call_with_retries(attempt, self.retry, errors, breaker=self.breaker)
+        except ModelError as exc:
+            failure = self._give_up(exc, errors)
+            if failure is exc:
+                raise
+            raise failure from exc
+        return completion.model_copy(
+            update={
+                "latency_s": completion.latency_s or timing[0],
+                "retries": len(errors),
+                "model": completion.model or self.name,
+            }
+        )
 
     @staticmethod
     def _give_up(exc: ModelError, errors: list[ModelError]) -> ModelError:

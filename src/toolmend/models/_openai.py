@@ -6,7 +6,12 @@ hosted APIs)::
     model = OpenAIModel("Qwen/Qwen3-8B", base_url="http://localhost:8000/v1", max_connections=64)
     model = OpenAIModel("gpt-4o-mini")  # key from $OPENAI_API_KEY, base URL from $OPENAI_BASE_URL
 
-One connection pool per model, sized by ``max_connections``; ``$HTTPS_PROXY``/``$HTTP_PROXY`` and
+One connection pool per model, sized by ``max_connections`` (default 16, or 4 when the base URL
+is on this machine, where servers often generate one answer at a time: see
+:data:`LOCAL_CONNECTIONS`); a time-out from a local server says how to send fewer at once. A
+server that answered and then refuses :data:`BREAKER_THRESHOLD` connections in a row stops every
+request with an :class:`~toolmend.EndpointError` naming it, instead of each being retried.
+``$HTTPS_PROXY``/``$HTTP_PROXY`` and
 ``$NO_PROXY`` are honoured (read when the pool opens). The API key is read from the
 argument, else from the environment variable ``api_key_env``; it is never part of the cache key.
 Credentials in the base URL (``http://user:pass@host/v1``, a proxy with basic auth) are sent as
@@ -39,16 +44,25 @@ import errno
 import hashlib
 import os
 import socket
-import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-import certifi
 
 from toolmend._errors import ConfigError, EndpointError, ModelError
+from toolmend._http import (
+    Breaker,
+    ConnectError,
+    HTTPStatusError,
+    RetryPolicy,
+    client_session,
+    client_timeout,
+    is_loopback,
+    parse_retry_after,
+    timeout_hint,
+)
 from toolmend._jsontext import dumpb, loads
 from toolmend.models._base import Completion, GenerateRequest, Model, ToolMode
 from toolmend.models._cache import ResponseCache
@@ -60,7 +74,6 @@ from toolmend.models._openai_wire import (
     prompt_text,
     request_rejection,
 )
-from toolmend.models._retry import HTTPStatusError, RetryPolicy, parse_retry_after
 from toolmend.models._tool_names import ToolNameMap
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TEMPERATURE", "OpenAIModel"]
@@ -72,6 +85,17 @@ DEFAULT_TEMPERATURE = 0.0
 """``temperature`` sent when a request sets none: greedy, so that a run can be repeated."""
 
 _OPENAI_URL = "https://api.openai.com/v1"
+
+REMOTE_CONNECTIONS = 16
+"""Requests in flight by default against a server on another machine."""
+LOCAL_CONNECTIONS = 4
+"""Requests in flight by default against a server on this machine (a loopback base URL): local
+servers often run one generation (llama-cpp-python) or a few slots (llama.cpp, Ollama) and queue
+the rest, and a queued request can wait past the timeout while the server still generates for it.
+Pass ``max_connections`` (``--max-connections``) to use more, for vLLM or SGLang say."""
+BREAKER_THRESHOLD = 4
+"""Connections refused in a row, over all requests, after which a server that had answered counts
+as gone and the run stops (:class:`~toolmend._http.Breaker`)."""
 _JSON = {"Content-Type": "application/json"}
 
 
@@ -112,7 +136,7 @@ class OpenAIModel(Model):
         tool_mode: ToolMode = "native",
         tool_prompt: str = DEFAULT_TOOL_PROMPT,
         timeout: float = 120.0,
-        max_connections: int = 16,
+        max_connections: int | None = None,
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
         headers: dict[str, str] | None = None,
@@ -127,13 +151,16 @@ class OpenAIModel(Model):
             raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
         explicit_env = api_key_env is not None
         api_key_env = api_key_env or "OPENAI_API_KEY"
+        base = (base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL).rstrip("/")
+        if max_connections is None:
+            max_connections = LOCAL_CONNECTIONS if is_loopback(base) else REMOTE_CONNECTIONS
         super().__init__(f"openai/{model}", cache=cache, max_connections=max_connections, retry=retry)
         if tool_mode not in ("native", "prompt"):
             raise ConfigError(f"tool_mode must be 'native' or 'prompt', got {tool_mode!r}")
         if "{tools}" not in tool_prompt:
             raise ConfigError("tool_prompt must contain the placeholder {tools}")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL).rstrip("/")
+        self.base_url = base
         try:
             parts = urllib.parse.urlsplit(self.base_url)
             valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
@@ -188,8 +215,10 @@ class OpenAIModel(Model):
         self._http_loop: asyncio.AbstractEventLoop | None = None
         self._proxy: str | None = None
         # Until the server has answered once, a refused connection or a 404 means a wrong
-        # --base-url rather than a passing outage: the run stops instead of retrying.
+        # --base-url rather than a passing outage: the run stops instead of retrying. Once it has,
+        # the breaker stops the run when it refuses connections again and again (it died).
         self._reached = False
+        self.breaker = Breaker(_redact_url(self.base_url), threshold=BREAKER_THRESHOLD)
 
     def cache_identity(self) -> dict[str, Any]:
         identity: dict[str, Any] = {
@@ -230,19 +259,12 @@ class OpenAIModel(Model):
                 # A session left behind by an earlier asyncio.run(): its sockets died with that loop;
                 # closing it here only marks it closed, so that it does not warn when collected.
                 await stale.close()
-            # One pool of max_connections (aiohttp's pool is O(1) per request, unlike httpcore's
-            # scan over every pooled connection); the semaphore in Model bounds the attempts, so
-            # no request ever waits for a pool slot and the connect timeout is the socket's own.
-            connector = aiohttp.TCPConnector(
+            # One pool of max_connections; the semaphore in Model bounds the attempts, so no
+            # request ever waits for a pool slot and the connect timeout is the socket's own.
+            self._http = client_session(
                 limit=self.max_connections,
-                ssl=ssl.create_default_context(cafile=certifi.where()),
-            )
-            self._http = aiohttp.ClientSession(
-                connector=connector,
                 headers={**_JSON, **self._headers},
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=min(self.timeout, 30.0), sock_read=self.timeout
-                ),
+                timeout=client_timeout(total=None, connect=min(self.timeout, 30.0), read=self.timeout),
             )
             self._http_loop = loop
             self._proxy = _env_proxy(self.base_url)
@@ -255,16 +277,21 @@ class OpenAIModel(Model):
             async with session.post(url, data=data, proxy=self._proxy) as response:
                 return response.status, response.headers, await response.read()
         except TimeoutError as exc:
+            hint = timeout_hint(url, connections=self.max_connections)
             raise ModelError(
-                f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__})", retryable=True
+                f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__}){hint}", retryable=True
             ) from exc
         except aiohttp.InvalidURL as exc:
             raise EndpointError(url, f"not a valid URL ({exc})") from exc
         except (aiohttp.ClientConnectorError, aiohttp.ClientSSLError) as exc:
             if not self._reached:
                 raise EndpointError(url, f"cannot connect ({_reason(exc)}); check --base-url") from exc
-            raise ModelError(
-                f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
+            if isinstance(exc, aiohttp.ClientSSLError):
+                raise ModelError(
+                    f"{url}: connection failed ({type(exc).__name__}: {exc})", retryable=True
+                ) from exc
+            raise ConnectError(
+                f"{url}: connection failed ({_reason(exc)})", url=url, reason=_reason(exc)
             ) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise ModelError(

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from toolmend._errors import ConfigError
+from toolmend._http import RetryPolicy
 from toolmend._registry import Registry
 from toolmend.models._base import Model
 from toolmend.models._cache import ResponseCache
-from toolmend.models._retry import RetryPolicy
 
 __all__ = ["MODELS", "ModelFactory", "get_model", "resolve_cache"]
 

@@ -88,11 +88,12 @@ class SampleRecord(BaseModel):
     events: list[dict[str, Any]] = Field(default_factory=list)
     """What inference-time strategies did on this sample (``SolveState.events``), in order."""
 
-    def add_failure(self, exc: ModelError, *, seed: int | None = None) -> None:
+    def add_failure(self, exc: ModelError, *, seed: int | None = None, at: int | None = None) -> None:
         """Account for a request that failed on every attempt (a model failure keeps the sample
-        scored: its output is recorded as empty)."""
-        self.outputs.append("")
-        self.seeds.append(seed)
+        scored: its output is recorded as empty); ``at`` as in :meth:`add_completion`."""
+        place = len(self.outputs) if at is None else at
+        self.outputs.insert(place, "")
+        self.seeds.insert(place, seed)
         self.attempts += exc.attempts
         self.retries += max(0, exc.attempts - 1)
 
@@ -110,12 +111,19 @@ class SampleRecord(BaseModel):
         return self.error is None
 
     def add_completion(
-        self, completion: Completion, *, output: str | None = None, seed: int | None = None
+        self,
+        completion: Completion,
+        *,
+        output: str | None = None,
+        seed: int | None = None,
+        at: int | None = None,
     ) -> None:
         """Account for one completion: its output (``output`` when the scored text differs from
-        the completion's text), seed, tokens (unless cached), retries and latency."""
-        self.outputs.append(completion.text if output is None else output)
-        self.seeds.append(seed)
+        the completion's text), seed, tokens (unless cached), retries and latency. ``at`` puts
+        output and seed at that place instead of last (generations that finish out of order)."""
+        place = len(self.outputs) if at is None else at
+        self.outputs.insert(place, completion.text if output is None else output)
+        self.seeds.insert(place, seed)
         self.requests += 1
         self.retries += completion.retries
         if completion.cached:

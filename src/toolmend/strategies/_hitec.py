@@ -4,7 +4,7 @@ first request, then a second, checklist-guided round with a local checklist per 
 The local checklist is derived from the tool's schema, deterministically: required parameters,
 types, enums, ranges, formats, and near-miss names (tools and parameters that are easy to
 confuse). Optionally a model writes one per tool too (HiTEC Appendix A's idea, in our words),
-generated once per tool schema and cached in SQLite under the schema's hash.
+generated once per tool schema and cached on disk under the schema's hash.
 
 The wording is toolmend's; pass ``global_template`` / ``review_template`` (``{checklist}`` is
 filled in) to use your own.
@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz
 
+from toolmend._kvcache import FILES, KVCache
 from toolmend._schema import Message, Tool
 from toolmend.models._base import Model
 from toolmend.models._cache import default_cache_dir
@@ -40,6 +39,8 @@ from toolmend.strategies._base import Generate, SolveState
 from toolmend.strategies._reply import read_reply, reply_format
 
 __all__ = ["GLOBAL_CHECKLIST", "ChecklistCache", "HitecICL", "local_checklist", "schema_hash"]
+
+_NAMESPACE = "checklists"
 
 GLOBAL_CHECKLIST = """Before you answer, check your tool calls against this list:
 1. Tool name: call only tools from the list, spelled exactly as given.
@@ -126,32 +127,22 @@ def local_checklist(tool: Tool, tools: Sequence[Tool]) -> str:
 
 
 class ChecklistCache:
-    """Model-written checklists in SQLite, keyed by (schema hash, writer)."""
+    """Model-written checklists on disk (a :class:`~toolmend._kvcache.KVCache`, namespace
+    ``checklists``), keyed by (schema hash, writer)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else default_cache_dir() / "hitec_checklists.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS checklists (schema TEXT, writer TEXT, text TEXT, PRIMARY KEY (schema, writer))"
-            )
-
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+        self.path = Path(path) if path is not None else default_cache_dir() / FILES[_NAMESPACE]
+        self._kv = KVCache(self.path, label="checklist cache")
+        self._kv.ensure(_NAMESPACE)
 
     def get(self, schema: str, writer: str) -> str | None:
         """The cached checklist, if any."""
-        with self._lock, self._connect() as db:
-            row = db.execute(
-                "SELECT text FROM checklists WHERE schema=? AND writer=?", (schema, writer)
-            ).fetchone()
-        return None if row is None else str(row[0])
+        value = self._kv.get(_NAMESPACE, f"{schema}:{writer}")
+        return None if value is None else str(value)
 
     def put(self, schema: str, writer: str, text: str) -> None:
         """Store a checklist (replacing one of the same key)."""
-        with self._lock, self._connect() as db:
-            db.execute("INSERT OR REPLACE INTO checklists VALUES (?, ?, ?)", (schema, writer, text))
+        self._kv.put(_NAMESPACE, f"{schema}:{writer}", text, model=writer)
 
 
 class HitecICL:
