@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -161,6 +162,27 @@ class PatternError(ValueError):
     """A pattern toolmend does not run: not a regular expression, or one needing backtracking."""
 
 
+# ECMA-262's long Unicode property names (``\p{Letter}``) → the short ones RE2 knows.
+_CATEGORIES = {
+    "Letter": "L", "Cased_Letter": "L", "Uppercase_Letter": "Lu", "Lowercase_Letter": "Ll",
+    "Titlecase_Letter": "Lt", "Modifier_Letter": "Lm", "Other_Letter": "Lo", "Mark": "M",
+    "Combining_Mark": "M", "Nonspacing_Mark": "Mn", "Spacing_Mark": "Mc", "Enclosing_Mark": "Me",
+    "Number": "N", "Decimal_Number": "Nd", "digit": "Nd", "Letter_Number": "Nl", "Other_Number": "No",
+    "Punctuation": "P", "punct": "P", "Connector_Punctuation": "Pc", "Dash_Punctuation": "Pd",
+    "Open_Punctuation": "Ps", "Close_Punctuation": "Pe", "Initial_Punctuation": "Pi",
+    "Final_Punctuation": "Pf", "Other_Punctuation": "Po", "Symbol": "S", "Math_Symbol": "Sm",
+    "Currency_Symbol": "Sc", "Modifier_Symbol": "Sk", "Other_Symbol": "So", "Separator": "Z",
+    "Space_Separator": "Zs", "Line_Separator": "Zl", "Paragraph_Separator": "Zp", "Other": "C",
+    "Control": "Cc", "cntrl": "Cc", "Format": "Cf", "Surrogate": "Cs", "Private_Use": "Co",
+    "Unassigned": "Cn",
+}  # fmt: skip
+_PROPERTY = re.compile(r"(?<!\\)((?:\\\\)*)\\([pP])\{(?:(?:General_Category|gc|Script|sc|Script_Extensions|scx)=)?([A-Za-z_]+)\}")
+
+
+def _short_properties(pattern: str) -> str:
+    return _PROPERTY.sub(lambda m: f"{m[1]}\\{m[2]}{{{_CATEGORIES.get(m[3], m[3])}}}", pattern)
+
+
 @lru_cache(maxsize=8192)
 def regex(pattern: str) -> Any:
     """``pattern`` compiled by RE2, whose matching time is linear in the text.
@@ -174,7 +196,7 @@ def regex(pattern: str) -> Any:
     True
     """
     try:
-        return re2.compile(pattern, options=_RE2_OPTIONS)
+        return re2.compile(_short_properties(pattern) if "\\p{" in pattern or "\\P{" in pattern else pattern, options=_RE2_OPTIONS)
     except re2.error as exc:
         reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         if "perl operator" in reason or "escape sequence: \\" in reason and reason[-1:].isdigit():
@@ -314,8 +336,12 @@ def _unique(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator
             seen.add(key)
 
 
-def _evaluated(validator: Any, instance: Mapping[str, Any], schema: Any) -> set[str]:
-    """The keys of ``instance`` that ``schema`` evaluates (JSON Schema's annotation rules)."""
+def _evaluated(validator: Any, instance: Mapping[str, Any], schema: Any, *, tested: bool = False) -> set[str]:
+    """The keys of ``instance`` that ``schema`` evaluates (JSON Schema's annotation rules).
+
+    ``tested``: a key that an ``if`` names counts even when the ``if`` fails (toolmend's
+    closing rule: the tool plainly knows a key its schema tests for).
+    """
     if not isinstance(schema, Mapping):
         return set()
     keys: set[str] = set()
@@ -324,7 +350,7 @@ def _evaluated(validator: Any, instance: Mapping[str, Any], schema: Any) -> set[
         if isinstance(ref, str):
             resolved = validator._resolver.lookup(ref)
             sub = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
-            keys |= _evaluated(sub, instance, resolved.contents)
+            keys |= _evaluated(sub, instance, resolved.contents, tested=tested)
     props = schema.get("properties")
     if isinstance(props, Mapping):
         keys.update(k for k in instance if k in props)
@@ -341,16 +367,20 @@ def _evaluated(validator: Any, instance: Mapping[str, Any], schema: Any) -> set[
         if isinstance(deps, Mapping):
             for key, sub in deps.items():
                 if key in instance and isinstance(sub, Mapping):
-                    keys |= _evaluated(validator, instance, sub)
+                    keys |= _evaluated(validator, instance, sub, tested=tested)
     for keyword in ("allOf", "anyOf", "oneOf"):
         for sub in schema.get(keyword) or ():
             if validator.evolve(schema=sub).is_valid(instance):
-                keys |= _evaluated(validator, instance, sub)
+                keys |= _evaluated(validator, instance, sub, tested=tested)
     if "if" in schema:
-        if validator.evolve(schema=schema["if"]).is_valid(instance):
-            keys |= _evaluated(validator, instance, schema["if"]) | _evaluated(validator, instance, schema.get("then"))
+        condition = schema["if"]
+        if validator.evolve(schema=condition).is_valid(instance):
+            keys |= _evaluated(validator, instance, condition, tested=tested)
+            keys |= _evaluated(validator, instance, schema.get("then"), tested=tested)
         else:
-            keys |= _evaluated(validator, instance, schema.get("else"))
+            if tested and isinstance(condition, Mapping) and isinstance(condition.get("properties"), Mapping):
+                keys.update(k for k in instance if k in condition["properties"])
+            keys |= _evaluated(validator, instance, schema.get("else"), tested=tested)
     return keys
 
 
@@ -368,7 +398,7 @@ def _unevaluated(validator: Any, extra: Any, instance: Any, schema: Any) -> Iter
 
 def _closed(validator: Any, declared: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
     if isinstance(instance, Mapping):
-        seen = _evaluated(validator, instance, schema)
+        seen = _evaluated(validator, instance, schema, tested=True)
         yield from _unexpected([k for k in instance if k not in seen], declared)
 
 
@@ -594,7 +624,9 @@ def _graph(tool: str, schema: dict[str, Any], dialect: str) -> _Graph:
             if not isinstance(ref, str):
                 continue
             any_ref = True
-            uri = urljoin(base, ref)
+            # As referencing reads it: a bare fragment belongs to the current resource (urljoin
+            # would drop a "urn:" base).
+            uri = base + ref if ref.startswith("#") else urljoin(base, ref)
             try:
                 target = resolver.lookup(uri).contents
             except (Unresolvable, Unretrievable, ValueError, TypeError, LookupError):
@@ -731,12 +763,30 @@ def _prepare(schema: dict[str, Any], graph: _Graph, old_refs: bool) -> None:
     slots: list[Any] = []
     for node_id in safe:
         slots.extend(sub for key, sub in graph.inside[node_id] if key in _VALUE_SLOTS)
+    # Two schemas for one value (``properties`` naming a key twice, in a schema and in its
+    # ``anyOf`` branch) each see only their own keys: neither closes.
+    shared: set[int] = set()
+    for node_id in safe:
+        parts = _closure(graph.nodes[node_id], graph) or []
+        if len(parts) > 1:
+            by_place: dict[Any, list[int]] = {}
+            for part in parts:
+                for key, sub in graph.inside[id(part)]:
+                    place: Any = key if key not in ("properties", "prefixItems") else None
+                    if key == "properties":
+                        place = ("p", next(k for k, v in part["properties"].items() if v is sub))
+                    elif key in ("prefixItems", "additionalItems", "unevaluatedItems", "contains"):
+                        place = "items"
+                    by_place.setdefault(place, []).append(id(sub))
+            shared.update(i for ids in by_place.values() if len(ids) > 1 for i in ids)
     for node_id in starts & safe:
         node = graph.nodes[node_id]
-        if node_id in targets or "additionalProperties" in node or "unevaluatedProperties" in node:
+        if node_id in targets or node_id in shared or "additionalProperties" in node or "unevaluatedProperties" in node:
             continue
         parts = _closure(node, graph)
-        if parts is None:
+        # Where a dynamic reference decides which schema applies, the keys it declares are
+        # known only while validating: such an object stays open.
+        if parts is None or any(k in part for part in parts for k in ("$dynamicRef", "$recursiveRef")):
             continue
         declared = [k for part in parts if isinstance(part.get("properties"), dict) for k in part["properties"]]
         # The tool's own parameter list closes even when it declares none (``"properties": {}``:
