@@ -158,19 +158,22 @@ class _Writer:
         if schema is False or not isinstance(schema, dict):
             out.append(f"{pad}return False")
             return
+        # Draft 4: a boolean exclusiveMaximum is part of "maximum" (and no keyword of its own).
+        legacy_bounds = any(isinstance(schema.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum"))
+        whole = schema  # what the validator is handed, when it decides
         if self.old_refs and "$ref" in schema:
             schema = {"$ref": schema["$ref"]}  # drafts 4 to 7 ignore every keyword beside "$ref"
         elif self.dialect != LATEST:
             # A keyword of a later draft (``const`` in draft 4, ``prefixItems`` before
             # 2020-12) is no keyword of this one: the validator ignores it, so must this test.
-            schema = {k: v for k, v in schema.items() if k in self.known}
+            schema = {k: v for k, v in schema.items() if k in self.known or k not in _WRITTEN}
         if (
             any(k in self.asserting and k not in _WRITTEN for k in schema)
             or (isinstance(schema.get("$ref"), str) and not schema["$ref"].startswith("#/"))
             or isinstance(schema.get("items"), list)  # tuple items (drafts before 2020-12)
-            or any(isinstance(schema.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum"))  # draft 4
+            or legacy_bounds
         ):
-            sub = self.name("v", self.validator.evolve(schema=schema).is_valid)
+            sub = self.name("v", self.validator.evolve(schema=whole).is_valid)
             out.append(f"{pad}if not (_plain({var}) and {sub}({var})): return False")
             return
         types = schema.get("type")

@@ -369,9 +369,18 @@ def _evaluated(validator: Any, instance: Mapping[str, Any], schema: Any, *, test
                 if key in instance and isinstance(sub, Mapping):
                     keys |= _evaluated(validator, instance, sub, tested=tested)
     for keyword in ("allOf", "anyOf", "oneOf"):
-        for sub in schema.get(keyword) or ():
-            if validator.evolve(schema=sub).is_valid(instance):
-                keys |= _evaluated(validator, instance, sub, tested=tested)
+        parts = [
+            sub
+            for sub in schema.get(keyword) or ()
+            # Under toolmend's rule every part of an allOf declares its keys: a part that fails
+            # reports its own finding.
+            if (tested and keyword == "allOf") or validator.evolve(schema=sub).is_valid(instance)
+        ]
+        if tested and not parts and keyword != "allOf" and schema.get(keyword):
+            # No branch fits: that is the finding; the keys the branches take are not extra.
+            parts = list(schema[keyword])
+        for sub in parts:
+            keys |= _evaluated(validator, instance, sub, tested=tested)
     if "if" in schema:
         condition = schema["if"]
         if validator.evolve(schema=condition).is_valid(instance):
