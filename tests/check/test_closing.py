@@ -22,7 +22,10 @@ from toolmend.check._spec import compile_parameters
 
 
 def _codes(params: dict[str, Any], args: dict[str, Any]) -> list[str]:
-    return [f.code for f in Checker([{"name": "f", "parameters": params}]).check_call(ToolCall(name="f", arguments=args))]
+    return [
+        f.code
+        for f in Checker([{"name": "f", "parameters": params}]).check_call(ToolCall(name="f", arguments=args))
+    ]
 
 
 A = {"properties": {"a": {"type": "integer"}}}
@@ -58,7 +61,10 @@ def test_a_schema_that_opens_itself_keeps_its_own_rule() -> None:
 def test_a_closed_branch_never_lets_an_invalid_call_through() -> None:
     # Both branches fit {"a": 1, "b": 1}, so oneOf refuses it; closing the first would have
     # made only the second fit.
-    one_of = {"type": "object", "oneOf": [A, {"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}]}
+    one_of = {
+        "type": "object",
+        "oneOf": [A, {"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}],
+    }
     assert not Draft202012Validator(one_of).is_valid({"a": 1, "b": 1})
     assert _codes(one_of, {"a": 1, "b": 1}) == ["invalid_value"]
     # "not" refuses what its schema takes; closing that schema would have let "z" through.
@@ -71,13 +77,18 @@ def test_a_closed_branch_never_lets_an_invalid_call_through() -> None:
 
 
 def test_an_empty_default_is_no_empty_value() -> None:
-    params = {"type": "object", "properties": {"q": {"type": "string", "default": ""}, "r": {"type": "string"}}}
+    params = {
+        "type": "object",
+        "properties": {"q": {"type": "string", "default": ""}, "r": {"type": "string"}},
+    }
     assert _codes(params, {"q": ""}) == []
     assert _codes(params, {"r": ""}) == ["empty_value"]
 
 
 KEYS = ["a", "b", "c"]
-LEAF = st.sampled_from([{}, {"type": "integer"}, {"type": "string"}, {"type": "string", "minLength": 1}, {"enum": [1, "x"]}])
+LEAF = st.sampled_from(
+    [{}, {"type": "integer"}, {"type": "string"}, {"type": "string", "minLength": 1}, {"enum": [1, "x"]}]
+)
 # No null: toolmend reads null for an optional key as leaving it out (a listed rule, the one
 # that admits what JSON Schema refuses: docs/checker.md).
 VALUES = st.dictionaries(st.sampled_from([*KEYS, "z"]), st.sampled_from([0, 1, "", "x", [1]]), max_size=4)

@@ -36,7 +36,13 @@ def _codes(spec: Any, args: dict[str, Any], name: str = "weather") -> list[str]:
     [
         {"name": "weather", "description": "d", "inputSchema": PARAMS},  # MCP tools/list
         {"name": "weather", "description": "d", "input_schema": PARAMS},  # Anthropic
-        {"type": "function", "name": "weather", "description": "d", "parameters": PARAMS, "strict": False},  # Responses
+        {
+            "type": "function",
+            "name": "weather",
+            "description": "d",
+            "parameters": PARAMS,
+            "strict": False,
+        },  # Responses
         {"type": "function", "function": {"name": "weather", "parameters": PARAMS}},  # Chat Completions
         {"toolSpec": {"name": "weather", "inputSchema": {"json": PARAMS}}},  # Bedrock Converse
     ],
@@ -95,7 +101,9 @@ def test_pydantic_and_openai_and_langchain_specs() -> None:
         assert _codes(spec, {**good, "pet": {"kind": "dog", "barks": True, "meows": 1}}, name) == [
             "redundant_parameter"
         ], spec
-        assert _codes(spec, {**good, "address": {**good["address"], "zip": "1"}}, name) == ["redundant_parameter"], spec
+        assert _codes(spec, {**good, "address": {**good["address"], "zip": "1"}}, name) == [
+            "redundant_parameter"
+        ], spec
         wrong_kind = _codes(spec, {**good, "pet": {"kind": "cow", "barks": True}}, name)
         assert wrong_kind and "redundant_parameter" not in wrong_kind, spec
 
@@ -116,14 +124,24 @@ ZOD = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "type": "object",
     "properties": {
-        "point": {"type": "array", "items": [{"type": "number"}, {"type": "string"}], "minItems": 2, "maxItems": 2},
+        "point": {
+            "type": "array",
+            "items": [{"type": "number"}, {"type": "string"}],
+            "minItems": 2,
+            "maxItems": 2,
+        },
         "tags": {"type": "array", "items": {"$ref": "#/definitions/Tag"}},
         "mode": {"type": "string", "enum": ["a", "b"], "default": "a"},
     },
     "required": ["point"],
     "additionalProperties": False,
     "definitions": {
-        "Tag": {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"], "additionalProperties": False}
+        "Tag": {
+            "type": "object",
+            "properties": {"label": {"type": "string"}},
+            "required": ["label"],
+            "additionalProperties": False,
+        }
     },
 }
 
@@ -173,5 +191,10 @@ def test_annotation_values_are_data() -> None:
         tool = load_tool(spec)
         assert tool.metadata["dialect"] != "bfcl"
         assert tool.properties["filter"]["default"] == {"type": "strng"}
-        assert _codes(spec, {"filter": {"type": "x"}, "kind": {"type": "weird"}, "fixed": {"type": "tuple"}}, "a") == []
+        assert (
+            _codes(
+                spec, {"filter": {"type": "x"}, "kind": {"type": "weird"}, "fixed": {"type": "tuple"}}, "a"
+            )
+            == []
+        )
         assert _codes(spec, {"kind": {"type": "other"}}, "a") == ["invalid_value"]

@@ -158,9 +158,13 @@ def test_fast_path_never_says_clean_wrongly(results: list[Any]) -> None:
 def test_agreement_at_least_stock_jsonschemas(results: list[Any]) -> None:
     ours = sum(verdict == test["valid"] for _, _, test, verdict, _ in results)
     local = Registry()
-    theirs = sum(_stock(case["schema"], test["data"], local) == test["valid"] for _, case, test, *_ in results)
+    theirs = sum(
+        _stock(case["schema"], test["data"], local) == test["valid"] for _, case, test, *_ in results
+    )
     remotes = _remotes()
-    served = sum(_stock(case["schema"], test["data"], remotes) == test["valid"] for _, case, test, *_ in results)
+    served = sum(
+        _stock(case["schema"], test["data"], remotes) == test["valid"] for _, case, test, *_ in results
+    )
     rules = sum(
         DIFFERENCES.get(_key(name, case, test) or ("", "", None)) in (UNDECLARED, EMPTY, FLOAT)
         for name, case, test, *_ in results

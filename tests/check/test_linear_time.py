@@ -39,7 +39,12 @@ def test_nested_quantifiers_match_in_linear_time() -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "why"),
-    [(r"(a)\1", "backtracking"), (r"^(?=.*\d)\w+$", "backtracking"), (r"(?<!x)y", "backtracking"), ("(", "not a valid")],
+    [
+        (r"(a)\1", "backtracking"),
+        (r"^(?=.*\d)\w+$", "backtracking"),
+        (r"(?<!x)y", "backtracking"),
+        ("(", "not a valid"),
+    ],
 )
 def test_patterns_that_need_backtracking_are_refused_with_the_reason(pattern: str, why: str) -> None:
     for schema in (

@@ -85,10 +85,14 @@ def _hostile(tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
     for uri in uris:
         out.append(("$schema", {"$schema": uri, "type": "object", "properties": {"a": {"type": "string"}}}))
-        out.append(("$schema", {"type": "object", "properties": {"a": {"$id": "https://x.org/a", "$schema": uri}}}))
+        out.append(
+            ("$schema", {"type": "object", "properties": {"a": {"$id": "https://x.org/a", "$schema": uri}}})
+        )
         out.append(("$ref", {"type": "object", "properties": {"a": {"$ref": uri}}}))
         out.append(("$ref", {"type": "object", "properties": {"a": {"$dynamicRef": uri}}}))
-        out.append(("$ref", {"$id": "https://x.org/root", "type": "object", "properties": {"a": {"$ref": "b.json"}}}))
+        out.append(
+            ("$ref", {"$id": "https://x.org/root", "type": "object", "properties": {"a": {"$ref": "b.json"}}})
+        )
     return out
 
 
@@ -96,7 +100,7 @@ def test_hostile_specs_are_refused_without_opening_anything(tmp_path: Path) -> N
     cases = _hostile(tmp_path)
     check([ToolCall(name="warm", arguments={})], [{"name": "warm", "parameters": {"type": "object"}}])
     with _watched() as seen:
-        for i, (where, schema) in enumerate(cases):
+        for i, (_, schema) in enumerate(cases):
             spec = {"name": f"t{i}", "description": "", "inputSchema": schema}  # the MCP way
             with pytest.raises(SpecError, match="dialect|fetches nothing"):
                 Checker([spec]).check_call(ToolCall(name=f"t{i}", arguments={"a": "x"}))
@@ -107,16 +111,23 @@ def test_hostile_specs_are_refused_without_opening_anything(tmp_path: Path) -> N
 
 def test_every_bundled_dialect_checks_without_opening_anything() -> None:
     schemas = [
-        {"$schema": uri, "type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}, "required": ["a"]}
+        {
+            "$schema": uri,
+            "type": "object",
+            "properties": {"a": {"type": "string", "pattern": "^x"}},
+            "required": ["a"],
+        }
         for uri in DIALECTS
     ]
     # Each written both ways the web writes it: https / http, with and without the empty fragment.
     schemas += [{**s, "$schema": s["$schema"].replace("http://", "https://").rstrip("#")} for s in schemas]
     with _watched() as seen:
-        for i, schema in enumerate(schemas):
+        for schema in schemas:
             checker = Checker([{"name": "f", "parameters": schema}])
             assert checker.check_call(ToolCall(name="f", arguments={"a": "xy"})) == [], schema["$schema"]
-            assert [f.code for f in checker.check_call(ToolCall(name="f", arguments={"a": "y"}))] == ["invalid_value"]
+            assert [f.code for f in checker.check_call(ToolCall(name="f", arguments={"a": "y"}))] == [
+                "invalid_value"
+            ]
             assert checker.spec("f") is not None and checker.spec("f").dialect in DIALECTS  # type: ignore[union-attr]
     assert seen == []
 

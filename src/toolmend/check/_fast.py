@@ -110,7 +110,9 @@ _LATER_DRAFTS = (LATEST, "https://json-schema.org/draft/2019-09/schema")
 
 
 class _Writer:
-    def __init__(self, root: dict[str, Any], validator: Any, dialect: str = LATEST, *, unbound: bool = False) -> None:
+    def __init__(
+        self, root: dict[str, Any], validator: Any, dialect: str = LATEST, *, unbound: bool = False
+    ) -> None:
         self.root = root
         self.validator = validator
         self.dialect = dialect

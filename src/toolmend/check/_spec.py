@@ -176,7 +176,9 @@ _CATEGORIES = {
     "Control": "Cc", "cntrl": "Cc", "Format": "Cf", "Surrogate": "Cs", "Private_Use": "Co",
     "Unassigned": "Cn",
 }  # fmt: skip
-_PROPERTY = re.compile(r"(?<!\\)((?:\\\\)*)\\([pP])\{(?:(?:General_Category|gc|Script|sc|Script_Extensions|scx)=)?([A-Za-z_]+)\}")
+_PROPERTY = re.compile(
+    r"(?<!\\)((?:\\\\)*)\\([pP])\{(?:(?:General_Category|gc|Script|sc|Script_Extensions|scx)=)?([A-Za-z_]+)\}"
+)
 
 
 def _short_properties(pattern: str) -> str:
@@ -196,9 +198,14 @@ def regex(pattern: str) -> Any:
     True
     """
     try:
-        return re2.compile(_short_properties(pattern) if "\\p{" in pattern or "\\P{" in pattern else pattern, options=_RE2_OPTIONS)
+        return re2.compile(
+            _short_properties(pattern) if "\\p{" in pattern or "\\P{" in pattern else pattern,
+            options=_RE2_OPTIONS,
+        )
     except re2.error as exc:
-        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        reason = (
+            exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        )
         if "perl operator" in reason or "escape sequence: \\" in reason and reason[-1:].isdigit():
             raise PatternError(
                 f"{pattern!r} needs a backtracking engine ({reason}); toolmend runs patterns in "
@@ -291,7 +298,9 @@ def _additional(validator: Any, extra: Any, instance: Any, schema: Any) -> Itera
             yield from validator.descend(instance[key], extra, path=key)
 
 
-def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _pattern_properties(
+    validator: Any, patterns: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
     if not isinstance(instance, Mapping):
         return
     for pattern, sub in patterns.items():
@@ -501,7 +510,9 @@ def _children(node: dict[str, Any]) -> Iterator[tuple[str, Loc, Any]]:
             yield from ((key, (key, k), v) for k, v in sub.items())
     deps = node.get("dependencies")
     if isinstance(deps, dict):
-        yield from (("dependencies", ("dependencies", k), v) for k, v in deps.items() if isinstance(v, dict | bool))
+        yield from (
+            ("dependencies", ("dependencies", k), v) for k, v in deps.items() if isinstance(v, dict | bool)
+        )
     for key in _SUBSCHEMA_ONE:
         if key in node and not isinstance(node[key], list):
             yield key, (key,), node[key]
@@ -587,7 +598,9 @@ class _Graph:
     """No embedded resource and no dynamic reference: every ``#/...`` means the root."""
 
 
-_IN_PLACE_KEYS = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies"})
+_IN_PLACE_KEYS = frozenset(
+    {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies"}
+)
 _INSIDE_KEYS = frozenset(
     {"properties", "patternProperties", "additionalProperties", "unevaluatedProperties", "items",
      "prefixItems", "additionalItems", "unevaluatedItems", "contains", "propertyNames"}
@@ -624,7 +637,9 @@ def _graph(tool: str, schema: dict[str, Any], dialect: str) -> _Graph:
             if loc and not own_id.startswith("#"):
                 plain = False
             base = urldefrag(urljoin(base, own_id))[0]
-        if loc and any(k in node for k in ("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")):
+        if loc and any(
+            k in node for k in ("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
+        ):
             plain = False
         edges = in_place[id(node)] = []
         deeper = inside[id(node)] = []
@@ -674,7 +689,11 @@ def _graph(tool: str, schema: dict[str, Any], dialect: str) -> _Graph:
                 continue
             cid = id(child[1])
             if state.get(cid) == 1:
-                raise _fail(tool, where.get(cid, ()), "this reference loops back to itself without descending into the value")
+                raise _fail(
+                    tool,
+                    where.get(cid, ()),
+                    "this reference loops back to itself without descending into the value",
+                )
             if not state.get(cid) and cid in in_place:
                 state[cid] = 1
                 walk.append((cid, iter(in_place[cid])))
@@ -747,7 +766,9 @@ def _types_of(node: Mapping[str, Any]) -> list[str] | None:
 _VALUE_SLOTS = frozenset({"properties", "additionalProperties", "items", "prefixItems", "additionalItems"})
 
 
-_INERT = frozenset({"$ref", "definitions", "$defs", "description", "title", "default", "examples", "$comment", "$schema"})
+_INERT = frozenset(
+    {"$ref", "definitions", "$defs", "description", "title", "default", "examples", "$comment", "$schema"}
+)
 
 
 def _add(node: dict[str, Any], key: str, value: Any, old_refs: bool) -> None:
@@ -790,14 +811,21 @@ def _prepare(schema: dict[str, Any], graph: _Graph, old_refs: bool) -> None:
             shared.update(i for ids in by_place.values() if len(ids) > 1 for i in ids)
     for node_id in starts & safe:
         node = graph.nodes[node_id]
-        if node_id in targets or node_id in shared or "additionalProperties" in node or "unevaluatedProperties" in node:
+        if (
+            node_id in targets
+            or node_id in shared
+            or "additionalProperties" in node
+            or "unevaluatedProperties" in node
+        ):
             continue
         parts = _closure(node, graph)
         # Where a dynamic reference decides which schema applies, the keys it declares are
         # known only while validating: such an object stays open.
         if parts is None or any(k in part for part in parts for k in ("$dynamicRef", "$recursiveRef")):
             continue
-        declared = [k for part in parts if isinstance(part.get("properties"), dict) for k in part["properties"]]
+        declared = [
+            k for part in parts if isinstance(part.get("properties"), dict) for k in part["properties"]
+        ]
         # The tool's own parameter list closes even when it declares none (``"properties": {}``:
         # a tool without parameters). With no ``properties`` anywhere (bare ``{"type":
         # "object"}``) any keys are allowed.

@@ -124,7 +124,11 @@ def _unknown_type(schema: Any) -> str | None:
     for where, node in _schema_nodes(schema):
         names = node.get("type")
         for name in [names] if isinstance(names, str) else names if isinstance(names, list) else []:
-            if isinstance(name, str) and _convert_type(name)[0] is None and name.strip().lower() not in _TYPE_MAP:
+            if (
+                isinstance(name, str)
+                and _convert_type(name)[0] is None
+                and name.strip().lower() not in _TYPE_MAP
+            ):
                 return f"{where}/type"
     return None
 
@@ -184,7 +188,13 @@ def _uses_bfcl_types(schema: Any) -> bool:
 
 
 # Where each dialect keeps a tool's parameter schema, in the order they are looked for.
-_PARAMETER_KEYS = ("parameters", "inputSchema", "input_schema", "parametersJsonSchema", "parameters_json_schema")
+_PARAMETER_KEYS = (
+    "parameters",
+    "inputSchema",
+    "input_schema",
+    "parametersJsonSchema",
+    "parameters_json_schema",
+)
 
 
 def _raw_parameters(spec: Mapping[str, Any]) -> Any:
