@@ -82,7 +82,7 @@ class Order(BaseModel):
 
 
 def test_pydantic_and_openai_and_langchain_specs() -> None:
-    good = {"item": "a", "address": {"street": "s"}, "pet": {"kind": "dog", "barks": True}}
+    good: dict[str, Any] = {"item": "a", "address": {"street": "s"}, "pet": {"kind": "dog", "barks": True}}
     specs = [
         {"name": "Order", "parameters": Order.model_json_schema()},
         openai.pydantic_function_tool(Order),

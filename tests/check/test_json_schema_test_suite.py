@@ -70,7 +70,7 @@ DIFFERENCES: dict[tuple[str, str, str | None], str] = {
 
 
 def _cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    out = []
+    out: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     for path in sorted(TESTS.glob("*.json")):
         for case in json.loads(path.read_text(encoding="utf-8")):
             out.extend((path.name, case, test) for test in case["tests"])

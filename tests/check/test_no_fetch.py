@@ -110,7 +110,7 @@ def test_hostile_specs_are_refused_without_opening_anything(tmp_path: Path) -> N
 
 
 def test_every_bundled_dialect_checks_without_opening_anything() -> None:
-    schemas = [
+    schemas: list[dict[str, Any]] = [
         {
             "$schema": uri,
             "type": "object",
@@ -120,7 +120,9 @@ def test_every_bundled_dialect_checks_without_opening_anything() -> None:
         for uri in DIALECTS
     ]
     # Each written both ways the web writes it: https / http, with and without the empty fragment.
-    schemas += [{**s, "$schema": s["$schema"].replace("http://", "https://").rstrip("#")} for s in schemas]
+    schemas += [
+        {**s, "$schema": str(s["$schema"]).replace("http://", "https://").rstrip("#")} for s in schemas
+    ]
     with _watched() as seen:
         for schema in schemas:
             checker = Checker([{"name": "f", "parameters": schema}])

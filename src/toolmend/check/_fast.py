@@ -188,7 +188,7 @@ class _Writer:
         str_enum = isinstance(enum, list) and all(type(e) is str for e in enum)
         if exact is str and str_enum:
             # A string enum without "" already refuses the empty string and every other type.
-            members = self.members(enum)  # type: ignore[arg-type]
+            members = self.members(enum)
             out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
             enum = None
         elif exact is str and nonempty:

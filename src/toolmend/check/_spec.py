@@ -618,7 +618,7 @@ def _known_resource(resolver: Any, uri: str) -> bool:
 def _graph(tool: str, schema: dict[str, Any], dialect: str) -> _Graph:
     """Refuse references that leave the document or loop in place; map which schema applies which."""
     cls = _VALIDATORS[dialect]
-    resolver = cls(schema, registry=_LOCAL_ONLY)._resolver  # type: ignore[call-arg,attr-defined]
+    resolver = cls(schema, registry=_LOCAL_ONLY)._resolver  # type: ignore[attr-defined]
     id_key = "id" if dialect == "http://json-schema.org/draft-04/schema#" else "$id"
     old_refs = dialect not in (LATEST, "https://json-schema.org/draft/2019-09/schema")
     nodes: dict[int, dict[str, Any]] = {}
@@ -818,11 +818,12 @@ def _prepare(schema: dict[str, Any], graph: _Graph, old_refs: bool) -> None:
             or "unevaluatedProperties" in node
         ):
             continue
-        parts = _closure(node, graph)
+        closure = _closure(node, graph)
         # Where a dynamic reference decides which schema applies, the keys it declares are
         # known only while validating: such an object stays open.
-        if parts is None or any(k in part for part in parts for k in ("$dynamicRef", "$recursiveRef")):
+        if closure is None or any(k in part for part in closure for k in ("$dynamicRef", "$recursiveRef")):
             continue
+        parts = closure
         declared = [
             k for part in parts if isinstance(part.get("properties"), dict) for k in part["properties"]
         ]
@@ -876,6 +877,6 @@ def _compile(tool: str, text: str) -> CompiledSpec:
     graph = _graph(tool, schema, dialect)
     _prepare(schema, graph, dialect not in (LATEST, "https://json-schema.org/draft/2019-09/schema"))
     _strip_dialects(schema)
-    validator = _VALIDATORS[dialect](schema, registry=_LOCAL_ONLY)  # type: ignore[call-arg]
+    validator = _VALIDATORS[dialect](schema, registry=_LOCAL_ONLY)
     fast = build_fast_path(schema, validator, dialect) if graph.plain else (None, None)
     return CompiledSpec(schema, validator, graph.any_ref, *fast, dialect=dialect)
