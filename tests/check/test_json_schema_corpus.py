@@ -230,8 +230,9 @@ def test_toolmend_rules_on_top_of_json_schema() -> None:
             "/",
         ),
         (
-            {"type": "object", "properties": {"a": {"$id": "https://x.org/a", "type": "string"}}},
-            "/properties/a/$id",
+            # An embedded resource is followed; one it names beside itself is not there.
+            {"type": "object", "properties": {"a": {"$id": "https://x.org/a", "$ref": "b.json"}}},
+            "/properties/a/$ref",
         ),
     ],
 )

@@ -18,9 +18,10 @@ lengths / ``pattern`` (``invalid_value``) — recursively through nested objects
 the list: identical repeated calls (``duplicate_call``) and, when given, the expected number of
 calls (``wrong_tool_count``).
 
-The validation itself is JSON Schema Draft 2020-12 as ``jsonschema`` implements it (``$ref`` and
-``$defs``, recursive schemas, ``anyOf`` / ``oneOf`` / ``allOf`` / ``not``, ``prefixItems``,
-``dependentRequired`` ...); this module turns its errors into findings with codes, the whole
+The validation itself is JSON Schema in the dialect the schema's ``$schema`` names (draft 4 to
+2020-12; 2020-12 when it names none) as ``jsonschema`` implements it (``$ref`` and ``$defs``,
+recursive schemas, ``anyOf`` / ``oneOf`` / ``allOf`` / ``not``, ``prefixItems``,
+``dependentRequired`` ...; docs/checker.md lists where toolmend's rules differ); this module turns its errors into findings with codes, the whole
 path (``points[0].y``) and suggestions. A schema that is not valid JSON Schema, or refers
 outside itself, is a :class:`~toolmend.SpecError` (see :mod:`toolmend.check._spec`). Clean calls
 take a generated fast path (:mod:`toolmend.check._fast`) that proves them clean without the

@@ -24,13 +24,12 @@ from __future__ import annotations
 import builtins
 import itertools
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
 from jsonschema._utils import equal
 
-from toolmend.check._spec import NONEMPTY, ToolValidator
+from toolmend.check._spec import LATEST, NONEMPTY, regex
 
 __all__ = ["build_fast_path"]
 
@@ -53,7 +52,6 @@ _WRITTEN = frozenset(
         NONEMPTY, "$defs", "definitions", "$id", "$schema", "$comment", "$anchor",
     }
 )  # fmt: skip
-_ASSERTING = frozenset(ToolValidator.VALIDATORS) - {"format"}  # formats are annotations here
 _SCALARS = (str, int, float, bool, type(None))
 _SCALAR_SET = frozenset(_SCALARS)
 _SHARED_TYPES = {frozenset((list, tuple)): "_ARR", frozenset((int, float)): "_NUM"}
@@ -108,10 +106,20 @@ def _enum(value: Any, allowed: list[Any]) -> bool:
     return any(equal(e, value) for e in allowed)
 
 
+_LATER_DRAFTS = (LATEST, "https://json-schema.org/draft/2019-09/schema")
+
+
 class _Writer:
-    def __init__(self, root: dict[str, Any], validator: Any, *, unbound: bool = False) -> None:
+    def __init__(
+        self, root: dict[str, Any], validator: Any, dialect: str = LATEST, *, unbound: bool = False
+    ) -> None:
         self.root = root
         self.validator = validator
+        self.dialect = dialect
+        # Every keyword of the dialect that can fail a value; formats are annotations here.
+        self.known = frozenset(validator.VALIDATORS)
+        self.asserting = self.known - {"format"}
+        self.old_refs = dialect not in _LATER_DRAFTS
         self.unbound = unbound
         self.walks = False
         self.env: dict[str, Any] = {}
@@ -152,10 +160,22 @@ class _Writer:
         if schema is False or not isinstance(schema, dict):
             out.append(f"{pad}return False")
             return
-        if any(k in _ASSERTING and k not in _WRITTEN for k in schema) or (
-            isinstance(schema.get("$ref"), str) and not schema["$ref"].startswith("#/")
+        # Draft 4: a boolean exclusiveMaximum is part of "maximum" (and no keyword of its own).
+        legacy_bounds = any(isinstance(schema.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum"))
+        whole = schema  # what the validator is handed, when it decides
+        if self.old_refs and "$ref" in schema:
+            schema = {"$ref": schema["$ref"]}  # drafts 4 to 7 ignore every keyword beside "$ref"
+        elif self.dialect != LATEST:
+            # A keyword of a later draft (``const`` in draft 4, ``prefixItems`` before
+            # 2020-12) is no keyword of this one: the validator ignores it, so must this test.
+            schema = {k: v for k, v in schema.items() if k in self.known or k not in _WRITTEN}
+        if (
+            any(k in self.asserting and k not in _WRITTEN for k in schema)
+            or (isinstance(schema.get("$ref"), str) and not schema["$ref"].startswith("#/"))
+            or isinstance(schema.get("items"), list)  # tuple items (drafts before 2020-12)
+            or legacy_bounds
         ):
-            sub = self.name("v", self.validator.evolve(schema=schema).is_valid)
+            sub = self.name("v", self.validator.evolve(schema=whole).is_valid)
             out.append(f"{pad}if not (_plain({var}) and {sub}({var})): return False")
             return
         types = schema.get("type")
@@ -168,7 +188,7 @@ class _Writer:
         str_enum = isinstance(enum, list) and all(type(e) is str for e in enum)
         if exact is str and str_enum:
             # A string enum without "" already refuses the empty string and every other type.
-            members = self.members(enum)  # type: ignore[arg-type]
+            members = self.members(enum)
             out.append(f"{pad}if type({var}) is not str or {var} not in {members}: return False")
             enum = None
         elif exact is str and nonempty:
@@ -234,8 +254,8 @@ class _Writer:
             if key in schema:
                 tests.append((kinds, f"len({var}) {op} {self.name('n', schema[key])}"))
         if "pattern" in schema:
-            regex = self.name("p", re.compile(schema["pattern"]))
-            tests.append(((str,), f"{regex}.search({var}) is None"))
+            compiled = self.name("p", regex(schema["pattern"]))
+            tests.append(((str,), f"{compiled}.search({var}) is None"))
         for kinds, test in tests:
             guard = self._guard(var, kinds, exact)
             if guard is not None:
@@ -384,17 +404,19 @@ def _drop_passes(body: list[str]) -> list[str]:
     return out
 
 
-def build_fast_path(schema: dict[str, Any], validator: Any) -> tuple[Test | None, Test | None]:
+def build_fast_path(
+    schema: dict[str, Any], validator: Any, dialect: str = LATEST
+) -> tuple[Test | None, Test | None]:
     """Compiled tests that are ``True`` only for arguments the full checker finds clean: one for
     any call list, and one for a list in which no call declares outputs (references are then not
     bound, so free-form values need not be searched for them; the same test where none are).
 
     ``None`` when the schema holds something the generator cannot write (an anchor reference).
     """
-    bound = _build(_Writer(schema, validator))
+    bound = _build(_Writer(schema, validator, dialect))
     if bound is None or not bound[1].walks:
         return (bound[0], bound[0]) if bound is not None else (None, None)
-    unbound = _build(_Writer(schema, validator, unbound=True))
+    unbound = _build(_Writer(schema, validator, dialect, unbound=True))
     return bound[0], unbound[0] if unbound is not None else None
 
 

@@ -2,8 +2,12 @@
 
 Dialects understood (``dialect="auto"`` tells them apart):
 
-- ``openai``: ``{"type": "function", "function": {...}}`` or a bare ``{"name", "description",
-  "parameters"}`` whose parameters are JSON Schema;
+- ``openai``: JSON Schema parameters in any of the shapes generators write: Chat Completions
+  ``{"type": "function", "function": {...}}``, a bare ``{"name", "description", "parameters"}``
+  (also the Responses API's ``{"type": "function", "name", "parameters", "strict"}``), MCP's
+  ``inputSchema``, Anthropic's ``input_schema``, Gemini's ``parametersJsonSchema`` and Bedrock's
+  ``{"toolSpec": {"name", "inputSchema": {"json": {...}}}}``; the schema's own ``$schema``
+  names its draft (see :mod:`toolmend.check._spec`);
 - ``bfcl``: like openai but with BFCL's types (``dict``, ``float``, ``tuple``, ``any``);
 - ``nestools``: ``{"api_name", "api_description", "parameters": {name: {"type": "str"}},
   "required", "responses"}`` with Python type names (also Seal-Tools);
@@ -23,7 +27,7 @@ Schema does (``float`` vs ``number``), so compat scorers can reproduce official 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,23 +89,47 @@ def _convert_type(name: Any) -> tuple[str | list[str] | None, bool]:
     return mapped, True
 
 
-def _unknown_type(schema: Any) -> str | None:
-    """The JSON pointer of a type name no dialect knows (``"strng"``), or ``None``."""
+_SUB_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SUB_ONE = (
+    "additionalProperties", "unevaluatedProperties", "items", "contains", "propertyNames",
+    "unevaluatedItems", "additionalItems", "not", "if", "then", "else",
+)  # fmt: skip
+_SUB_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+
+
+def _schema_nodes(schema: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every schema object in ``schema`` with its JSON pointer: subschemas only, so that what
+    ``default``, ``examples``, ``const`` and ``enum`` hold is data, never read as a schema."""
     stack: list[tuple[str, Any]] = [("", schema)]
     while stack:
         where, node = stack.pop()
-        if isinstance(node, Mapping):
-            names = node.get("type")
-            for name in [names] if isinstance(names, str) else names if isinstance(names, list) else []:
-                if (
-                    isinstance(name, str)
-                    and _convert_type(name)[0] is None
-                    and name.strip().lower() not in _TYPE_MAP
-                ):
-                    return f"{where}/type"
-            stack.extend((f"{where}/{k}", v) for k, v in node.items() if k != "type")
-        elif isinstance(node, list):
-            stack.extend((f"{where}/{i}", v) for i, v in enumerate(node))
+        if not isinstance(node, Mapping):
+            continue
+        yield where, node
+        for key in _SUB_MAPS:
+            sub = node.get(key)
+            if isinstance(sub, Mapping):
+                stack.extend((f"{where}/{key}/{k}", v) for k, v in sub.items())
+        for key in _SUB_ONE:
+            if isinstance(node.get(key), Mapping):
+                stack.append((f"{where}/{key}", node[key]))
+        for key in _SUB_LISTS:
+            sub = node.get(key)
+            if isinstance(sub, list):
+                stack.extend((f"{where}/{key}/{i}", v) for i, v in enumerate(sub))
+
+
+def _unknown_type(schema: Any) -> str | None:
+    """The JSON pointer of a type name no dialect knows (``"strng"``), or ``None``."""
+    for where, node in _schema_nodes(schema):
+        names = node.get("type")
+        for name in [names] if isinstance(names, str) else names if isinstance(names, list) else []:
+            if (
+                isinstance(name, str)
+                and _convert_type(name)[0] is None
+                and name.strip().lower() not in _TYPE_MAP
+            ):
+                return f"{where}/type"
     return None
 
 
@@ -152,19 +180,36 @@ def _normalise_schema(schema: Any) -> Any:
 
 
 def _uses_bfcl_types(schema: Any) -> bool:
-    if isinstance(schema, Mapping):
-        t = schema.get("type")
+    for _, node in _schema_nodes(schema):
+        t = node.get("type")
         if isinstance(t, str) and t in _BFCL_ONLY_TYPES:
             return True
-        return any(_uses_bfcl_types(v) for v in schema.values())
-    if isinstance(schema, list):
-        return any(_uses_bfcl_types(v) for v in schema)
     return False
+
+
+# Where each dialect keeps a tool's parameter schema, in the order they are looked for.
+_PARAMETER_KEYS = (
+    "parameters",
+    "inputSchema",
+    "input_schema",
+    "parametersJsonSchema",
+    "parameters_json_schema",
+)
+
+
+def _raw_parameters(spec: Mapping[str, Any]) -> Any:
+    for key in _PARAMETER_KEYS:
+        if key in spec:
+            raw = spec[key]
+            if isinstance(raw, Mapping) and set(raw) == {"json"}:
+                return raw["json"]  # Bedrock Converse: {"inputSchema": {"json": {...}}}
+            return raw
+    return None
 
 
 def detect_dialect(spec: Mapping[str, Any]) -> Dialect:
     """Which dialect a single tool spec is written in."""
-    if isinstance(spec.get("function"), Mapping):
+    if isinstance(spec.get("function"), Mapping) or isinstance(spec.get("toolSpec"), Mapping):
         return "openai"
     if "api_name" in spec:
         return "nestools"
@@ -172,7 +217,7 @@ def detect_dialect(spec: Mapping[str, Any]) -> Dialect:
         return "critictool"
     if "input_parameters" in spec:
         return "apibank"
-    if _uses_bfcl_types(spec.get("parameters")):
+    if _uses_bfcl_types(_raw_parameters(spec)):
         return "bfcl"
     return "openai"
 
@@ -212,8 +257,10 @@ def load_tool(spec: Mapping[str, Any], dialect: Dialect = "auto") -> Tool:
         name = next((spec[k] for k in ("name", "api_name") if isinstance(spec.get(k), str)), None)
         raise SpecError(f"tool {name!r}: spec nested deeper than {MAX_SPEC_DEPTH} levels")
     kind = detect_dialect(spec) if dialect == "auto" else dialect
-    if kind == "openai" and isinstance(spec.get("function"), Mapping):
+    if kind in ("openai", "bfcl") and isinstance(spec.get("function"), Mapping):
         spec = spec["function"]
+    elif kind in ("openai", "bfcl") and isinstance(spec.get("toolSpec"), Mapping):
+        spec = spec["toolSpec"]  # Bedrock Converse
     meta: dict[str, Any] = {"dialect": kind}
     returns: dict[str, Any] | None = None
     if kind == "nestools":
@@ -239,7 +286,7 @@ def load_tool(spec: Mapping[str, Any], dialect: Dialect = "auto") -> Tool:
     else:
         name = spec.get("name")
         description = spec.get("description", "")
-        raw = spec.get("parameters")
+        raw = _raw_parameters(spec)
         if raw is None:
             raw = {"type": "object", "properties": {}}
         if not isinstance(raw, Mapping):
