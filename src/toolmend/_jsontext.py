@@ -432,7 +432,7 @@ def _dumps_std(value: Any, indent: int | None, sort_keys: bool, default: Any) ->
                 raise
             text = write(_finite(value, default))
     except RecursionError:
-        raise ValueError(f"cannot write JSON nested deeper than {MAX_DEPTH} levels") from None
+        raise DatasetError(f"cannot write JSON nested deeper than {MAX_DEPTH} levels") from None
     return escape_surrogates(text)
 
 

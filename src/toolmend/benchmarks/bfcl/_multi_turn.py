@@ -81,7 +81,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from toolmend._errors import ConfigError, DatasetError
+from toolmend._errors import ConfigError, DatasetError, ToolmendError
 from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._base import Mode
 from toolmend.benchmarks._io import UniqueIds, need, read_jsonl
@@ -554,7 +554,7 @@ class _Instances:
             head = head.split(".")[1]
         try:
             if head in _BLOCKED:
-                raise PermissionError(f"Function call {head} is not allowed.")
+                raise _Refused(f"Function call {head} is not allowed.")
             tree = compile(call, "<string>", "eval", ast.PyCF_ONLY_AST)
             assert isinstance(tree, ast.Expression)
             names = self.variables if mode == "compat" else self.methods
@@ -573,6 +573,11 @@ class _Instances:
     def _prefixed(self, name: str) -> str:
         variable = self.owner.get(name)
         return f"{variable}.{name}" if variable is not None else name
+
+
+class _Refused(ToolmendError):
+    """A call the evaluator will not run; its message is the one Python's ``eval`` would give, so
+    the tool result reads as BFCL's does."""
 
 
 class _Evaluator:
@@ -605,7 +610,7 @@ class _Evaluator:
         if isinstance(node, ast.Name):
             if node.id in self.names:
                 return self.names[node.id]
-            raise NameError(f"name '{node.id}' is not defined")
+            raise _Refused(f"name '{node.id}' is not defined")
         if isinstance(node, ast.Attribute):
             base = self.value(node.value)
             if node.attr.startswith("_") or not callable(getattr(base, node.attr, None)):
@@ -621,11 +626,11 @@ class _Evaluator:
                 else:
                     kwargs[kw.arg] = self.value(kw.value)
             if not inspect.ismethod(func):
-                raise TypeError(f"'{type(func).__name__}' object is not callable")
+                raise _Refused(f"'{type(func).__name__}' object is not callable")
             if self.fresh_defaults:
                 _fresh_defaults(func, args, kwargs)
             return func(*args, **kwargs)
-        raise TypeError(f"{type(node).__name__} expressions are not executed")
+        raise _Refused(f"{type(node).__name__} expressions are not executed")
 
 
 def _fresh_defaults(func: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
