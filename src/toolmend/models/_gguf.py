@@ -65,9 +65,7 @@ def _lit(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", _NL) + "'"
 
 
-_TOOLS_INTRO = (
-    "\n\nYou can call functions. Their JSON schemas are listed inside <tools></tools>:\n<tools>\n"
-)
+_TOOLS_INTRO = "\n\nYou can call functions. Their JSON schemas are listed inside <tools></tools>:\n<tools>\n"
 _TOOLS_OUTRO = (
     "</tools>\nTo call a function, answer with one block per call:\n<tool_call>\n"
     '{"name": "<function name>", "arguments": {<arguments as JSON>}}\n</tool_call>'
@@ -92,21 +90,31 @@ SMOLLM2_TOOLS_TEMPLATE = "".join(
         "{{- '<|im_end|>" + _NL + "' -}}",
         "{%- for message in rest -%}",
         "{%- if message['role'] == 'tool' -%}",
-        "{{- " + _lit("<|im_start|>user\n<tool_response>\n") + " + message['content'] + "
-        + _lit("\n</tool_response><|im_end|>\n") + " -}}",
+        "{{- "
+        + _lit("<|im_start|>user\n<tool_response>\n")
+        + " + message['content'] + "
+        + _lit("\n</tool_response><|im_end|>\n")
+        + " -}}",
         "{%- elif message['role'] == 'assistant' and message.get('tool_calls') -%}",
         "{{- '<|im_start|>assistant" + _NL + "' -}}",
         "{%- if message['content'] -%}{{- message['content'] + '" + _NL + "' -}}{%- endif -%}",
         "{%- for call in message['tool_calls'] -%}",
         "{%- if not loop.first -%}{{- '" + _NL + "' -}}{%- endif -%}",
-        "{{- " + _lit('<tool_call>\n{"name": ') + " + call['function']['name'] | tojson + "
-        + _lit(', "arguments": ') + " + call['function']['arguments'] | tojson + "
-        + _lit("}\n</tool_call>") + " -}}",
+        "{{- "
+        + _lit('<tool_call>\n{"name": ')
+        + " + call['function']['name'] | tojson + "
+        + _lit(', "arguments": ')
+        + " + call['function']['arguments'] | tojson + "
+        + _lit("}\n</tool_call>")
+        + " -}}",
         "{%- endfor -%}",
         "{{- '<|im_end|>" + _NL + "' -}}",
         "{%- else -%}",
-        "{{- '<|im_start|>' + message['role'] + '" + _NL + "' + message['content'] + '<|im_end|>"
-        + _NL + "' -}}",
+        "{{- '<|im_start|>' + message['role'] + '"
+        + _NL
+        + "' + message['content'] + '<|im_end|>"
+        + _NL
+        + "' -}}",
         "{%- endif -%}",
         "{%- endfor -%}",
         "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant" + _NL + "' -}}{%- endif -%}",

@@ -71,7 +71,11 @@ _PROBE_TOOLS = [
         "function": {
             "name": "get_weather",
             "description": "The weather in a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
 ]
@@ -138,7 +142,9 @@ def native_completion(text: str, tools: list[Tool]) -> tuple[str, list[ToolCall]
     if result.format == "python" and not {c.name for c in result.calls} <= {t.name for t in tools}:
         return text, [], []
     raws = [
-        RawToolCall(name=c.name, arguments=json.dumps(c.model_dump(mode="json")["arguments"], ensure_ascii=False))
+        RawToolCall(
+            name=c.name, arguments=json.dumps(c.model_dump(mode="json")["arguments"], ensure_ascii=False)
+        )
         for c in result.calls
     ]
     return result.text, list(result.calls), raws
@@ -206,7 +212,11 @@ class HFModel(Model):
         """The prompt for ``messages`` (OpenAI-shaped dicts) and ``tools`` (``None``: no tools)."""
         _, tokenizer = self._load()
         text: str = tokenizer.apply_chat_template(
-            messages, tools=tools, chat_template=self.chat_template, add_generation_prompt=True, tokenize=False
+            messages,
+            tools=tools,
+            chat_template=self.chat_template,
+            add_generation_prompt=True,
+            tokenize=False,
         )
         return text
 
@@ -344,7 +354,10 @@ def _sampler(model: Any, cfg: GenerateConfig, seeds: list[int]) -> Any:
         def __call__(self, input_ids: Any, scores: Any) -> Any:
             # -log(E) with E ~ Exp(1) is Gumbel noise; argmax(scores + noise) is a softmax draw.
             noise = torch.stack(
-                [torch.empty(scores.shape[-1], device=scores.device).exponential_(generator=g) for g in self.generators]
+                [
+                    torch.empty(scores.shape[-1], device=scores.device).exponential_(generator=g)
+                    for g in self.generators
+                ]
             )
             return scores - noise.clamp_(min=torch.finfo(noise.dtype).tiny).log()
 

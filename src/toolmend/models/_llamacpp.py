@@ -19,8 +19,8 @@ import threading
 from typing import Any
 
 from toolmend._errors import MissingExtraError, ModelError
-from toolmend.formats._tools import to_openai_tool
 from toolmend._schema import ToolCall
+from toolmend.formats._tools import to_openai_tool
 from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolMode, Usage
 from toolmend.models._cache import ResponseCache
 from toolmend.models._gguf import resolve_gguf
@@ -83,7 +83,9 @@ class LlamaCppModel(Model):
             from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            llm = Llama(model_path=str(self.source.path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False)
+            llm = Llama(
+                model_path=str(self.source.path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False
+            )
             template = self.chat_template or llm.metadata.get("tokenizer.chat_template")
             if not template:
                 raise ModelError(f"{self.source.path}: the file has no chat template")

@@ -123,7 +123,6 @@ def _local(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> M
     return HFModel(rest, name=name, cache=cache, **kw)
 
 
-
 @MODELS.register("vllm")
 def _vllm(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
     from toolmend.models._vllm import VLLMModel
