@@ -84,7 +84,7 @@ def _hf(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Mode
 
 
 LOCAL_ENGINES = ("llama.cpp", "transformers")
-LOCAL_MAX_NEW_TOKENS = 256
+LOCAL_MAX_NEW_TOKENS = 128
 """``local/``'s default reply budget: enough for a few calls, and a small CPU model that loops
 stops after seconds, not minutes."""
 
