@@ -73,7 +73,7 @@ def run_cell(args: argparse.Namespace, category: str, strategy: str, seed: int, 
     records = RunDir.open(result.run_dir).read_records()
     n = max(len(records), 1)
     return Cell(
-        accuracy=result.summary.metrics.get("accuracy", 0.0),
+        accuracy=result.summary.metrics.get("overall_sample_weighted", 0.0),
         correct={r.id for r in records if (r.scores or {}).get("accuracy") == 1.0},
         requests=sum(r.requests for r in records) / n,
         output_tokens=sum(r.usage.output_tokens for r in records) / n,

@@ -203,6 +203,6 @@ def test_bench_bfcl_smoke(root: Path, data_dir: Path, tmp_path: Path, tool_mode:
         runs_dir=tmp_path, cache=False, seed=0,
     )  # fmt: skip
     assert result.summary.n_scored == 2 and result.summary.n_errors == 0
-    assert 0.0 <= result.summary.metrics["accuracy"] <= 1.0
+    assert 0.0 <= result.summary.metrics["overall_sample_weighted"] <= 1.0
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
     assert manifest["model"] == "hf/smollm2-135m"
