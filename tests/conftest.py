@@ -46,6 +46,7 @@ def load_helper(name: str) -> ModuleType:
 
 fake_openai_server = load_helper("fake_openai_server")
 load_helper("resume_worker")
+load_helper("real_model")
 
 
 @pytest.fixture(scope="session")

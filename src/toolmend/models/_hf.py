@@ -1,10 +1,20 @@
 """``hf/<local path>``: a transformers causal LM run in-process (extra ``hf``).
 
-The prompt is the tokenizer's chat template (tools passed to it as JSON Schemas in native
-mode, or described in the system prompt in prompt mode). Concurrent ``generate`` calls are
-batched (left padding) up to ``batch_size``. Decoding is greedy unless ``temperature`` > 0.
-Tool calls come back as text — templates disagree on how they write them — so parse
-``Completion.text`` with :mod:`toolmend.formats`.
+The path is a transformers folder, a ``.gguf`` file (dequantised, converted once into a cached
+folder: :mod:`toolmend.models._gguf`), or a named local model (``hf/smollm2-135m``).
+
+The prompt is the tokenizer's chat template (or the ``chat_template`` given, e.g. the one toolmend
+supplies for a named model whose own template ignores tools), with tools passed to it as JSON
+Schemas in native mode, or described in the system prompt in prompt mode. Concurrent
+``generate`` calls are batched (left padding) up to ``batch_size``. Decoding is greedy unless
+``temperature`` > 0.
+
+Native mode needs a template that renders the tools: one that ignores them (the same text with
+and without tools) would silently send none, so such a request is a :class:`~toolmend.ConfigError`
+that says to use prompt mode. The calls the model writes are parsed with
+:func:`toolmend.formats.parse_calls` (Hermes ``<tool_call>`` blocks, JSON actions, Python calls)
+into ``Completion.tool_calls``, as a server's tool parser would; text without a call stays text.
+In prompt mode the reply is returned as text, for the caller to parse.
 
 Sampling gives each request a random stream of its own, seeded from the config's ``seed``, the
 sample id, the epoch and the prompt (Gumbel-max over the model's logits after temperature and the
@@ -22,18 +32,53 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from toolmend._errors import ConfigError, MissingExtraError, ModelError
+from toolmend._schema import Tool, ToolCall
+from toolmend.formats._calls import parse_calls
 from toolmend.formats._tools import to_openai_tool
-from toolmend.models._base import Completion, GenerateConfig, GenerateRequest, Model, ToolMode, Usage
+from toolmend.models._base import (
+    Completion,
+    GenerateConfig,
+    GenerateRequest,
+    Model,
+    RawToolCall,
+    ToolMode,
+    Usage,
+)
 from toolmend.models._batching import MicroBatcher
 from toolmend.models._cache import ResponseCache
+from toolmend.models._gguf import GGUFSource, hf_folder, is_gguf_ref, resolve_gguf
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT, render_tools_prompt, to_wire_messages
 from toolmend.models._tool_names import ToolNameMap
 
-__all__ = ["HFModel", "chat_dicts", "fingerprint_dir"]
+__all__ = [
+    "HFModel",
+    "chat_dicts",
+    "fingerprint_dir",
+    "ignores_tools",
+    "native_completion",
+    "no_tools_error",
+]
+
+_PROBE_MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+_PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 def fingerprint_dir(path: Path) -> str:
@@ -69,8 +114,46 @@ def chat_dicts(request: GenerateRequest, mode: ToolMode, tool_prompt: str) -> li
     return messages
 
 
+def ignores_tools(render: Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]) -> bool:
+    """Whether a chat template drops the tools it is given: ``render(messages, tools)`` gives the
+    same prompt for a probe conversation with a probe tool as without it."""
+    return render(_PROBE_MESSAGES, _PROBE_TOOLS) == render(_PROBE_MESSAGES, None)
+
+
+def no_tools_error(model: str) -> ConfigError:
+    """The error for native tool mode on a template that ignores tools."""
+    return ConfigError(
+        f"{model}: the chat template ignores tools, so native tool mode would send the model none; "
+        "use --tool-mode prompt (tools described in the system prompt) or a chat_template that renders tools"
+    )
+
+
+def native_completion(text: str, tools: list[Tool]) -> tuple[str, list[ToolCall], list[RawToolCall]]:
+    """The calls a local model wrote in ``text`` when it was given ``tools`` natively, as a
+    server's tool parser would return them: ``(prose left over, calls, raw calls)``.
+
+    Hermes ``<tool_call>`` blocks, JSON actions and NesTools lists are calls whatever their
+    names; Python-looking calls only when every name is one of ``tools`` (otherwise a prose answer
+    quoting code would become a call). Text without a call comes back unchanged, with no calls.
+    """
+    result = parse_calls(text)
+    if not result.calls:
+        return text, [], []
+    if result.format == "python" and not {c.name for c in result.calls} <= {t.name for t in tools}:
+        return text, [], []
+    raws = [
+        RawToolCall(
+            name=c.name, arguments=json.dumps(c.model_dump(mode="json")["arguments"], ensure_ascii=False)
+        )
+        for c in result.calls
+    ]
+    return result.text, list(result.calls), raws
+
+
 class HFModel(Model):
     """A local transformers checkpoint (see the module docstring)."""
+
+    engine = "transformers"
 
     def __init__(
         self,
@@ -81,14 +164,23 @@ class HFModel(Model):
         device: str | None = None,
         tool_mode: ToolMode = "native",
         tool_prompt: str = DEFAULT_TOOL_PROMPT,
+        chat_template: str | None = None,
+        name: str | None = None,
         cache: ResponseCache | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
-        if not self.path.exists():
+        self.gguf: GGUFSource | None = None
+        if is_gguf_ref(path) and not self.path.is_dir():
+            self.gguf = resolve_gguf(path)
+            self.path = self.gguf.path
+        elif not self.path.exists():
             raise ConfigError(f"hf model path {self.path} does not exist")
-        if not (self.path / "config.json").is_file():
+        elif not (self.path / "config.json").is_file():
             raise ConfigError(f"hf model path {self.path} is not a model folder (it has no config.json)")
-        super().__init__(f"hf/{path}", cache=cache, max_connections=max(64, batch_size))
+        super().__init__(name or f"hf/{path}", cache=cache, max_connections=max(64, batch_size))
+        self.chat_template = chat_template or (self.gguf.chat_template if self.gguf else None)
+        """The template to render with (``None``: the tokenizer's own)."""
+        self._ignores_tools: bool | None = None
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
         self.device = device
@@ -101,13 +193,32 @@ class HFModel(Model):
         self._tokenizer: Any = None
 
     def cache_identity(self) -> dict[str, Any]:
-        return {
+        identity = {
             "backend": "hf",
             "path": str(self.path.resolve()),
             "fingerprint": fingerprint_dir(self.path),
             "tool_mode": self.tool_mode,
             "max_new_tokens": self.max_new_tokens,
         }
+        if self.chat_template is not None:  # absent otherwise: keys stay those of earlier versions
+            identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
+        return identity
+
+    def folder(self) -> Path:
+        """The transformers folder to load: the path itself, or a GGUF file's converted copy."""
+        return hf_folder(self.gguf) if self.gguf is not None else self.path
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        """The prompt for ``messages`` (OpenAI-shaped dicts) and ``tools`` (``None``: no tools)."""
+        _, tokenizer = self._load()
+        text: str = tokenizer.apply_chat_template(
+            messages,
+            tools=tools,
+            chat_template=self.chat_template,
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+        return text
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:
@@ -116,13 +227,14 @@ class HFModel(Model):
                 from transformers import AutoModelForCausalLM, AutoTokenizer
             except ImportError as exc:
                 raise MissingExtraError("transformers", "hf", "the hf backend") from exc
-            tokenizer = AutoTokenizer.from_pretrained(self.path)
+            folder = self.folder()
+            tokenizer = AutoTokenizer.from_pretrained(folder)
             tokenizer.padding_side = "left"
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
-            if not getattr(tokenizer, "chat_template", None):
+            if not (self.chat_template or getattr(tokenizer, "chat_template", None)):
                 raise ModelError(f"{self.path}: the tokenizer has no chat template")
-            model: Any = AutoModelForCausalLM.from_pretrained(self.path)
+            model: Any = AutoModelForCausalLM.from_pretrained(folder)
             device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
             self._model = model.to(device).eval()
             self._tokenizer = tokenizer
@@ -147,17 +259,16 @@ class HFModel(Model):
         import torch
 
         model, tokenizer = self._load()
+        native = self.tool_mode == "native"
+        if native and any(r.tools for r in requests):
+            if self._ignores_tools is None:
+                self._ignores_tools = ignores_tools(self.render)
+            if self._ignores_tools:
+                raise no_tools_error(self.name)
         texts = []
         for r in requests:
-            tools = [to_openai_tool(t) for t in r.tools] if self.tool_mode == "native" and r.tools else None
-            texts.append(
-                tokenizer.apply_chat_template(
-                    chat_dicts(r, self.tool_mode, self.tool_prompt),
-                    tools=tools,
-                    add_generation_prompt=True,
-                    tokenize=False,
-                )
-            )
+            tools = [to_openai_tool(t) for t in r.tools] if native and r.tools else None
+            texts.append(self.render(chat_dicts(r, self.tool_mode, self.tool_prompt), tools))
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         kwargs: dict[str, Any] = {
             "max_new_tokens": cfg.max_tokens or self.max_new_tokens,
@@ -175,13 +286,20 @@ class HFModel(Model):
         prompt_len = enc["input_ids"].shape[1]
         completions = []
         eos = tokenizer.eos_token_id
-        for row, mask in zip(out, enc["attention_mask"], strict=True):
+        for r, row, mask in zip(requests, out, enc["attention_mask"], strict=True):
             new = row[prompt_len:].tolist()
             n = next((k for k, t in enumerate(new) if t in (eos, tokenizer.pad_token_id)), None)
             used = new if n is None else new[: n + (1 if new[n] == eos else 0)]
+            text = tokenizer.decode(used, skip_special_tokens=True)
+            calls: list[ToolCall] = []
+            raws: list[RawToolCall] = []
+            if native and r.tools:
+                text, calls, raws = native_completion(text, r.tools)
             completions.append(
                 Completion(
-                    text=tokenizer.decode(used, skip_special_tokens=True),
+                    text=text,
+                    tool_calls=calls,
+                    raw_tool_calls=raws,
                     usage=Usage(input_tokens=int(mask.sum()), output_tokens=len(used)),
                     finish_reason="stop" if n is not None else "length",
                     model=self.name,
@@ -236,7 +354,10 @@ def _sampler(model: Any, cfg: GenerateConfig, seeds: list[int]) -> Any:
         def __call__(self, input_ids: Any, scores: Any) -> Any:
             # -log(E) with E ~ Exp(1) is Gumbel noise; argmax(scores + noise) is a softmax draw.
             noise = torch.stack(
-                [torch.empty(scores.shape[-1], device=scores.device).exponential_(generator=g) for g in self.generators]
+                [
+                    torch.empty(scores.shape[-1], device=scores.device).exponential_(generator=g)
+                    for g in self.generators
+                ]
             )
             return scores - noise.clamp_(min=torch.finfo(noise.dtype).tiny).log()
 

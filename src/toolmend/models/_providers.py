@@ -2,7 +2,9 @@
 
 =====================  ===================================================================
 ``openai/<model>``     any OpenAI-compatible server (``base_url=``, ``api_key=`` or $OPENAI_API_KEY)
-``hf/<path>``          transformers, in-process (extra ``hf``)
+``hf/<path>``          transformers, in-process (extra ``hf``): a folder, a ``.gguf`` file or a named model
+``local/<model>``      a GGUF file or named model (``smollm2-135m``, ``gemma3-270m``) in-process:
+                       llama-cpp-python when installed (extra ``local``), else transformers
 ``vllm/<path>``        vLLM offline engine, in-process, GPU (extra ``vllm``)
 ``scripted``           replies from ``script=`` (a list, or a function of the messages)
 ``replay/<path>``      outputs saved in a ``{"id", "output"}`` JSONL file
@@ -76,9 +78,49 @@ def _openai(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> 
 def _hf(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
     from toolmend.models._hf import HFModel
 
-    kw = _take(options, "batch_size", "max_new_tokens", "device", "tool_mode", "tool_prompt")
+    kw = _take(options, "batch_size", "max_new_tokens", "device", "tool_mode", "tool_prompt", "chat_template")
     _check_empty("hf", options)
     return HFModel(rest, cache=cache, **kw)
+
+
+LOCAL_ENGINES = ("llama.cpp", "transformers")
+LOCAL_MAX_NEW_TOKENS = 128
+"""``local/``'s default reply budget: enough for a few calls, and a small CPU model that loops
+stops after seconds, not minutes."""
+
+
+@MODELS.register("local")
+def _local(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
+    """``local/<name or path.gguf>``: the engine (``engine=`` option, else llama.cpp when
+    llama-cpp-python is installed, else transformers) is part of the model's name, hence of the
+    run's manifest: ``local/smollm2-135m (transformers)``."""
+    import importlib.util
+
+    from toolmend.models._gguf import resolve_gguf
+
+    if not rest:
+        raise ConfigError("local needs a model: local/<name> or local/<path>.gguf")
+    engine = options.pop("engine", None) or (
+        "llama.cpp" if importlib.util.find_spec("llama_cpp") is not None else "transformers"
+    )
+    if engine not in LOCAL_ENGINES:
+        raise ConfigError(f"unknown local engine {engine!r}; expected one of {', '.join(LOCAL_ENGINES)}")
+    resolve_gguf(rest)  # a missing package or file fails here, before any engine is imported
+    name = f"local/{rest} ({engine})"
+    common = ("max_new_tokens", "tool_mode", "tool_prompt", "chat_template")
+    if engine == "llama.cpp":
+        from toolmend.models._llamacpp import LlamaCppModel
+
+        kw = _take(options, *common, "n_ctx", "n_threads")
+        _check_empty("local (llama.cpp)", options)
+        kw.setdefault("max_new_tokens", LOCAL_MAX_NEW_TOKENS)
+        return LlamaCppModel(rest, name=name, cache=cache, **kw)
+    from toolmend.models._hf import HFModel
+
+    kw = _take(options, *common, "batch_size", "device")
+    _check_empty("local (transformers)", options)
+    kw.setdefault("max_new_tokens", LOCAL_MAX_NEW_TOKENS)
+    return HFModel(rest, name=name, cache=cache, **kw)
 
 
 @MODELS.register("vllm")

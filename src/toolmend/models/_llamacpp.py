@@ -1,0 +1,165 @@
+"""The llama.cpp engine of ``local/``: a GGUF file run in-process by llama-cpp-python (extra ``local``).
+
+Same prompt and same call parsing as the transformers engine (:mod:`toolmend.models._hf`): the
+file's chat template (or toolmend's, for a named model whose own ignores tools) rendered by
+llama-cpp-python's Jinja2 chat formatter with the tools in native mode, a template that ignores
+tools refused in native mode, and the calls the model writes parsed by
+:func:`~toolmend.models._hf.native_completion`. Requests run one at a time (a llama.cpp context
+holds one sequence); greedy unless ``temperature`` > 0. A prompt longer than the context is a
+:class:`~toolmend.ModelError` raised before generating.
+
+    model = LlamaCppModel("smollm2-135m", n_ctx=4096)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from typing import Any
+
+from toolmend._errors import MissingExtraError, ModelError
+from toolmend._schema import ToolCall
+from toolmend.formats._tools import to_openai_tool
+from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolMode, Usage
+from toolmend.models._cache import ResponseCache
+from toolmend.models._gguf import resolve_gguf
+from toolmend.models._hf import chat_dicts, fingerprint_dir, ignores_tools, native_completion, no_tools_error
+from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
+
+__all__ = ["LlamaCppModel"]
+
+
+class LlamaCppModel(Model):
+    """A GGUF model run by llama-cpp-python (see the module docstring)."""
+
+    engine = "llama.cpp"
+
+    def __init__(
+        self,
+        ref: str,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        max_new_tokens: int = 512,
+        tool_mode: ToolMode = "native",
+        tool_prompt: str = DEFAULT_TOOL_PROMPT,
+        chat_template: str | None = None,
+        name: str | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError as exc:
+            raise MissingExtraError("llama-cpp-python", "local", "the llama.cpp engine") from exc
+        self.source = resolve_gguf(ref)
+        super().__init__(name or f"local/{ref}", cache=cache, max_connections=4)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.max_new_tokens = max_new_tokens
+        self.tool_mode: ToolMode = tool_mode
+        self.tool_prompt = tool_prompt
+        self.chat_template = chat_template or self.source.chat_template
+        self._llm: Any = None
+        self._formatter: Any = None
+        self._ignores_tools: bool | None = None
+        self._lock = threading.Lock()
+
+    def cache_identity(self) -> dict[str, Any]:
+        identity: dict[str, Any] = {
+            "backend": "local",
+            "engine": self.engine,
+            "path": str(self.source.path.resolve()),
+            "fingerprint": fingerprint_dir(self.source.path),
+            "tool_mode": self.tool_mode,
+            "max_new_tokens": self.max_new_tokens,
+        }
+        if self.chat_template is not None:
+            identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
+        return identity
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._llm is None:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llm = Llama(
+                model_path=str(self.source.path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False
+            )
+            template = self.chat_template or llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ModelError(f"{self.source.path}: the file has no chat template")
+
+            def text_of(token: int) -> str:
+                if token < 0:
+                    return ""
+                piece: bytes = llm.detokenize([token], special=True)
+                return piece.decode("utf-8", "replace")
+
+            self._formatter = Jinja2ChatFormatter(
+                template=template, eos_token=text_of(llm.token_eos()), bos_token=text_of(llm.token_bos())
+            )
+            self._llm = llm
+        return self._llm, self._formatter
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        """The prompt for ``messages`` and ``tools`` (``None``: no tools)."""
+        _, formatter = self._load()
+        prompt: str = formatter(messages=messages, tools=tools).prompt
+        return prompt
+
+    async def _generate(self, request: GenerateRequest) -> Completion:
+        return await asyncio.to_thread(self._generate_one, request)
+
+    def _generate_one(self, request: GenerateRequest) -> Completion:
+        with self._lock:  # one llama.cpp context, one sequence at a time
+            llm, formatter = self._load()
+            native = self.tool_mode == "native" and bool(request.tools)
+            if native:
+                if self._ignores_tools is None:
+                    self._ignores_tools = ignores_tools(self.render)
+                if self._ignores_tools:
+                    raise no_tools_error(self.name)
+            tools = [to_openai_tool(t) for t in request.tools] if native else None
+            formatted = formatter(messages=chat_dicts(request, self.tool_mode, self.tool_prompt), tools=tools)
+            prompt_tokens = llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
+            cfg = request.config
+            budget = cfg.max_tokens or self.max_new_tokens
+            if len(prompt_tokens) + budget > self.n_ctx:
+                raise ModelError(
+                    f"{self.name}: the prompt has {len(prompt_tokens)} tokens and up to {budget} more may be "
+                    f"generated, beyond the context of {self.n_ctx} (set n_ctx)"
+                )
+            own = formatted.stop or []
+            stop = [s for s in [*([own] if isinstance(own, str) else own), *(cfg.stop or [])] if s]
+            out = llm.create_completion(
+                prompt=prompt_tokens,
+                max_tokens=budget,
+                temperature=cfg.temperature or 0.0,
+                top_p=cfg.top_p if cfg.top_p is not None else 1.0,
+                stop=stop,
+                seed=cfg.seed,
+            )
+        choice = out["choices"][0]
+        text = choice["text"]
+        calls: list[ToolCall] = []
+        raws: list[RawToolCall] = []
+        if native:
+            text, calls, raws = native_completion(text, request.tools)
+        usage = out.get("usage") or {}
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            raw_tool_calls=raws,
+            usage=Usage(
+                input_tokens=int(usage.get("prompt_tokens", len(prompt_tokens))),
+                output_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+            finish_reason=choice.get("finish_reason"),
+            model=self.name,
+        )
+
+    async def aclose(self) -> None:
+        llm, self._llm, self._formatter = self._llm, None, None
+        if llm is not None and hasattr(llm, "close"):
+            llm.close()
