@@ -288,6 +288,9 @@ def empty_value(site: Site, sub_label: str = "value.empty") -> Injection | None:
             and isinstance(site.call.arguments[key], str)
             and site.call.arguments[key] != ""
             and not (isinstance(enum, list) and "" in enum)
+            # An empty string the schema's own default gives is a value the tool takes, not an
+            # empty value (the checker agrees: toolmend.check's empty_value rule).
+            and schema.get("default") != ""
         )
 
     keys = [k for k in keys if empties(k)]
