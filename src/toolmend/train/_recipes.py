@@ -38,6 +38,7 @@ It does not re-sample to refill the batch.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from toolmend._errors import ConfigError, DatasetError
-from toolmend._jsontext import lines, loads, read_text
+from toolmend._jsontext import MAX_DEPTH, depth, lines, loads, read_json, read_text
 from toolmend.train._deps import require
 from toolmend.train._rewards import RewardFn, call_match_reward, schema_reward, structured_reflection_reward
 from toolmend.train._world_reward import world_reward
@@ -157,21 +158,56 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
 
 def load_config(path: str | Path | None) -> dict[str, Any]:
     """Options from a YAML or JSON file: TRL config fields plus ``preset``, ``rewards``,
-    ``dynamic_sampling``, ``lora`` (LoRA settings) and ``vllm``."""
+    ``dynamic_sampling``, ``lora`` (LoRA settings) and ``vllm``.
+
+    A ``.json`` file is read as JSON; any other as YAML. A value nested deeper than
+    :data:`~toolmend._jsontext.MAX_DEPTH` or a number that is not finite (``NaN``, ``.inf``) is a
+    :class:`ConfigError` naming the file (and the key), before any training starts.
+    """
     if path is None:
         return {}
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
+    if path.suffix == ".json":
+        try:
+            data = read_json(path)
+        except DatasetError as exc:
+            raise ConfigError(str(exc)) from None
+    else:
+        data = _read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of options")
+    _check_finite(data, path, "")
+    return data
+
+
+def _read_yaml(path: Path) -> Any:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not YAML/JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of options")
+    except RecursionError:  # PyYAML's composer recurses once per level
+        raise ConfigError(f"{path}: nested too deeply (more than {MAX_DEPTH} levels)") from None
+    if depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise ConfigError(f"{path}: nested too deeply (more than {MAX_DEPTH} levels)")
     return data
+
+
+def _check_finite(value: Any, path: Path, key: str) -> None:
+    """A NaN or infinite option would train on (a NaN learning rate gives NaN weights silently)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path}: {key or 'value'}: {value} is not a finite number")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(v, path, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(v, path, f"{key}[{i}]")
 
 
 def check_generation_markers(tokenizer: Any, model: str | Path) -> None:
