@@ -146,3 +146,63 @@ def test_missing_answer_file(data_dir: Path, tmp_path: Path) -> None:
     shutil.copy(data_dir / "bfcl" / "BFCL_v4_parallel.json", tmp_path)
     with pytest.raises(DatasetError, match="possible-answer file"):
         load_bfcl(tmp_path)
+
+
+def _two_records(src: Path, dst: Path, breaks: tuple[str, ...] = ()) -> Path:
+    """The first two simple_python records of the real data in ``dst``, the second one's
+    parameter schema given each ``breaks`` field as null."""
+    name = "BFCL_v4_simple_python.json"
+    (dst / "possible_answer").mkdir(parents=True)
+    for sub in ("", "possible_answer/"):
+        head = (src / f"{sub}{name}").read_text(encoding="utf-8").splitlines()[:2]
+        if not sub and breaks:
+            record = json.loads(head[1])
+            params = record["function"][0]["parameters"]
+            for field in breaks:
+                if field == "type":
+                    params["properties"]["number"]["type"] = None
+                else:
+                    params[field] = None
+            head[1] = json.dumps(record)
+        (dst / f"{sub}{name}").write_text("\n".join(head) + "\n", encoding="utf-8")
+    return dst
+
+
+def _score(data: Path, predictions: Path) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from toolmend.cli import app
+
+    result = CliRunner().invoke(app, ["score", "bfcl", "-p", str(predictions), "--data", str(data), "--json"])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    ("breaks", "field"),
+    [
+        (("type",), "function[0].parameters.properties.number.type"),
+        (("properties",), "function[0].parameters.properties"),
+        (("required",), "function[0].parameters.required"),
+    ],
+)
+def test_a_null_schema_field_is_refused_not_scored(
+    tmp_path: Path, data_dir: Path, breaks: tuple[str, ...], field: str
+) -> None:
+    """A null ``type`` took any value (a float for an integer passed) and a null ``properties``
+    declared none: the sample was scored against a tool it does not have."""
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(
+        '{"id": "simple_python_0", "output": "[calculate_triangle_area(base=10, height=5)]"}\n'
+        '{"id": "simple_python_1", "output": "[math.factorial(number=5.0)]"}\n'
+    )
+    good = _two_records(data_dir / "bfcl", tmp_path / "good")
+    code, output = _score(good, predictions)
+    assert code == 0 and json.loads(output)["metrics"]["accuracy:simple_python"] == 0.5, output
+    broken = _two_records(data_dir / "bfcl", tmp_path / "broken", breaks)
+    with pytest.raises(DatasetError) as err:
+        load_bfcl(broken)
+    assert err.value.line == 2 and err.value.field == field, str(err.value)
+    assert err.value.path == str(broken / "BFCL_v4_simple_python.json")
+    assert "got null" in str(err.value)
+    code, output = _score(broken, predictions)
+    assert code == 2 and output.startswith("error: ") and f"'{field}'" in output, output

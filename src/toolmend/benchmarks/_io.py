@@ -47,16 +47,33 @@ def _types(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
 
+_NOT_NULL = {
+    "type": "a type name (or a list of them)",
+    "properties": "an object of property schemas",
+    "items": "a schema (or a list of them)",
+    "additionalProperties": "a boolean or a schema",
+    "required": "a list of property names",
+    "enum": "a list",
+    "description": "a string",
+}
+
+
 def check_schema(schema: Any, *, path: Path, line: int | None, field: str, depth: int = 0) -> None:
     """Check the shape of a JSON-Schema-like parameter schema as tool specs write it: an object
     whose ``type`` is a string (or a list of them), ``description`` a string, ``properties`` an
     object of schemas, ``items`` a schema (or a list of them), ``required`` a list of strings,
-    ``enum`` a list, ``additionalProperties`` a boolean or a schema. A wrongly typed field is a
+    ``enum`` a list, ``additionalProperties`` a boolean or a schema; none of these may be
+    ``null``. A wrongly typed field is a
     :class:`~toolmend.DatasetError` naming it; values the shape does not fix are not checked."""
     need(schema, dict, "a schema object", path=path, line=line, field=field)
     if depth > 64:
         return  # deeper than any real spec; the value is taken as it is
     at = f"{field}." if field else ""
+    for key, what in _NOT_NULL.items():
+        # A null here would load as "no constraint" (a null ``type`` accepts any value, a null
+        # ``properties`` declares none) and the sample would be scored against the wrong tool.
+        if key in schema and schema[key] is None:
+            raise DatasetError(f"expected {what}, got null", path=path, line=line, field=f"{at}{key}")
     kind = schema.get("type")
     if kind is not None and not (
         isinstance(kind, str) or (isinstance(kind, list) and all(isinstance(k, str) for k in kind))
