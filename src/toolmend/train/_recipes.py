@@ -101,7 +101,11 @@ REWARDS: dict[str, tuple[Callable[[], RewardFn], str]] = {
 
 _COLUMNS: dict[str, tuple[str, ...]] = {"sft": ("prompt", "completion"), "kto": ("prompt", "completion", "label"),
                                         "grpo": ("prompt",)}  # fmt: skip
-_TOOLMEND_KEYS = {"preset", "rewards", "dynamic_sampling", "lora", "vllm", "num_processes", "cut_negatives"}
+_TOOLMEND_KEYS = {"preset", "rewards", "dynamic_sampling", "lora", "vllm", "num_processes", "cut_negatives",
+                  "max_row_chars"}  # fmt: skip
+MAX_ROW_CHARS = 1_000_000
+"""A training row with more text than this is refused (``max_row_chars`` in the config changes it):
+far beyond any model's context window, and slow to tokenise."""
 _GENERATION = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
 
@@ -311,7 +315,7 @@ def _model_dir(model: str | Path) -> Path:
 
 
 def _check_columns(
-    kind: str, rows: Sequence[dict[str, Any]], data: Path | str, needed: Sequence[str]
+    kind: str, rows: Sequence[dict[str, Any]], data: Path | str, needed: Sequence[str], max_chars: int = MAX_ROW_CHARS
 ) -> None:
     for column in (*_COLUMNS[kind], *needed):
         for n, row in enumerate(rows, 1):
@@ -319,6 +323,41 @@ def _check_columns(
                 raise DatasetError(
                     f"missing column (a {kind} dataset needs it)", path=data, line=n, field=column
                 )
+    for n, row in enumerate(rows, 1):
+        for column in ("prompt", "completion"):
+            value = row.get(column, "")
+            if not isinstance(value, (str, list)):
+                got = "null" if value is None else type(value).__name__
+                raise DatasetError(
+                    f"expected text or a list of messages, got {got}", path=data, line=n, field=column
+                )
+        if kind == "kto" and not isinstance(row["label"], bool):
+            got = "null" if row["label"] is None else type(row["label"]).__name__
+            raise DatasetError(f"expected true or false, got {got}", path=data, line=n, field="label")
+        size = _text_size(row)
+        if size > max_chars:
+            # Tokenising such a row takes minutes and no context window holds it; cutting it would
+            # train on a conversation that ends mid-turn.
+            raise DatasetError(
+                f"the row holds {size:,} characters of text, more than max_row_chars ({max_chars:,})",
+                path=data,
+                line=n,
+            )
+
+
+def _text_size(value: Any) -> int:
+    """Characters in all the strings (keys included) inside ``value``."""
+    size, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return size
 
 
 def _grpo_options(options: dict[str, Any], gpu: bool) -> dict[str, Any]:
@@ -375,6 +414,9 @@ def prepare(
     lora = lora or bool(lora_options)
     dynamic_sampling = bool(options.pop("dynamic_sampling", True))
     cut = bool(options.pop("cut_negatives", False))
+    max_chars = options.pop("max_row_chars", MAX_ROW_CHARS)
+    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1:
+        raise ConfigError(f"max_row_chars must be a positive integer, not {max_chars!r}")
     if cut and kind != "kto":
         raise ConfigError(f"cut_negatives is a KTO option; the {kind} recipe does not take it")
     reward_names = list(rewards or options.pop("rewards", None) or ["schema", "call_match"])
@@ -387,7 +429,7 @@ def prepare(
 
     rows = data.to_list() if isinstance(data, Dataset) else load_rows(data)
     needed = [REWARDS[r][1] for r in reward_names] if kind == "grpo" else []
-    _check_columns(kind, rows, data if not isinstance(data, Dataset) else "<dataset>", needed)
+    _check_columns(kind, rows, data if not isinstance(data, Dataset) else "<dataset>", needed, max_chars)
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
