@@ -6,6 +6,7 @@ sets up (a raised recursion limit, a captured stream) hides a crash.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -100,3 +101,48 @@ def test_input_nested_100000_deep_is_one_error_line(
     # Refused for its depth, not for some other fault of the case's set-up.
     assert any(w in lines[0] for w in ("nested too deeply", "recursion limit")), lines[0]
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
+
+
+GOLD = (
+    '{"id": "simple_python_0", "output": "[calculate_triangle_area(base=10, height=5)]"}\n'
+    '{"id": "simple_python_1", "output": "[math.factorial(number=5)]"}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("BOM at the start", b"\xef\xbb\xbf" + GOLD.encode()),
+        ("BOM at the start of line 2", GOLD.replace("\n{", "\n\ufeff{", 1).encode()),
+        ("UTF-16 with its BOM", GOLD.encode("utf-16")),
+        ("no BOM", GOLD.encode()),
+    ],
+)
+def test_score_and_bench_replay_read_a_bom_alike(
+    name: str, data: bytes, tmp_path: Path, data_dir: Path, private_cache_dir: Path
+) -> None:
+    """``score -p`` and ``bench --model replay/`` read the same predictions file: they accept
+    and refuse the same bytes, and score what they accept the same."""
+    from typer.testing import CliRunner
+
+    from toolmend.cli import app
+
+    bfcl = tmp_path / "bfcl"
+    (bfcl / "possible_answer").mkdir(parents=True)
+    for sub in ("", "possible_answer/"):
+        head = (data_dir / "bfcl" / f"{sub}BFCL_v4_simple_python.json").read_text(encoding="utf-8")
+        (bfcl / f"{sub}BFCL_v4_simple_python.json").write_text("".join(head.splitlines(True)[:2]))
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_bytes(data)
+    score = CliRunner().invoke(app, ["score", "bfcl", "-p", str(predictions), "--data", str(bfcl), "--json"])
+    bench = CliRunner().invoke(
+        app,
+        ["bench", "bfcl", "--model", f"replay/{predictions}", "--data", str(bfcl), "--no-cache", "--no-report",
+         "--runs-dir", str(tmp_path / "runs"), "--json"],  # fmt: skip
+    )
+    assert score.exit_code == bench.exit_code, (name, score.output[-500:], bench.output[-500:])
+    if score.exit_code == 0:
+        accuracy = [json.loads(r.stdout[r.stdout.index("{"):])["metrics"]["accuracy:simple_python"] for r in (score, bench)]
+        assert accuracy == [1.0, 1.0], (name, accuracy)
+    else:
+        assert score.exit_code == 2 and "not UTF-8" in score.output and "utf-8" in bench.output.lower()
