@@ -26,7 +26,7 @@ def _deep() -> str:
 
 
 def _toolmend(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC, "CI": "1", "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": SRC, "CI": "1", "NO_COLOR": "1", "TOOLMEND_CACHE_DIR": str(cwd / "cache")}
     return subprocess.run(
         [sys.executable, "-m", "toolmend", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -64,6 +64,14 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files["run"].mkdir()
     (files["run"] / "manifest.json").write_text('{"a": ' + deep + "}")
     (files["run"] / "samples.jsonl").write_text(deep + "\n")
+    # A real run whose samples.jsonl holds a line nested too deep (and no results.json, so that
+    # --resume reads it).
+    made = _toolmend(["bench", "bfcl", "--model", "scripted", "--limit", "1", "--no-cache", "--no-report",
+                      "--runs-dir", str(root / "runs")], cwd=root)  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    (files["run_samples"],) = (root / "runs").iterdir()
+    (files["run_samples"] / "results.json").unlink()
+    (files["run_samples"] / "samples.jsonl").write_text('{"id": "simple_python_0", "outputs": ' + deep + "}\n")
     return files
 
 
@@ -79,6 +87,8 @@ def _cases() -> list[tuple[str, list[str]]]:
         ("bench replay/", ["bench", "bfcl", "--model", "replay/{deep_line}", "--limit", "1", "--no-cache", "--no-report"]),
         ("bench --resume", ["bench", "bfcl", "--resume", "{run}"]),
         ("report", ["report", "{run}"]),
+        ("bench --resume samples.jsonl", ["bench", "bfcl", "--resume", "{run_samples}"]),
+        ("report samples.jsonl", ["report", "{run_samples}"]),
         ("build --data", ["build", "critic", "--source", "bfcl", "--data", "{bfcl_data}", "--out", "{out}", "--limit", "2"]),
         ("train --data", [*train, "--data", "{deep_line}"]),
         ("train --config", [*train, "--data", "{deep_line}", "--config", "{deep}"]),
