@@ -87,3 +87,9 @@ def test_cli_refuses_a_null_completion_and_a_nan_config_with_one_line(model: Pat
     result = CliRunner().invoke(app, [*args, "--config", str(config)])
     assert result.exit_code == 2 and "learning_rate: nan is not a finite number" in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_a_non_finite_option_given_as_a_dict_is_refused(model: Path, tmp_path: Path) -> None:
+    data = _write(tmp_path / "d.jsonl", [ROW])
+    with pytest.raises(ConfigError, match=r"config: learning_rate: nan is not a finite number"):
+        prepare("sft", model=model, data=data, out=tmp_path / "out", config={"learning_rate": float("nan")})

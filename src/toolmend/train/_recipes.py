@@ -202,7 +202,7 @@ def _read_yaml(path: Path) -> Any:
     return data
 
 
-def _check_finite(value: Any, path: Path, key: str) -> None:
+def _check_finite(value: Any, path: Path | str, key: str) -> None:
     """A NaN or infinite option would train on (a NaN learning rate gives NaN weights silently)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{path}: {key or 'value'}: {value} is not a finite number")
@@ -410,6 +410,7 @@ def prepare(
     require()
     model_dir = _model_dir(model)
     options = dict(config) if isinstance(config, dict) else load_config(config)
+    _check_finite(options, "config", "")  # options given as a dict or by --set, not only a file
     lora_options = options.pop("lora", None)
     lora = lora or bool(lora_options)
     dynamic_sampling = bool(options.pop("dynamic_sampling", True))
