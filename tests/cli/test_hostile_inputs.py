@@ -93,6 +93,9 @@ def _cases() -> list[tuple[str, list[str]]]:
         ("train --data", [*train, "--data", "{deep_line}"]),
         ("train --config", [*train, "--data", "{deep_line}", "--config", "{deep}"]),
         ("train --config yaml", [*train, "--data", "{deep_line}", "--config", "{deep_yaml}"]),
+        # A command-line argument holds at most 128 KiB on Linux: 60,000 deep fits.
+        ("bench -o", [*bfcl, "-o", "categories=" + "[" * 60_000 + "]" * 60_000]),
+        ("train --set", [*train, "--data", "{deep_line}", "--set", "x=" + "[" * 60_000 + "]" * 60_000]),
         ("serve --policy", ["serve", "--upstream", "http://127.0.0.1:9/v1", "--port", "0", "--policy", "{deep}"]),
     ]
 

@@ -10,6 +10,8 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
+from toolmend._jsontext import loads
+
 __all__ = ["console", "fail", "key_values", "plain_output"]
 
 
@@ -41,7 +43,9 @@ def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
         if not sep or not key:
             fail(f"{flag} expects KEY=VALUE, got {pair!r}")
         try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError:
+            options[key] = loads(raw)
+        except json.JSONDecodeError as exc:
+            if exc.msg.startswith("nested too deeply"):
+                fail(f"{flag} {key}: {exc.msg}")
             options[key] = raw
     return options
