@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import json
 import secrets
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolmend.guard import GuardPolicy
 from toolmend.serve import _json as fastjson
@@ -28,7 +29,16 @@ from toolmend.serve._assembler import ContentGate, StreamAssembler
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
 from toolmend.serve._traces import TraceWriter, trace_record
-from toolmend.serve._upstream import Upstream, UpstreamError, UpstreamReply, guard_transport, iter_sse
+from toolmend.serve._upstream import (
+    CREDENTIAL_HEADERS,
+    Upstream,
+    UpstreamError,
+    UpstreamReply,
+    guard_transport,
+    iter_sse,
+    public_url,
+    redact,
+)
 from toolmend.serve._verdict import Answer, Verdict, answer_of, judge
 
 __all__ = ["ServeConfig", "create_app", "run"]
@@ -51,6 +61,10 @@ class ServeConfig(BaseModel):
     policy: GuardPolicy = Field(default_factory=GuardPolicy)
     api_key: str | None = None
     """When set, every ``/v1`` request must carry ``Authorization: Bearer <api_key>``."""
+    metrics_auth: bool = False
+    """``/metrics`` asks for the same key as ``/v1`` (``--metrics-auth``; it needs ``api_key``).
+    Off by default: Prometheus scrapers configured without a key keep working; ``/healthz``
+    stays open either way (it tells only that the proxy is up and the upstream's public URL)."""
     upstream_api_key: str | None = None
     """The key sent upstream; without it the client's own bearer token is passed on."""
     traces: Path | None = None
@@ -65,6 +79,12 @@ class ServeConfig(BaseModel):
     """Re-sends of a request after 429/5xx or a transport failure (before any byte reached the client)."""
     max_retry_wait: float = 20.0
     extra_fields: frozenset[str] = frozenset()
+
+    @model_validator(mode="after")
+    def _metrics_key(self) -> ServeConfig:
+        if self.metrics_auth and not self.api_key:
+            raise ValueError("metrics_auth needs api_key (the key /metrics asks for)")
+        return self
 
 
 class _Proxy:
@@ -85,7 +105,7 @@ class _Proxy:
         self.traces = (
             TraceWriter(
                 config.traces,
-                upstream=config.upstream,
+                upstream=public_url(config.upstream),
                 shadow=config.shadow,
                 strict=config.strict,
                 policy=config.policy.model_dump(),
@@ -107,9 +127,12 @@ class _Proxy:
     @web.middleware
     async def auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
         key = self.config.api_key
-        if key and request.path.startswith("/v1/"):
+        guarded = request.path.startswith("/v1/") or (self.config.metrics_auth and request.path == "/metrics")
+        if key and guarded:
             given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            # A header's bytes that are not UTF-8 arrive as surrogate escapes: they match no key.
+            sent = given.encode("utf-8", "surrogateescape") if given.isascii() else b"\0"
+            if not hmac.compare_digest(sent, f"Bearer {key}".encode("utf-8", "surrogateescape")):
                 self.metrics.inc("toolmend_bad_requests_total", status="401")
                 what = (
                     "Incorrect API key provided."
@@ -127,8 +150,22 @@ class _Proxy:
 
     # -- endpoints ---------------------------------------------------------------------------
 
+    def secrets(self, request: web.Request) -> list[str]:
+        """What an answer to ``request`` must not echo: the proxy's own upstream credentials and
+        the credentials the client sent (a bearer token also without its ``Bearer``)."""
+        out = list(self.upstream.secrets)
+        if self.config.api_key:
+            out.append(self.config.api_key)
+        for name, value in request.headers.items():
+            if name.lower() in CREDENTIAL_HEADERS:
+                out.append(value)
+                scheme, _, token = value.partition(" ")
+                if token and scheme.lower() in ("bearer", "basic"):
+                    out.append(token.strip())
+        return out
+
     async def healthz(self, _request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "upstream": self.config.upstream})
+        return web.json_response({"status": "ok", "upstream": public_url(self.config.upstream)})
 
     async def metrics_page(self, _request: web.Request) -> web.Response:
         return web.Response(text=self.metrics.render(), content_type="text/plain", charset="utf-8",
@@ -138,8 +175,12 @@ class _Proxy:
         try:
             reply = await self.upstream.get("/models", self._incoming(request))
         except UpstreamError as exc:
-            return self._upstream_error(exc, stream=False)
-        return web.Response(body=reply.raw, status=reply.status, content_type=_mime(reply.headers))
+            return self._upstream_error(exc, request)
+        body = reply.raw
+        if reply.status >= 400:
+            text = body.decode("utf-8", "replace")
+            body = redact(text, self.secrets(request)).encode()
+        return web.Response(body=body, status=reply.status, content_type=_mime(reply.headers))
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
@@ -160,9 +201,14 @@ class _Proxy:
         finally:
             ex.record()
 
-    def _upstream_error(self, exc: UpstreamError, *, stream: bool) -> web.Response:
+    def _upstream_error(self, exc: UpstreamError, request: web.Request) -> web.Response:
         self.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-        return _json(exc.status, _upstream_error_body(exc))
+        return _json(exc.status, self.error_body(exc, request))
+
+    def error_body(self, exc: UpstreamError, request: web.Request) -> dict[str, Any]:
+        """The client's error for ``exc``, with no credential in it (an upstream may echo the key
+        it was sent in its error message)."""
+        return dict(redact(_upstream_error_body(exc), self.secrets(request)))
 
 
 class _Exchange:
@@ -273,7 +319,7 @@ class _Exchange:
 
     def _failed(self, exc: UpstreamError) -> web.Response:
         self.outcome, self.status = exc.kind, exc.status
-        return self.proxy._upstream_error(exc, stream=self.is_stream)
+        return self.proxy._upstream_error(exc, self.request)
 
     # -- streaming ------------------------------------------------------------------------------
 
@@ -390,7 +436,7 @@ class _Exchange:
         except UpstreamError as exc:
             self.outcome, self.status = exc.kind, exc.status
             proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-            await self._emit(response, _upstream_error_body(exc))
+            await self._emit(response, proxy.error_body(exc, self.request))
             await response.write_eof()
             return
         if not done and finish is None:
@@ -427,7 +473,7 @@ class _Exchange:
         except UpstreamError as exc:
             self.outcome, self.status = exc.kind, exc.status
             proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-            await self._emit(response, _upstream_error_body(exc))
+            await self._emit(response, proxy.error_body(exc, self.request))
             await response.write_eof()
             return
         if verdict.error is not None:
@@ -595,7 +641,20 @@ def create_app(config: ServeConfig) -> web.Application:
 def run(config: ServeConfig, *, print_line: Any = print) -> None:
     """Serve until interrupted. Client disconnects cancel their handler (and so the upstream call)."""
     app = create_app(config)
-    print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {config.upstream}"
+    if not config.api_key and not _loopback(config.host):
+        print_line(f"toolmend serve: warning: listening on {config.host} without a client key: anyone who "
+                   "can reach this port can use the upstream through it (set --api-key-env)")  # fmt: skip
+    print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {public_url(config.upstream)}"
                + (" (shadow)" if config.shadow else "") + (" (strict)" if config.strict else ""))  # fmt: skip
     web.run_app(app, host=config.host, port=config.port, handler_cancellation=True, print=None,
                 access_log=None)  # fmt: skip
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
