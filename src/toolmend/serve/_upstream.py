@@ -346,3 +346,71 @@ def _event_data(event: bytes) -> bytes | None:
         if line.startswith(b"data:")
     ]
     return b"\n".join(data) if data else None
+
+
+# -- answer shapes ---------------------------------------------------------------------------------
+# What the proxy and every OpenAI client read of an answer: a value of another type there is the
+# upstream's fault, a 502 naming the field, not a crash in the proxy or in the client's SDK.
+
+
+def check_completion(data: Any) -> None:
+    """Raise a 502 :class:`UpstreamError` when ``data`` is not a chat completion's shape.
+
+    >>> check_completion({"choices": [{"message": {"role": "assistant", "content": "hi"}}]})
+    >>> check_completion({"choices": [{"message": "hi"}]})
+    Traceback (most recent call last):
+    ...
+    toolmend.serve._upstream.UpstreamError: the upstream's answer is malformed: choices[0].message must be an object, got str
+    """
+    if not isinstance(data, dict):
+        _bad("the answer", "an object", data)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        _bad("choices", "a non-empty array", choices)
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            _bad(f"choices[{i}]", "an object", choice)
+        _check_message(choice.get("message"), f"choices[{i}].message")
+
+
+def check_chunk(chunk: dict[str, Any]) -> None:
+    """Raise a 502 :class:`UpstreamError` when a stream event (an object) is not a chunk's shape."""
+    choices = chunk.get("choices")
+    if choices is None:
+        return
+    if not isinstance(choices, list):
+        _bad("choices", "an array", choices, chunk=True)
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            _bad(f"choices[{i}]", "an object", choice, chunk=True)
+        _check_message(choice.get("delta"), f"choices[{i}].delta", chunk=True)
+
+
+def _check_message(message: Any, where: str, *, chunk: bool = False) -> None:
+    if message is None:
+        return
+    if not isinstance(message, dict):
+        _bad(where, "an object", message, chunk=chunk)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        _bad(f"{where}.content", "a string or null", content, chunk=chunk)
+    calls = message.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        _bad(f"{where}.tool_calls", "an array", calls, chunk=chunk)
+    for j, c in enumerate(calls):
+        if not isinstance(c, dict):
+            _bad(f"{where}.tool_calls[{j}]", "an object", c, chunk=chunk)
+        fn = c.get("function")
+        if fn is not None and not isinstance(fn, dict):
+            _bad(f"{where}.tool_calls[{j}].function", "an object", fn, chunk=chunk)
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if name is not None and not isinstance(name, str):
+            _bad(f"{where}.tool_calls[{j}].function.name", "a string", name, chunk=chunk)
+
+
+def _bad(where: str, expected: str, got: Any, *, chunk: bool = False) -> Any:
+    what = "the upstream sent a malformed stream event" if chunk else "the upstream's answer is malformed"
+    raise UpstreamError(f"{what}: {where} must be {expected}, got {type(got).__name__}", status=502,
+                        kind="upstream_invalid")  # fmt: skip
