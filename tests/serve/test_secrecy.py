@@ -60,25 +60,10 @@ def test_upstream_userinfo_is_sent_as_basic_auth_and_never_shown(serve: Any) -> 
         thread.stop()
 
 
-def test_start_line_and_cli_errors_hide_userinfo(tmp_path: Path) -> None:
-    lines: list[str] = []
-    from toolmend.serve import _app
-
-    def fake_run_app(*_a: Any, **_k: Any) -> None:
-        return None
-
-    real = _app.web.run_app
-    _app.web.run_app = fake_run_app  # type: ignore[assignment]
-    try:
-        _app.run(
-            ServeConfig(upstream="http://u:topsecret@gpu:8000/v1", host="0.0.0.0"), print_line=lines.append
-        )
-    finally:
-        _app.web.run_app = real  # type: ignore[assignment]
-    text = "\n".join(lines)
-    assert "topsecret" not in text and "gpu:8000/v1" in text
-    assert "warning" in text and "--api-key-env" in text
-    assert public_url("https://a:b@h/v1?x=1") == "https://h/v1?x=1"
+def test_public_url_drops_only_the_userinfo() -> None:
+    assert public_url("https://a:b@h:1/v1?x=1#f") == "https://h:1/v1?x=1#f"
+    assert public_url("http://h/v1") == "http://h/v1"
+    assert public_url("http://user@h/v1") == "http://h/v1"
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"])
