@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--upstream", "http://x/v1", "--policy", "missing.toml"], {}, "cannot read the policy file"),
         (["--upstream", "http://x/v1", "--api-key-env", "TM_NO_SUCH_VAR"], {}, "TM_NO_SUCH_VAR is not set"),
         (["--upstream", "http://x/v1", "--shadow", "--strict"], {}, "cannot be combined"),
+        (["--upstream", "http://x/v1", "--metrics-auth"], {}, "--metrics-auth needs --api-key-env"),
+        (["--upstream", "ftp://user:topsecret@x/v1"], {}, "'ftp://x/v1': expected an http(s) URL"),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(
@@ -55,6 +57,7 @@ def test_bad_usage_is_one_line_and_exit_2(
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and words in lines[0], result.output
+    assert "topsecret" not in result.output
 
 
 def _port() -> int:
@@ -98,3 +101,30 @@ def test_server_process_proxies(tmp_path: Path) -> None:
         _, err = proxy.communicate(timeout=10)
         upstream.wait(10)
     assert "toolmend serve: http://127.0.0.1:" in err and "sekrit" not in err
+
+
+def test_open_host_warns_and_upstream_credentials_stay_hidden(tmp_path: Path) -> None:
+    port = _port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "toolmend", "serve", "--upstream", "http://user:topsecret@127.0.0.1:9/v1",
+         "--host", "0.0.0.0", "--port", str(port), "--traces", str(tmp_path / "tr")],
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        health = ""
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as resp:
+                    health = resp.read().decode()
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert json.loads(health) == {"status": "ok", "upstream": "http://127.0.0.1:9/v1"}
+        manifest = (tmp_path / "tr" / "manifest.json").read_text()
+        assert "topsecret" not in manifest and "http://127.0.0.1:9/v1" in manifest
+    finally:
+        proxy.terminate()
+        _, err = proxy.communicate(timeout=10)
+    assert "warning: listening on 0.0.0.0 without a client key" in err
+    assert "-> http://127.0.0.1:9/v1" in err and "topsecret" not in err

@@ -159,6 +159,8 @@ class ScriptedUpstream:
         self.raw: list[bytes] = []
         """Each request body as the bytes that arrived."""
         self.auth: list[str | None] = []
+        self.headers: list[dict[str, str]] = []
+        """Each request's headers as they arrived."""
         self.peers: set[Any] = set()
         self.cancelled = 0
         self.finished = 0
@@ -194,6 +196,7 @@ class ScriptedUpstream:
         body = json.loads(raw)
         self.bodies.append(body)
         self.auth.append(request.headers.get("Authorization"))
+        self.headers.append(dict(request.headers))
         self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
         scene = self._next(body)
         if scene.delay:

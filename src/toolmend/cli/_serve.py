@@ -8,6 +8,10 @@
 The policy file (TOML or JSON) holds :class:`~toolmend.guard.GuardPolicy` fields, at the top
 level or under ``[guard]``. Exit status 2 on bad usage (an unreadable policy, a missing key
 variable), never a traceback.
+
+The upstream's ``user:password@`` (sent as Basic auth) is never shown; clients' credential headers
+are not forwarded once the proxy has upstream credentials of its own; ``--metrics-auth`` asks
+``/metrics`` for the client key; binding beyond loopback without ``--api-key-env`` prints a warning.
 """
 
 from __future__ import annotations
@@ -77,6 +81,9 @@ def serve_command(
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Require 'Authorization: Bearer $VAR' from clients.")
     ] = None,
+    metrics_auth: Annotated[
+        bool, typer.Option("--metrics-auth", help="Ask /metrics for the --api-key-env key too.")
+    ] = False,
     upstream_key_env: Annotated[
         str | None,
         typer.Option("--upstream-key-env", help="Send $VAR as the upstream key (default: the client's own)."),
@@ -109,17 +116,20 @@ def serve_command(
 ) -> None:
     """Run the tool-call guard as an OpenAI-compatible proxy in front of UPSTREAM."""
     from toolmend.serve import ServeConfig, run
+    from toolmend.serve._upstream import public_url
 
     url = urlparse(upstream)
     if url.scheme not in ("http", "https") or not url.netloc:
-        fail(f"--upstream {upstream!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+        fail(f"--upstream {public_url(upstream)!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+    if metrics_auth and api_key_env is None:
+        fail("--metrics-auth needs --api-key-env (the key /metrics asks for)")
     if shadow and strict:
         fail("--shadow and --strict cannot be combined (shadow never changes a response)")
     try:
         guard_policy = load_policy(policy) if policy is not None else GuardPolicy()
         config = ServeConfig(
             upstream=upstream, host=host, port=port, policy=guard_policy,
-            api_key=_key(api_key_env, "--api-key-env"), upstream_api_key=_key(upstream_key_env, "--upstream-key-env"),
+            api_key=_key(api_key_env, "--api-key-env"), metrics_auth=metrics_auth, upstream_api_key=_key(upstream_key_env, "--upstream-key-env"),
             traces=traces, shadow=shadow, strict=strict, timeout=timeout, read_timeout=read_timeout,
             retries=retries, extra_fields=frozenset(allow_field or ()),
         )  # fmt: skip

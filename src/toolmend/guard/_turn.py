@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmend._jsontext import loads
 from toolmend._schema import Finding, Message, ToolCall
 from toolmend.formats import parse_calls
 from toolmend.formats._result import CallFormat
@@ -132,7 +133,7 @@ def _decode(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     if not raw.strip():
         return {}, None  # providers send "" for a call without arguments
     try:
-        value = json.loads(raw)
+        value = loads(raw)  # the owner's reader: nesting too deep is an error, not a RecursionError
     except json.JSONDecodeError as exc:
         return None, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
     if not isinstance(value, dict):

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import json
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolmend.guard import GuardPolicy
 from toolmend.serve import _json as fastjson
@@ -28,7 +30,18 @@ from toolmend.serve._assembler import ContentGate, StreamAssembler
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
 from toolmend.serve._traces import TraceWriter, trace_record
-from toolmend.serve._upstream import Upstream, UpstreamError, UpstreamReply, guard_transport, iter_sse
+from toolmend.serve._upstream import (
+    CREDENTIAL_HEADERS,
+    Upstream,
+    UpstreamError,
+    UpstreamReply,
+    check_chunk,
+    check_completion,
+    guard_transport,
+    iter_sse,
+    public_url,
+    redact,
+)
 from toolmend.serve._verdict import Answer, Verdict, answer_of, judge
 
 __all__ = ["ServeConfig", "create_app", "run"]
@@ -37,6 +50,8 @@ _CHAT = "/chat/completions"
 PROXY: web.AppKey[_Proxy] = web.AppKey("toolmend.proxy")
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CHUNK_KEYS = ("id", "object", "created", "model", "system_fingerprint", "service_tier")
+_DONE = b"data: [DONE]\n\n"
+_log = logging.getLogger("toolmend.serve")
 
 
 class ServeConfig(BaseModel):
@@ -51,6 +66,10 @@ class ServeConfig(BaseModel):
     policy: GuardPolicy = Field(default_factory=GuardPolicy)
     api_key: str | None = None
     """When set, every ``/v1`` request must carry ``Authorization: Bearer <api_key>``."""
+    metrics_auth: bool = False
+    """``/metrics`` asks for the same key as ``/v1`` (``--metrics-auth``; it needs ``api_key``).
+    Off by default: Prometheus scrapers configured without a key keep working; ``/healthz``
+    stays open either way (it tells only that the proxy is up and the upstream's public URL)."""
     upstream_api_key: str | None = None
     """The key sent upstream; without it the client's own bearer token is passed on."""
     traces: Path | None = None
@@ -65,6 +84,12 @@ class ServeConfig(BaseModel):
     """Re-sends of a request after 429/5xx or a transport failure (before any byte reached the client)."""
     max_retry_wait: float = 20.0
     extra_fields: frozenset[str] = frozenset()
+
+    @model_validator(mode="after")
+    def _metrics_key(self) -> ServeConfig:
+        if self.metrics_auth and not self.api_key:
+            raise ValueError("metrics_auth needs api_key (the key /metrics asks for)")
+        return self
 
 
 class _Proxy:
@@ -85,7 +110,7 @@ class _Proxy:
         self.traces = (
             TraceWriter(
                 config.traces,
-                upstream=config.upstream,
+                upstream=public_url(config.upstream),
                 shadow=config.shadow,
                 strict=config.strict,
                 policy=config.policy.model_dump(),
@@ -107,9 +132,12 @@ class _Proxy:
     @web.middleware
     async def auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
         key = self.config.api_key
-        if key and request.path.startswith("/v1/"):
+        guarded = request.path.startswith("/v1/") or (self.config.metrics_auth and request.path == "/metrics")
+        if key and guarded:
             given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            # A header's bytes that are not UTF-8 arrive as surrogate escapes: they match no key.
+            sent = given.encode("utf-8", "surrogateescape") if given.isascii() else b"\0"
+            if not hmac.compare_digest(sent, f"Bearer {key}".encode("utf-8", "surrogateescape")):
                 self.metrics.inc("toolmend_bad_requests_total", status="401")
                 what = (
                     "Incorrect API key provided."
@@ -127,8 +155,22 @@ class _Proxy:
 
     # -- endpoints ---------------------------------------------------------------------------
 
+    def secrets(self, request: web.Request) -> list[str]:
+        """What an answer to ``request`` must not echo: the proxy's own upstream credentials and
+        the credentials the client sent (a bearer token also without its ``Bearer``)."""
+        out = list(self.upstream.secrets)
+        if self.config.api_key:
+            out.append(self.config.api_key)
+        for name, value in request.headers.items():
+            if name.lower() in CREDENTIAL_HEADERS:
+                out.append(value)
+                scheme, _, token = value.partition(" ")
+                if token and scheme.lower() in ("bearer", "basic"):
+                    out.append(token.strip())
+        return out
+
     async def healthz(self, _request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "upstream": self.config.upstream})
+        return web.json_response({"status": "ok", "upstream": public_url(self.config.upstream)})
 
     async def metrics_page(self, _request: web.Request) -> web.Response:
         return web.Response(text=self.metrics.render(), content_type="text/plain", charset="utf-8",
@@ -138,8 +180,12 @@ class _Proxy:
         try:
             reply = await self.upstream.get("/models", self._incoming(request))
         except UpstreamError as exc:
-            return self._upstream_error(exc, stream=False)
-        return web.Response(body=reply.raw, status=reply.status, content_type=_mime(reply.headers))
+            return self._upstream_error(exc, request)
+        body = reply.raw
+        if reply.status >= 400:
+            text = body.decode("utf-8", "replace")
+            body = redact(text, self.secrets(request)).encode()
+        return web.Response(body=body, status=reply.status, content_type=_mime(reply.headers))
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
@@ -160,9 +206,14 @@ class _Proxy:
         finally:
             ex.record()
 
-    def _upstream_error(self, exc: UpstreamError, *, stream: bool) -> web.Response:
+    def _upstream_error(self, exc: UpstreamError, request: web.Request) -> web.Response:
         self.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-        return _json(exc.status, _upstream_error_body(exc))
+        return _json(exc.status, self.error_body(exc, request))
+
+    def error_body(self, exc: UpstreamError, request: web.Request) -> dict[str, Any]:
+        """The client's error for ``exc``, with no credential in it (an upstream may echo the key
+        it was sent in its error message)."""
+        return dict(redact(_upstream_error_body(exc), self.secrets(request)))
 
 
 class _Exchange:
@@ -207,8 +258,7 @@ class _Exchange:
         reply = await self.proxy.upstream.post(_CHAT, body, self.proxy._incoming(self.request))
         self.proxy.metrics.inc("toolmend_reasks_total")
         data = reply.json()
-        if not _has_choice(data):
-            raise UpstreamError("the upstream's answer to a re-ask has no choices", status=502)
+        check_completion(data)
         return dict(data)
 
     async def decide(self, answer: Answer) -> Verdict:
@@ -228,10 +278,7 @@ class _Exchange:
         try:
             reply = await proxy.upstream.post(_CHAT, self.raw, proxy._incoming(self.request))
             data = reply.json()
-            if not _has_choice(data):
-                raise UpstreamError(
-                    "the upstream's answer has no choices", status=502, kind="upstream_invalid"
-                )
+            check_completion(data)
         except UpstreamError as exc:
             return self._failed(exc)
         proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="false")
@@ -273,7 +320,7 @@ class _Exchange:
 
     def _failed(self, exc: UpstreamError) -> web.Response:
         self.outcome, self.status = exc.kind, exc.status
-        return self.proxy._upstream_error(exc, stream=self.is_stream)
+        return self.proxy._upstream_error(exc, self.request)
 
     # -- streaming ------------------------------------------------------------------------------
 
@@ -294,6 +341,11 @@ class _Exchange:
             # The client went away: closing the upstream response cancels the upstream request.
             proxy.metrics.inc("toolmend_client_disconnects_total")
             self.outcome = "client_disconnected"
+        except Exception as exc:  # a fault of the proxy's own: the client still gets a shaped end
+            _log.exception("toolmend serve: internal error in a stream")
+            self.outcome, self.status = "internal_error", 500
+            with contextlib.suppress(Exception):
+                await self._end_with_error(response, _internal_error(exc))
         finally:
             if clean:
                 # The client has its answer; read the body's end so the connection goes back to
@@ -339,10 +391,14 @@ class _Exchange:
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
                                         kind="upstream_invalid_json") from None  # fmt: skip
-                if not isinstance(chunk, dict) or "error" in chunk:
-                    detail = chunk.get("error") if isinstance(chunk, dict) else None
+                if not isinstance(chunk, dict):
+                    raise UpstreamError(f"the upstream sent a stream event that is a {type(chunk).__name__}, "
+                                        "not an object", status=502, kind="upstream_invalid")  # fmt: skip
+                if "error" in chunk:
+                    detail = chunk.get("error")
                     message = detail.get("message") if isinstance(detail, dict) else str(detail or chunk)
                     raise UpstreamError(f"the upstream stream failed: {message}", status=502, body=chunk)
+                check_chunk(chunk)
                 if not first:
                     first = True
                     proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="true")
@@ -388,18 +444,12 @@ class _Exchange:
                         response, {**base, "choices": [{**choice, "delta": new_delta, "finish_reason": None}]}
                     )
         except UpstreamError as exc:
-            self.outcome, self.status = exc.kind, exc.status
-            proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-            await self._emit(response, _upstream_error_body(exc))
-            await response.write_eof()
+            await self._stream_failed(response, exc)
             return
         if not done and finish is None:
             cut = UpstreamError("the upstream stream ended before the answer was complete", status=502,
                                 kind="upstream_incomplete")  # fmt: skip
-            self.outcome, self.status = cut.kind, cut.status
-            proxy.metrics.inc("toolmend_upstream_errors_total", status="502")
-            await self._emit(response, _upstream_error_body(cut))
-            await response.write_eof()
+            await self._stream_failed(response, cut)
             return
         if gate is not None:
             tail = gate.flush()
@@ -419,22 +469,18 @@ class _Exchange:
             self.outcome, self.final = "passthrough", self.original
             if self.guarded:  # shadow: decide, annotate, change nothing
                 await self._comment(response, await self.decide(answer))
-            await response.write(b"data: [DONE]\n\n")
+            await response.write(_DONE)
             await response.write_eof()
             return
         try:
             verdict = await self.decide(answer)
         except UpstreamError as exc:
-            self.outcome, self.status = exc.kind, exc.status
-            proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-            await self._emit(response, _upstream_error_body(exc))
-            await response.write_eof()
+            await self._stream_failed(response, exc)
             return
         if verdict.error is not None:
             self.status = 422
-            await self._emit(response, verdict.error)
             await self._comment(response, verdict)
-            await response.write_eof()
+            await self._end_with_error(response, verdict.error)
             return
         already = answer.sent
         # The rest of the answer goes out in one write: one syscall, not one per event.
@@ -454,9 +500,20 @@ class _Exchange:
             _add_usage(usage_chunk, verdict)
             events.append(usage_chunk)
         out = b"".join(b"data: " + fastjson.dumps(c) + b"\n\n" for c in events)
-        await response.write(out + _comment_line(verdict) + b"data: [DONE]\n\n")
+        await response.write(out + _comment_line(verdict) + _DONE)
         await response.write_eof()
         self.final = verdict.message()
+
+    async def _stream_failed(self, response: web.StreamResponse, exc: UpstreamError) -> None:
+        self.outcome, self.status = exc.kind, exc.status
+        self.proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
+        await self._end_with_error(response, self.proxy.error_body(exc, self.request))
+
+    async def _end_with_error(self, response: web.StreamResponse, error: Mapping[str, Any]) -> None:
+        """End a started stream: the error as an event, then ``[DONE]``, so that every client's
+        reader stops (SDKs raise on the error event; others wait for ``[DONE]``)."""
+        await response.write(b"data: " + fastjson.dumps(error) + b"\n\n" + _DONE)
+        await response.write_eof()
 
     async def _emit(self, response: web.StreamResponse, obj: Mapping[str, Any]) -> None:
         await response.write(b"data: " + fastjson.dumps(obj) + b"\n\n")
@@ -509,13 +566,25 @@ def _verdict_dict(v: Verdict | None) -> dict[str, Any]:
     return out
 
 
-def _has_choice(data: Any) -> bool:
-    return (
-        isinstance(data, dict)
-        and isinstance(data.get("choices"), list)
-        and bool(data["choices"])
-        and isinstance(data["choices"][0], dict)
-    )
+@web.middleware
+async def _shaped(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every error answer OpenAI-shaped: aiohttp's own (404, 405, 413, ...) and, as a last resort,
+    a fault of the proxy's own (a 500 that says so, logged with its traceback, never sent one)."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _json(exc.status, openai_error(exc.text or exc.reason, type="invalid_request_error", code=exc.status),
+                     {k: v for k, v in exc.headers.items() if k.lower() in ("allow", "retry-after")})  # fmt: skip
+    except Exception as exc:
+        _log.exception("toolmend serve: internal error")
+        return _json(500, _internal_error(exc))
+
+
+def _internal_error(exc: BaseException) -> dict[str, Any]:
+    return openai_error(f"toolmend serve failed on this request ({type(exc).__name__}); the proxy's log "
+                        "has the details", type="internal_error", code=500)  # fmt: skip
 
 
 def _add_usage(obj: dict[str, Any], verdict: Verdict) -> None:
@@ -535,7 +604,9 @@ def _add_usage(obj: dict[str, Any], verdict: Verdict) -> None:
 def _upstream_error_body(exc: UpstreamError) -> dict[str, Any]:
     detail = exc.body.get("error") if isinstance(exc.body, dict) else None
     if isinstance(detail, dict) and detail.get("message"):
-        return {"error": {**detail, "message": f"upstream error ({exc.status}): {detail['message']}"}}
+        # The upstream's own fields win; the ones every OpenAI error has are filled in when missing.
+        shaped = {"type": exc.kind, "param": None, "code": exc.status, **detail}
+        return {"error": {**shaped, "message": f"upstream error ({exc.status}): {detail['message']}"}}
     return openai_error(str(exc), type=exc.kind, code=exc.status)
 
 
@@ -547,8 +618,7 @@ def _comment_line(verdict: Verdict) -> bytes:
 
 def _as_chunks(body: Any) -> list[dict[str, Any]]:
     """A non-streamed completion as the chunks of the same answer."""
-    if not _has_choice(body):
-        raise UpstreamError("the upstream's answer has no choices", status=502, kind="upstream_invalid")
+    check_completion(body)
     base = {k: body[k] for k in _CHUNK_KEYS if k in body}
     base["object"] = "chat.completion.chunk"
     choice = body["choices"][0]
@@ -581,7 +651,7 @@ def _mime(headers: Mapping[str, str]) -> str:
 def create_app(config: ServeConfig) -> web.Application:
     """The aiohttp application for ``config`` (run it with :func:`run` or any aiohttp runner)."""
     proxy = _Proxy(config)
-    app = web.Application(middlewares=[proxy.auth], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[_shaped, proxy.auth], client_max_size=64 * 1024 * 1024)
     app[PROXY] = proxy
     app.on_startup.append(proxy.start)
     app.on_cleanup.append(proxy.stop)
@@ -595,7 +665,20 @@ def create_app(config: ServeConfig) -> web.Application:
 def run(config: ServeConfig, *, print_line: Any = print) -> None:
     """Serve until interrupted. Client disconnects cancel their handler (and so the upstream call)."""
     app = create_app(config)
-    print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {config.upstream}"
+    if not config.api_key and not _loopback(config.host):
+        print_line(f"toolmend serve: warning: listening on {config.host} without a client key: anyone who "
+                   "can reach this port can use the upstream through it (set --api-key-env)")  # fmt: skip
+    print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {public_url(config.upstream)}"
                + (" (shadow)" if config.shadow else "") + (" (strict)" if config.strict else ""))  # fmt: skip
     web.run_app(app, host=config.host, port=config.port, handler_cancellation=True, print=None,
                 access_log=None)  # fmt: skip
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

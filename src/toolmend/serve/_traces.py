@@ -15,6 +15,7 @@ the guard's decisions, the final answer, and the fields the rest of toolmend rea
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,9 +36,10 @@ class TraceWriter:
             manifest_path = self.dir / "manifest.json"
             if not manifest_path.exists():
                 info = {"kind": "serve", "toolmend": __version__, "created": _now(), **manifest}
-                manifest_path.write_text(dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+                with _private(manifest_path, os.O_TRUNC) as f:
+                    f.write(dumps(info, indent=2, default=str) + "\n")
             self.path = self.dir / "traces.jsonl"
-            self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+            self._file: IO[str] | None = _private(self.path, os.O_APPEND)
         except OSError as exc:
             raise ConfigError(f"--traces {directory}: cannot write there ({exc.strerror or exc})") from exc
         self.count = 0
@@ -55,6 +57,13 @@ class TraceWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _private(path: Path, mode: int) -> IO[str]:
+    """``path`` opened for writing, readable by its owner only: traces hold whole conversations."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode, 0o600)
+    os.fchmod(fd, 0o600)  # a file made before, under a looser umask
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _now() -> str:

@@ -10,10 +10,13 @@ body that is not JSON.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
@@ -31,11 +34,60 @@ from toolmend.serve import _json
 
 _T = TypeVar("_T")
 
-__all__ = ["Upstream", "UpstreamError", "UpstreamReply", "guard_transport", "iter_sse"]
+__all__ = [
+    "Upstream",
+    "UpstreamError",
+    "UpstreamReply",
+    "guard_transport",
+    "iter_sse",
+    "public_url",
+    "redact",
+]
 
 # Hop-by-hop and body-framing headers are the proxy's own business on each side.
 _DROP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding",
-                   "host", "authorization", "accept-encoding"})  # fmt: skip
+                   "host", "authorization", "accept-encoding", "proxy-authorization"})  # fmt: skip
+# What a client sends to prove who it is upstream: none of it goes on once the proxy has its own
+# upstream credentials (a key, or a user and password in the upstream URL).
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "x-api-key", "api-key"})
+_REDACTED = "[redacted]"
+
+
+def public_url(url: str) -> str:
+    """``url`` without its ``user:password@``: how the upstream is shown in ``/healthz``, logs,
+    errors and trace manifests.
+
+    >>> public_url("http://user:secret@gpu:8000/v1"), public_url("http://gpu:8000/v1")
+    ('http://gpu:8000/v1', 'http://gpu:8000/v1')
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def redact(value: Any, secrets: Iterable[str]) -> Any:
+    """``value`` (text, or JSON data) with every secret in ``secrets`` replaced; secrets shorter
+    than 4 characters are not looked for (they would mangle ordinary text and protect nothing).
+
+    >>> redact({"error": {"message": "bad key sk-abc123"}}, ["sk-abc123"])
+    {'error': {'message': 'bad key [redacted]'}}
+    """
+    keys = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+    if not keys:
+        return value
+    pattern = re.compile("|".join(re.escape(k) for k in keys))
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return pattern.sub(_REDACTED, v)
+        if isinstance(v, dict):
+            return {walk(k): walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
 
 
 class UpstreamError(ModelError):
@@ -94,7 +146,20 @@ class Upstream:
         max_wait: float = 20.0,
         limit: int = 0,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        parts = urlsplit(base_url)
+        # Credentials in the URL are sent as Basic auth (when no key is configured) and are never
+        # part of a URL that is shown or requested.
+        self.basic = (
+            "Basic "
+            + base64.b64encode(
+                f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+            ).decode()
+            if parts.username is not None or parts.password is not None
+            else None
+        )
+        self.secrets = tuple(s for s in (api_key, unquote(parts.password or "") or None, parts.password) if s)
+        """What the proxy itself holds and must never show: its upstream key, the URL's password."""
+        self.base_url = public_url(base_url).rstrip("/")
         self.api_key = api_key
         self.timeout = client_timeout(total=timeout, connect=connect_timeout, read=read_timeout or timeout)
         self.retries = retries
@@ -122,14 +187,20 @@ class Upstream:
 
     def headers(self, incoming: Mapping[str, str] | None) -> dict[str, str]:
         """Headers for the upstream: the client's own (minus hop-by-hop ones and toolmend's), and
-        the upstream key: the configured one, else the client's bearer token."""
+        the upstream key: the configured one, else the URL's user and password, else the client's
+        bearer token. With credentials of its own, the proxy forwards none of the client's."""
+        own = bool(self.api_key or self.basic)
         out = {
             k: v
             for k, v in (incoming or {}).items()
-            if k.lower() not in _DROP and not k.lower().startswith("x-toolmend")
+            if k.lower() not in _DROP
+            and not k.lower().startswith("x-toolmend")
+            and not (own and k.lower() in CREDENTIAL_HEADERS)
         }
         if self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
+        elif self.basic:
+            out["Authorization"] = self.basic
         elif incoming is not None and incoming.get("Authorization"):
             out["Authorization"] = incoming["Authorization"]
         out["Content-Type"] = "application/json"
@@ -275,3 +346,71 @@ def _event_data(event: bytes) -> bytes | None:
         if line.startswith(b"data:")
     ]
     return b"\n".join(data) if data else None
+
+
+# -- answer shapes ---------------------------------------------------------------------------------
+# What the proxy and every OpenAI client read of an answer: a value of another type there is the
+# upstream's fault, a 502 naming the field, not a crash in the proxy or in the client's SDK.
+
+
+def check_completion(data: Any) -> None:
+    """Raise a 502 :class:`UpstreamError` when ``data`` is not a chat completion's shape.
+
+    >>> check_completion({"choices": [{"message": {"role": "assistant", "content": "hi"}}]})
+    >>> check_completion({"choices": [{"message": "hi"}]})
+    Traceback (most recent call last):
+    ...
+    toolmend.serve._upstream.UpstreamError: the upstream's answer is malformed: choices[0].message must be an object, got str
+    """
+    if not isinstance(data, dict):
+        _bad("the answer", "an object", data)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        _bad("choices", "a non-empty array", choices)
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            _bad(f"choices[{i}]", "an object", choice)
+        _check_message(choice.get("message"), f"choices[{i}].message")
+
+
+def check_chunk(chunk: dict[str, Any]) -> None:
+    """Raise a 502 :class:`UpstreamError` when a stream event (an object) is not a chunk's shape."""
+    choices = chunk.get("choices")
+    if choices is None:
+        return
+    if not isinstance(choices, list):
+        _bad("choices", "an array", choices, chunk=True)
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            _bad(f"choices[{i}]", "an object", choice, chunk=True)
+        _check_message(choice.get("delta"), f"choices[{i}].delta", chunk=True)
+
+
+def _check_message(message: Any, where: str, *, chunk: bool = False) -> None:
+    if message is None:
+        return
+    if not isinstance(message, dict):
+        _bad(where, "an object", message, chunk=chunk)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        _bad(f"{where}.content", "a string or null", content, chunk=chunk)
+    calls = message.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        _bad(f"{where}.tool_calls", "an array", calls, chunk=chunk)
+    for j, c in enumerate(calls):
+        if not isinstance(c, dict):
+            _bad(f"{where}.tool_calls[{j}]", "an object", c, chunk=chunk)
+        fn = c.get("function")
+        if fn is not None and not isinstance(fn, dict):
+            _bad(f"{where}.tool_calls[{j}].function", "an object", fn, chunk=chunk)
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if name is not None and not isinstance(name, str):
+            _bad(f"{where}.tool_calls[{j}].function.name", "a string", name, chunk=chunk)
+
+
+def _bad(where: str, expected: str, got: Any, *, chunk: bool = False) -> Any:
+    what = "the upstream sent a malformed stream event" if chunk else "the upstream's answer is malformed"
+    raise UpstreamError(f"{what}: {where} must be {expected}, got {type(got).__name__}", status=502,
+                        kind="upstream_invalid")  # fmt: skip
