@@ -96,11 +96,16 @@ def main() -> None:
     if args.ground:
         r = statistics.median(r_times)
         reasked = sum(
-            _grounded(guard, name, raw, m) == "reask" for (_, _, name, raw), (guard, m) in zip(cases, contexts, strict=True)
+            _grounded(guard, name, raw, m) == "reask"
+            for (_, _, name, raw), (guard, m) in zip(cases, contexts, strict=True)
         )
-        print(f"{'guard, ground':18} {r / n * 1e6:9.1f} {r / c:7.2f}   ({reasked} gold calls re-asked as ungrounded)")
+        print(
+            f"{'guard, ground':18} {r / n * 1e6:9.1f} {r / c:7.2f}   ({reasked} gold calls re-asked as ungrounded)"
+        )
         wrong = _swapped(cases, contexts)
-        caught = sum(_grounded(guard, name, json.dumps(args_), m) == "reask" for guard, name, args_, m in wrong)
+        caught = sum(
+            _grounded(guard, name, json.dumps(args_), m) == "reask" for guard, name, args_, m in wrong
+        )
         print(f"wrong values (one string swapped for another question's): {caught} of {len(wrong)} re-asked")
 
 
@@ -108,7 +113,9 @@ def _grounded(guard: Guard, name: str, raw: str, messages: Any) -> str:
     """The grounding guard's action on one call, as a run of its own: a re-ask must not spend the
     next turn's budget."""
     guard.reset()
-    return guard.decide(Turn.from_native("", [{"id": "c0", "name": name, "arguments": raw}]), context=messages).action
+    return guard.decide(
+        Turn.from_native("", [{"id": "c0", "name": name, "arguments": raw}]), context=messages
+    ).action
 
 
 def _swapped(cases: list[Any], contexts: list[Any]) -> list[tuple[Guard, str, dict[str, Any], Any]]:
@@ -127,7 +134,10 @@ def _swapped(cases: list[Any], contexts: list[Any]) -> list[tuple[Guard, str, di
                 continue
             pool = values[key]
             at = next(k for k, (j, _) in enumerate(pool) if j == i)
-            donor = next((v for j, v in pool[at + 1 :] + pool[:at] if j != i and v.casefold() != value.casefold()), None)
+            donor = next(
+                (v for j, v in pool[at + 1 :] + pool[:at] if j != i and v.casefold() != value.casefold()),
+                None,
+            )
             if donor is not None:
                 out.append((guard, name, {**args, key: donor}, messages))
             break

@@ -151,7 +151,9 @@ def _world_rows(kind: str, seed: int) -> tuple[list[dict[str, Any]], Any]:
     return built, report
 
 
-def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]) -> dict[str, Any]:
+def build_data(
+    run: Path, train_seeds: list[int], kto_seeds: list[int], refine_seeds: list[int]
+) -> dict[str, Any]:
     tasks = _tasks(sorted(set(train_seeds) | set(kto_seeds) | set(refine_seeds)))
     out: dict[str, Any] = {"reports": {}}
     rows: dict[str, list[dict[str, Any]]] = {"sft": [], "kto": [], "refine": []}
@@ -159,7 +161,9 @@ def build_data(run: Path, train_seeds: list[int], kto_seeds: list[int], refine_s
         for kind, seeds in (("sft", train_seeds), ("kto", kto_seeds), ("refine", refine_seeds)):
             for s in seeds:
                 built, report = _world_rows(kind, s)
-                out["reports"][f"{kind}:{s}"] = report.model_dump(include={"rows", "traces", "dropped", "codes"})
+                out["reports"][f"{kind}:{s}"] = report.model_dump(
+                    include={"rows", "traces", "dropped", "codes"}
+                )
                 rows[kind] += built
     for kind, kind_rows in rows.items():
         _write_jsonl(run / "data" / f"{kind}.jsonl", kind_rows)
@@ -267,7 +271,9 @@ def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cp
     if kind == "sft":
         # Batches of similar lengths: padding a batch to its longest row would waste ~40 % of the compute.
         config.setdefault("train_sampling_strategy", "group_by_length")
-    prepared = prepare(kind, model=model, data=Dataset.from_list(rows), out=out, config=config, rewards=rewards)
+    prepared = prepare(
+        kind, model=model, data=Dataset.from_list(rows), out=out, config=config, rewards=rewards
+    )
     budget = _budget_callback(cpu_seconds, peak_lr, warmup)
     trainer = prepared.trainer
     trainer.add_callback(budget)
@@ -281,8 +287,11 @@ def run_recipe(kind: str, model: Path, rows: list[dict[str, Any]], out: Path, cp
         "rows_seen": int(trainer.state.global_step) * int(config.get("per_device_train_batch_size", 8)),
         "first_loss": logs[0]["loss"] if logs else None,
         "last_loss": logs[-1]["loss"] if logs else None,
-        **({"cut_count": trainer.cut_count, "desirable_weight": trainer.args.desirable_weight}
-           if kind == "kto" else {}),  # fmt: skip
+        **(
+            {"cut_count": trainer.cut_count, "desirable_weight": trainer.args.desirable_weight}
+            if kind == "kto"
+            else {}
+        ),  # fmt: skip
     }
 
 
@@ -337,7 +346,9 @@ def _evaluate_one(model: Path, eval_seed: int, runs: Path, strategy: str | None,
 
 
 def _call_key(calls: list[Any]) -> list[str]:
-    return sorted(json.dumps({"name": c.name, "arguments": c.arguments}, sort_keys=True, default=str) for c in calls)
+    return sorted(
+        json.dumps({"name": c.name, "arguments": c.arguments}, sort_keys=True, default=str) for c in calls
+    )
 
 
 def judge(text: str, gold: list[Any], tools: list[Any]) -> tuple[bool, list[str]]:
@@ -403,7 +414,9 @@ OWN_SAMPLES = 4
 """Answers sampled per training task at temperature 1.0, besides the greedy one."""
 
 
-def own_answers(model: Path, rows: list[dict[str, Any]], k: int, max_new_tokens: int, seed: int) -> list[dict[str, Any]]:
+def own_answers(
+    model: Path, rows: list[dict[str, Any]], k: int, max_new_tokens: int, seed: int
+) -> list[dict[str, Any]]:
     """The model's greedy answer (the one the evaluation sees) and ``k`` sampled answers to each
     training row, each judged as the evaluation judges a reply."""
     from toolmend._schema import ToolCall
@@ -453,7 +466,9 @@ def splice_at_finding(text: str, gold_text: str, tools: list[Any]) -> tuple[str,
     return (spliced, codes[0]) if codes else None
 
 
-def own_kto_rows(own: list[dict[str, Any]], splice: bool = False, desirable: str = "gold") -> list[dict[str, Any]]:
+def own_kto_rows(
+    own: list[dict[str, Any]], splice: bool = False, desirable: str = "gold"
+) -> list[dict[str, Any]]:
     """Model-aware HiTEC-KTO rows: the model's own answers that the checklist rejects are
     undesirable (verified: each has a finding), the gold of the same task desirable. The injected
     negatives teach the HiTEC error list; these teach the mistakes this model makes. ``splice``
@@ -485,7 +500,9 @@ def own_kto_rows(own: list[dict[str, Any]], splice: bool = False, desirable: str
     return rows
 
 
-def own_refine_rows(own: list[dict[str, Any]], wrong_clean: float = 0.0, ground: bool = False) -> list[dict[str, Any]]:
+def own_refine_rows(
+    own: list[dict[str, Any]], wrong_clean: float = 0.0, ground: bool = False
+) -> list[dict[str, Any]]:
     """ToolACE-R self-refinement rows from the model's own attempts, each followed by the
     self-refine strategy's re-ask: an attempt the checker finds fault with leads to the gold,
     an exact attempt to the "keep it" reply (what the re-ask asks for). An attempt that is wrong but
@@ -582,7 +599,9 @@ def two_phase(init: Path, short: list[dict[str, Any]], whole: list[dict[str, Any
 def _own(seed_dir: Path) -> list[dict[str, Any]]:
     path = seed_dir / "own.jsonl"
     if not path.is_file():
-        raise SystemExit(f"{path}: missing; run --stage own for this seed first (the SFT model's own answers)")
+        raise SystemExit(
+            f"{path}: missing; run --stage own for this seed first (the SFT model's own answers)"
+        )
     return _read_jsonl(path)
 
 
@@ -608,10 +627,16 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
             results["sft_per_sample"] = plain["per_sample"]
         entry: dict[str, Any] = {"eval": _strip(plain)}
         if name in ("sft", "refine") and not args.no_self_refine:
-            options = (*(["ground=true"] if args.ground else []), *([f"accept={args.accept}"] if args.accept != "any" else []))
+            options = (
+                *(["ground=true"] if args.ground else []),
+                *([f"accept={args.accept}"] if args.accept != "any" else []),
+            )
             refined = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads,
                                strategy_options=options, **eval_options)  # fmt: skip
-            entry |= {"self_refine": _strip(refined), **recovery(refined["first_per_sample"], refined["per_sample"])}
+            entry |= {
+                "self_refine": _strip(refined),
+                **recovery(refined["first_per_sample"], refined["per_sample"]),
+            }
             # The re-ask only where the checker faults the first reply: clean replies are kept as they are.
             gated = evaluate(model, eval_seeds, runs, "self-refine", threads=args.threads,
                              strategy_options=("when=findings", *options), **eval_options)  # fmt: skip
@@ -699,7 +724,9 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
                           "cut_negatives": train.pop("cut_count"), **measure("kto")}  # fmt: skip
     elif stage == "grpo":
         # The tasks in the model's band (sometimes exact, sometimes not): no group is all-equal.
-        rows = [{k: i["row"][k] for k in ("prompt", "tools", "gold_calls")} for i in _own(seed_dir) if in_band(i)]
+        rows = [
+            {k: i["row"][k] for k in ("prompt", "tools", "gold_calls")} for i in _own(seed_dir) if in_band(i)
+        ]
         rng.shuffle(rows)
         rows = rows[: int(args.grpo_minutes * 60 * ROWS_PER_CPU_S)]
         train = run_recipe("grpo", sft_dir, rows, seed_dir / "grpo", args.grpo_minutes * 60,
@@ -731,7 +758,9 @@ def stage_seed(stage: str, run: Path, seed: int, args: argparse.Namespace) -> No
     changed = {k: v for k, v in results.items() if loaded.get(k) != v}
     _save(results_path, {**_load(results_path), **changed})
     shown = args.reeval.split(",") if stage == "reeval" else list(changed) if stage == "own" else [stage]
-    print(json.dumps({name: _strip(results[name]) for name in shown if name in results}, indent=1), flush=True)
+    print(
+        json.dumps({name: _strip(results[name]) for name in shown if name in results}, indent=1), flush=True
+    )
 
 
 def _mean_spread(values: list[float | None]) -> str:
@@ -744,7 +773,7 @@ def _mean_spread(values: list[float | None]) -> str:
 
 
 def _beyond_noise(before: list[float | None], deltas: list[float | None]) -> str:
-    """"yes" when every seed moved the metric up and the mean change exceeds the seeds' spread of
+    """ "yes" when every seed moved the metric up and the mean change exceeds the seeds' spread of
     the metric before the stage (half its range): the change is larger than what the seed alone
     moves. Otherwise it says which of the two failed."""
     got = [d for d in deltas if d is not None]
@@ -776,8 +805,12 @@ def render(run: Path, seeds: list[int]) -> str:
 
     cut = any((per[s].get("kto") or {}).get("cut_negatives") for s in seeds)
     kto_name = "KTO (HiTEC + own negatives" + (", cut at the mistake)" if cut else ")")
-    sft_eval: dict[str, Any] = next((per[s]["sft"]["eval"] for s in seeds if "eval" in per[s].get("sft", {})), {})
-    decoding = f"sampled at temperature {sft_eval['temperature']}" if sft_eval.get("temperature") else "greedy"
+    sft_eval: dict[str, Any] = next(
+        (per[s]["sft"]["eval"] for s in seeds if "eval" in per[s].get("sft", {})), {}
+    )
+    decoding = (
+        f"sampled at temperature {sft_eval['temperature']}" if sft_eval.get("temperature") else "greedy"
+    )
     worlds = ", ".join(str(w) for w in sft_eval.get("eval_seeds", [1000]))
     lines = [
         f"Evaluation: {sft_eval.get('n', '?')} held-out tasks (world seeds {worlds}), replies {decoding}.",
@@ -810,10 +843,13 @@ def render(run: Path, seeds: list[int]) -> str:
         b = col(*before)
         a: list[float | None] = col(*after) if after else [None] * len(seeds)
         pairs = ", ".join(
-            (f"{x * 100:.1f}" if x is not None else "–") + (f" → {y * 100:.1f}" if after and y is not None else "")
+            (f"{x * 100:.1f}" if x is not None else "–")
+            + (f" → {y * 100:.1f}" if after and y is not None else "")
             for x, y in zip(b, a, strict=True)
         )
-        deltas = [y - x if after and x is not None and y is not None else None for x, y in zip(b, a, strict=True)]
+        deltas = [
+            y - x if after and x is not None and y is not None else None for x, y in zip(b, a, strict=True)
+        ]
         # "broken" is watched, not targeted: it has no noise verdict.
         noise = "" if metric.startswith("broken") else _beyond_noise(b, deltas)
         lines.append(f"| {name} | {metric} | {_mean_spread(b)} | {_mean_spread(a) if after else ''} | "
@@ -825,7 +861,9 @@ def render(run: Path, seeds: list[int]) -> str:
             continue
         points = [*per[s].get("sft_history", []), _strip_train(sft)]
         for p in points:
-            lines.append(f"| {s} | {p['cpu_s']:.0f} | {p['steps']} | {p['exact'] * 100:.1f} | {p['schema_valid'] * 100:.1f} |")
+            lines.append(
+                f"| {s} | {p['cpu_s']:.0f} | {p['steps']} | {p['exact'] * 100:.1f} | {p['schema_valid'] * 100:.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -845,64 +883,138 @@ def _ints(text: str) -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--run-dir", type=Path, default=Path("runs/learning-check"))
-    parser.add_argument("--stage", default="all", help="data, sft, own, kto, grpo, refine, docs, all (comma-separated)")
+    parser.add_argument(
+        "--stage", default="all", help="data, sft, own, kto, grpo, refine, docs, all (comma-separated)"
+    )
     parser.add_argument("--seeds", default="0,1,2", help="model seeds (initialisation and data order)")
-    parser.add_argument("--train-seeds", default="1-48",
-                        help="world seeds of the SFT data (see docs/benchmarks.md: 1-48 reached 61.2 %% exact-call)")
+    parser.add_argument(
+        "--train-seeds",
+        default="1-48",
+        help="world seeds of the SFT data (see docs/benchmarks.md: 1-48 reached 61.2 %% exact-call)",
+    )
     parser.add_argument("--kto-seeds", default="1")
     parser.add_argument("--refine-seeds", default="1-4")
-    parser.add_argument("--own-seeds", default="1-4",
-                        help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages")
-    parser.add_argument("--own-model", default="sft",
-                        help="the checkpoint that answers in stage own (another than sft writes own-NAME.jsonl)")
-    parser.add_argument("--own-samples", type=int, default=OWN_SAMPLES,
-                        help="answers sampled at temperature 1.0 per task in stage own, besides the greedy one")
-    parser.add_argument("--no-self-refine", action="store_true",
-                        help="evaluate the sft and refine checkpoints on first replies only (no self-refine re-ask)")
+    parser.add_argument(
+        "--own-seeds",
+        default="1-4",
+        help="world seeds whose SFT rows the SFT model answers (stage own) for the second stages",
+    )
+    parser.add_argument(
+        "--own-model",
+        default="sft",
+        help="the checkpoint that answers in stage own (another than sft writes own-NAME.jsonl)",
+    )
+    parser.add_argument(
+        "--own-samples",
+        type=int,
+        default=OWN_SAMPLES,
+        help="answers sampled at temperature 1.0 per task in stage own, besides the greedy one",
+    )
+    parser.add_argument(
+        "--no-self-refine",
+        action="store_true",
+        help="evaluate the sft and refine checkpoints on first replies only (no self-refine re-ask)",
+    )
     parser.add_argument("--eval-seeds", default="1000", help="held-out world seeds (their tasks are pooled)")
-    parser.add_argument("--reeval", default="sft,kto,grpo,refine", help="the checkpoints --stage reeval evaluates")
-    parser.add_argument("--eval-temperature", type=float, default=0.0,
-                        help="sampling temperature of every reply in the evaluation (0: greedy)")
-    parser.add_argument("--eval-per-template", type=int, default=EVAL_PER_TEMPLATE,
-                        help="held-out tasks per world template (43 templates)")
-    parser.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="longest reply in the evaluation")
+    parser.add_argument(
+        "--reeval", default="sft,kto,grpo,refine", help="the checkpoints --stage reeval evaluates"
+    )
+    parser.add_argument(
+        "--eval-temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature of every reply in the evaluation (0: greedy)",
+    )
+    parser.add_argument(
+        "--eval-per-template",
+        type=int,
+        default=EVAL_PER_TEMPLATE,
+        help="held-out tasks per world template (43 templates)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="longest reply in the evaluation"
+    )
     parser.add_argument("--cpu-minutes", type=float, default=15.0, help="SFT budget, process CPU minutes")
-    parser.add_argument("--short-minutes", type=float, default=12.0,
-                        help="CPU minutes of the SFT budget spent first on short rows (no system prompt, no tool list)")
+    parser.add_argument(
+        "--short-minutes",
+        type=float,
+        default=12.0,
+        help="CPU minutes of the SFT budget spent first on short rows (no system prompt, no tool list)",
+    )
     parser.add_argument("--kto-minutes", type=float, default=4.0, help="KTO budget, process CPU minutes")
     parser.add_argument("--grpo-minutes", type=float, default=15.0, help="GRPO budget, process CPU minutes")
-    parser.add_argument("--refine-minutes", type=float, default=12.0, help="refine-SFT budget, process CPU minutes")
-    parser.add_argument("--refine-short-minutes", type=float, default=4.0,
-                        help="CPU minutes of the refine budget spent first on short rows")
+    parser.add_argument(
+        "--refine-minutes", type=float, default=12.0, help="refine-SFT budget, process CPU minutes"
+    )
+    parser.add_argument(
+        "--refine-short-minutes",
+        type=float,
+        default=4.0,
+        help="CPU minutes of the refine budget spent first on short rows",
+    )
     parser.add_argument("--vocab", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sft-lr", type=float, default=1.5e-3)
     parser.add_argument("--kto-lr", type=float, default=1e-4)
     parser.add_argument("--kto-beta", type=float, default=0.1)
-    parser.add_argument("--kto-desirable-weight", type=_weight, default=1.0,
-                        help="KTO's desirable_weight (TRL), or 'balanced' to set it from the rows' labels "
-                             "(the KTO paper's Eq. 8); above 1 holds the gold's likelihood up harder")
-    parser.add_argument("--kto-hitec", type=float, default=1.0,
-                        help="HiTEC-injected KTO rows per row of the model's own (0: only its own answers)")
-    parser.add_argument("--kto-desirable", choices=("gold", "own"), default="gold",
-                        help="KTO's desirable rows: the gold, or the model's own answers the checklist passes")
-    parser.add_argument("--kto-splice", action="store_true",
-                        help="own negatives: the gold's calls before the first faulted call, then the model's own")
-    parser.add_argument("--kto-keep-empty", action="store_true",
-                        help="keep the empty undesirable answers in KTO (dropped by default)")
-    parser.add_argument("--refine-wrong-clean", type=float, default=0.0,
-                        help="refine rows also from the model's wrong answers that the checker passes, "
-                             "up to this many per exact answer (0: none)")
-    parser.add_argument("--ground", action="store_true",
-                        help="refine rows and self-refine with the grounding check (-S ground=true): the re-ask "
-                             "also names values the request never mentions")
-    parser.add_argument("--accept", choices=("any", "no_worse"), default="any",
-                        help="self-refine's -S accept: no_worse keeps the reply before a re-ask that the checker finds worse")
-    parser.add_argument("--kto-whole", action="store_true",
-                        help="train KTO on whole negatives (default: each cut after its first token that differs "
-                             "from its gold, the KTO recipe's cut_negatives)")
+    parser.add_argument(
+        "--kto-desirable-weight",
+        type=_weight,
+        default=1.0,
+        help="KTO's desirable_weight (TRL), or 'balanced' to set it from the rows' labels "
+        "(the KTO paper's Eq. 8); above 1 holds the gold's likelihood up harder",
+    )
+    parser.add_argument(
+        "--kto-hitec",
+        type=float,
+        default=1.0,
+        help="HiTEC-injected KTO rows per row of the model's own (0: only its own answers)",
+    )
+    parser.add_argument(
+        "--kto-desirable",
+        choices=("gold", "own"),
+        default="gold",
+        help="KTO's desirable rows: the gold, or the model's own answers the checklist passes",
+    )
+    parser.add_argument(
+        "--kto-splice",
+        action="store_true",
+        help="own negatives: the gold's calls before the first faulted call, then the model's own",
+    )
+    parser.add_argument(
+        "--kto-keep-empty",
+        action="store_true",
+        help="keep the empty undesirable answers in KTO (dropped by default)",
+    )
+    parser.add_argument(
+        "--refine-wrong-clean",
+        type=float,
+        default=0.0,
+        help="refine rows also from the model's wrong answers that the checker passes, "
+        "up to this many per exact answer (0: none)",
+    )
+    parser.add_argument(
+        "--ground",
+        action="store_true",
+        help="refine rows and self-refine with the grounding check (-S ground=true): the re-ask "
+        "also names values the request never mentions",
+    )
+    parser.add_argument(
+        "--accept",
+        choices=("any", "no_worse"),
+        default="any",
+        help="self-refine's -S accept: no_worse keeps the reply before a re-ask that the checker finds worse",
+    )
+    parser.add_argument(
+        "--kto-whole",
+        action="store_true",
+        help="train KTO on whole negatives (default: each cut after its first token that differs "
+        "from its gold, the KTO recipe's cut_negatives)",
+    )
     parser.add_argument("--grpo-lr", type=float, default=1e-4)
     parser.add_argument("--refine-lr", type=float, default=1e-3)
     args = parser.parse_args()
@@ -911,7 +1023,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     run: Path = args.run_dir
     run.mkdir(parents=True, exist_ok=True)
-    stages = ["data", "sft", "own", "kto", "grpo", "refine", "docs"] if args.stage == "all" else args.stage.split(",")
+    stages = (
+        ["data", "sft", "own", "kto", "grpo", "refine", "docs"]
+        if args.stage == "all"
+        else args.stage.split(",")
+    )
     seeds = _ints(args.seeds)
     for stage in stages:
         t0 = time.process_time()

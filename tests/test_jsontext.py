@@ -63,7 +63,9 @@ def test_every_jsonl_reader_takes_a_bom_and_u2028(tmp_path: Path) -> None:
     from toolmend.train._recipes import load_rows
 
     path = tmp_path / "pred.jsonl"
-    path.write_text('\ufeff{"id": "a", "output": "x\u2028y"}\r\n{"id": "b", "output": "z"}\n', encoding="utf-8")
+    path.write_text(
+        '\ufeff{"id": "a", "output": "x\u2028y"}\r\n{"id": "b", "output": "z"}\n', encoding="utf-8"
+    )
     preds = read_predictions(path)
     assert preds.problems == [] and preds.outputs == {"a": "x\u2028y", "b": "z"}
     assert ReplayModel(path).outputs == {"a": ["x\u2028y"], "b": ["z"]}
@@ -82,7 +84,8 @@ def test_world_tasks_and_tool_files_take_a_bom_and_u2028(tmp_path: Path) -> None
     assert [t.model_dump_json() for t in read_tasks(path)] == [line]
     tools = tmp_path / "tools.jsonl"
     tools.write_text(
-        '\ufeff{"name": "a", "description": "x\u2028y"}\n{"name": "b", "description": "z"}\n', encoding="utf-8"
+        '\ufeff{"name": "a", "description": "x\u2028y"}\n{"name": "b", "description": "z"}\n',
+        encoding="utf-8",
     )
     assert [(t.name, t.description) for t in load_tools(tools)] == [("a", "x\u2028y"), ("b", "z")]
 
@@ -109,7 +112,9 @@ def test_a_deep_line_names_the_file_and_line(tmp_path: Path) -> None:
     from toolmend.train._recipes import load_rows
 
     path = tmp_path / "deep.jsonl"
-    path.write_text('{"id": "a", "output": "x"}\n' + '{"id": "b", "output": ' + DEEP + "}\n", encoding="utf-8")
+    path.write_text(
+        '{"id": "a", "output": "x"}\n' + '{"id": "b", "output": ' + DEEP + "}\n", encoding="utf-8"
+    )
     with pytest.raises(DatasetError, match=r"deep.jsonl, line 2: not valid JSON \(nested too deeply"):
         list(jt.read_jsonl(path))
     with pytest.raises(DatasetError, match=r"deep.jsonl, line 2: not valid JSON \(nested too deeply"):
@@ -153,7 +158,9 @@ def test_what_default_returns_is_held_to_the_same_rule() -> None:
     class Score:
         pass
 
-    assert jt.dumps({"s": Score(), "t": "\ud83d"}, default=lambda _: float("nan")) == '{"s":null,"t":"\\ud83d"}'
+    assert (
+        jt.dumps({"s": Score(), "t": "\ud83d"}, default=lambda _: float("nan")) == '{"s":null,"t":"\\ud83d"}'
+    )
 
 
 # -- lone surrogates and the fast path --------------------------------------------------------------

@@ -125,7 +125,11 @@ def loads(data: str | bytes | bytearray) -> Any:
     if _LONG_INT in raw.translate(_DIGITS_ONLY):
         return _loads_std(data)
     # Deeper than MAX_DEPTH takes more than MAX_DEPTH bytes, and as many opening brackets.
-    if len(raw) > MAX_DEPTH and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and depth(value, MAX_DEPTH) > MAX_DEPTH:
+    if (
+        len(raw) > MAX_DEPTH
+        and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+        and depth(value, MAX_DEPTH) > MAX_DEPTH
+    ):
         raise _too_deep(_text(data)) or json.JSONDecodeError(_DEEP, "", 0)
     return value
 
@@ -379,9 +383,7 @@ def load_model(cls: type[M], text: str | bytes) -> M:
 # -- writing ---------------------------------------------------------------------------------------
 
 
-def dumpb(
-    value: Any, *, indent: int | None = None, sort_keys: bool = False, default: Any = None
-) -> bytes:
+def dumpb(value: Any, *, indent: int | None = None, sort_keys: bool = False, default: Any = None) -> bytes:
     """``value`` as UTF-8 JSON: compact (``{"a":1}``), or ``indent`` spaces per level; non-ASCII
     characters as they are, lone surrogates escaped, NaN and Infinity as ``null`` (see the module
     docstring). ``default`` turns what JSON has no type for into something it has, as in

@@ -466,7 +466,9 @@ def _llama_cpp_like(refuse_all: bool) -> Any:
         if bad or refuse_all:
             where = bad[0] if bad else 0
             message = f"1 validation error for ChatCompletionRequest messages.{where}.content Input should be a valid string"
-            payload = {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+            payload = {
+                "error": {"message": message, "type": "internal_server_error", "param": None, "code": None}
+            }
             return Reply(status=500, body=json.dumps(payload).encode())
         if any(m["role"] == "tool" for m in body["messages"]):
             return Reply(text="I have done what I could.")
@@ -491,7 +493,9 @@ def test_native_episodes_send_no_null_content_and_a_refused_request_is_an_infras
     finally:
         server.stop()
     assert result.summary.n_errors == 0
-    assistant = [m for b in server.bodies for m in b["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+    assistant = [
+        m for b in server.bodies for m in b["messages"] if m["role"] == "assistant" and m.get("tool_calls")
+    ]
     assert assistant and all(m["content"] == "" for m in assistant)
     assert not [r for r in _rows(result.run_dir) if r.get("details", {}).get("outcome") == "model_failure"]
 
@@ -503,7 +507,10 @@ def test_native_episodes_send_no_null_content_and_a_refused_request_is_an_infras
     assert result.summary.n_errors == 2 and result.summary.infra_error_rate == 1.0
     assert server.requests == 2  # refused requests are not sent again
     for row in _rows(result.run_dir):
-        assert "HTTP 500" in row["error"]["message"] and "Input should be a valid string" in row["error"]["message"]
+        assert (
+            "HTTP 500" in row["error"]["message"]
+            and "Input should be a valid string" in row["error"]["message"]
+        )
 
 
 def _rows(run_dir: Path) -> list[dict[str, Any]]:

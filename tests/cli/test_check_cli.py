@@ -125,7 +125,9 @@ def test_context_adds_the_values_the_request_never_gave(tmp_path: Path) -> None:
     args = ("--tools", str(EXAMPLES / "tools.json"), "--calls", str(EXAMPLES / "calls.txt"), "--repair")
     code, out = _run(*args, "--context", str(EXAMPLES / "request.txt"), "--json")
     found = json.loads(out)["findings"]
-    assert code == 1 and [(f["code"], f["call"], f["path"]) for f in found] == [("invalid_value", 1, "destination")]
+    assert code == 1 and [(f["code"], f["call"], f["path"]) for f in found] == [
+        ("invalid_value", 1, "destination")
+    ]
     assert found[0]["message"] == "'destination' is 'JFK', which appears nowhere in the conversation"
     messages = tmp_path / "messages.json"
     messages.write_text(json.dumps([{"role": "user", "content": "Paris, 3 days; CDG to JFK on 2025-07-01"}]))

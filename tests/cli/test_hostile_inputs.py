@@ -26,9 +26,20 @@ def _deep() -> str:
 
 
 def _toolmend(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC, "CI": "1", "NO_COLOR": "1", "TOOLMEND_CACHE_DIR": str(cwd / "cache")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "CI": "1",
+        "NO_COLOR": "1",
+        "TOOLMEND_CACHE_DIR": str(cwd / "cache"),
+    }
     return subprocess.run(
-        [sys.executable, "-m", "toolmend", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "toolmend", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -71,7 +82,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert made.returncode == 0, made.stderr[-2000:]
     (files["run_samples"],) = (root / "runs").iterdir()
     (files["run_samples"] / "results.json").unlink()
-    (files["run_samples"] / "samples.jsonl").write_text('{"id": "simple_python_0", "outputs": ' + deep + "}\n")
+    (files["run_samples"] / "samples.jsonl").write_text(
+        '{"id": "simple_python_0", "outputs": ' + deep + "}\n"
+    )
     return files
 
 
@@ -84,19 +97,39 @@ def _cases() -> list[tuple[str, list[str]]]:
         ("score -p", ["score", "bfcl", "-p", "{deep_line}"]),
         ("score --data", ["score", "bfcl", "-p", "{deep_line}", "--data", "{bfcl_data}"]),
         ("bench --data", [*bfcl, "--data", "{bfcl_data}"]),
-        ("bench replay/", ["bench", "bfcl", "--model", "replay/{deep_line}", "--limit", "1", "--no-cache", "--no-report"]),
+        (
+            "bench replay/",
+            ["bench", "bfcl", "--model", "replay/{deep_line}", "--limit", "1", "--no-cache", "--no-report"],
+        ),
         ("bench --resume", ["bench", "bfcl", "--resume", "{run}"]),
         ("report", ["report", "{run}"]),
         ("bench --resume samples.jsonl", ["bench", "bfcl", "--resume", "{run_samples}"]),
         ("report samples.jsonl", ["report", "{run_samples}"]),
-        ("build --data", ["build", "critic", "--source", "bfcl", "--data", "{bfcl_data}", "--out", "{out}", "--limit", "2"]),
+        (
+            "build --data",
+            [
+                "build",
+                "critic",
+                "--source",
+                "bfcl",
+                "--data",
+                "{bfcl_data}",
+                "--out",
+                "{out}",
+                "--limit",
+                "2",
+            ],
+        ),
         ("train --data", [*train, "--data", "{deep_line}"]),
         ("train --config", [*train, "--data", "{deep_line}", "--config", "{deep}"]),
         ("train --config yaml", [*train, "--data", "{deep_line}", "--config", "{deep_yaml}"]),
         # A command-line argument holds at most 128 KiB on Linux: 60,000 deep fits.
         ("bench -o", [*bfcl, "-o", "categories=" + "[" * 60_000 + "]" * 60_000]),
         ("train --set", [*train, "--data", "{deep_line}", "--set", "x=" + "[" * 60_000 + "]" * 60_000]),
-        ("serve --policy", ["serve", "--upstream", "http://127.0.0.1:9/v1", "--port", "0", "--policy", "{deep}"]),
+        (
+            "serve --policy",
+            ["serve", "--upstream", "http://127.0.0.1:9/v1", "--port", "0", "--policy", "{deep}"],
+        ),
     ]
 
 
@@ -150,12 +183,26 @@ def test_score_and_bench_replay_read_a_bom_alike(
     score = CliRunner().invoke(app, ["score", "bfcl", "-p", str(predictions), "--data", str(bfcl), "--json"])
     bench = CliRunner().invoke(
         app,
-        ["bench", "bfcl", "--model", f"replay/{predictions}", "--data", str(bfcl), "--no-cache", "--no-report",
-         "--runs-dir", str(tmp_path / "runs"), "--json"],  # fmt: skip
+        [
+            "bench",
+            "bfcl",
+            "--model",
+            f"replay/{predictions}",
+            "--data",
+            str(bfcl),
+            "--no-cache",
+            "--no-report",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--json",
+        ],  # fmt: skip
     )
     assert score.exit_code == bench.exit_code, (name, score.output[-500:], bench.output[-500:])
     if score.exit_code == 0:
-        accuracy = [json.loads(r.stdout[r.stdout.index("{"):])["metrics"]["accuracy:simple_python"] for r in (score, bench)]
+        accuracy = [
+            json.loads(r.stdout[r.stdout.index("{") :])["metrics"]["accuracy:simple_python"]
+            for r in (score, bench)
+        ]
         assert accuracy == [1.0, 1.0], (name, accuracy)
     else:
         assert score.exit_code == 2 and "not UTF-8" in score.output and "utf-8" in bench.output.lower()

@@ -250,13 +250,17 @@ REQUEST = [{"role": "user", "content": "Weather in Paris for 3 days, and mail an
 
 def test_ground_reasks_a_value_the_conversation_never_mentions_once() -> None:
     guard = Guard(TOOLS, GuardPolicy(ground=True))
-    turn = native(("get_weather", {"city": "London", "days": 3}), ("send_mail", {"to": "ana@example.org", "body": "x"}))
+    turn = native(
+        ("get_weather", {"city": "London", "days": 3}), ("send_mail", {"to": "ana@example.org", "body": "x"})
+    )
     d = guard.decide(turn, context=REQUEST)
     assert d.action == "reask" and d.reask == [0] and d.keep == [1] and d.codes == ["invalid_value"]
     text = "\n".join(m.content for m in d.messages)
     assert "'London', which appears nowhere" in text and "send the call again unchanged" in text
     # The model keeps the value: the check is a heuristic, so the answer goes ahead.
-    again = guard.decide(native(("get_weather", {"city": "London", "days": 3})), attempt=1, kept=d.calls, context=REQUEST)
+    again = guard.decide(
+        native(("get_weather", {"city": "London", "days": 3})), attempt=1, kept=d.calls, context=REQUEST
+    )
     assert again.action == "accept" and [c.arguments.get("city") for c in again.calls] == [None, "London"]
 
 
@@ -271,7 +275,9 @@ def test_ground_checks_a_clean_turn_once(monkeypatch: pytest.MonkeyPatch) -> Non
         return ungrounded(calls, context, tools, **kw)
 
     monkeypatch.setattr(engine, "ungrounded", counted)
-    turn = native(("get_weather", {"city": "London", "days": 3}), ("send_mail", {"to": "ana@example.org", "body": "x"}))
+    turn = native(
+        ("get_weather", {"city": "London", "days": 3}), ("send_mail", {"to": "ana@example.org", "body": "x"})
+    )
     assert Guard(TOOLS, GuardPolicy(ground=True)).decide(turn, context=REQUEST).reask == [0]
     assert seen == [2]
 
@@ -280,7 +286,12 @@ def test_ground_is_off_without_the_policy_or_the_conversation() -> None:
     turn = native(("get_weather", {"city": "London"}))
     assert Guard(TOOLS).decide(turn, context=REQUEST).action == "accept"
     assert Guard(TOOLS, GuardPolicy(ground=True)).decide(turn).action == "accept"
-    assert Guard(TOOLS, GuardPolicy(ground=True)).decide(native(("get_weather", {"city": "paris"})), context=REQUEST).action == "accept"
+    assert (
+        Guard(TOOLS, GuardPolicy(ground=True))
+        .decide(native(("get_weather", {"city": "paris"})), context=REQUEST)
+        .action
+        == "accept"
+    )
 
 
 @pytest.mark.parametrize("policy", [{"max_reasks_per_turn": 0}, {"reask": False}, {"max_reasks_per_run": 0}])
@@ -292,5 +303,9 @@ def test_ground_never_ends_a_turn_without_a_reask_left(policy: dict[str, object]
 
 def test_ground_joins_a_reask_the_checklist_asks_for() -> None:
     guard = Guard(TOOLS, GuardPolicy(ground=True))
-    d = guard.decide(native(("get_weather", {"city": "London"}), ("send_mail", {"to": "ana@example.org"})), context=REQUEST)
-    assert d.action == "reask" and d.reask == [0, 1] and sorted(d.codes) == ["invalid_value", "missing_required"]
+    d = guard.decide(
+        native(("get_weather", {"city": "London"}), ("send_mail", {"to": "ana@example.org"})), context=REQUEST
+    )
+    assert (
+        d.action == "reask" and d.reask == [0, 1] and sorted(d.codes) == ["invalid_value", "missing_required"]
+    )

@@ -152,7 +152,9 @@ def test_ground_reads_the_agent_messages() -> None:
     fake = model(AIMessage(content="", tool_calls=[paris]), AIMessage(content="", tool_calls=[oslo]),
                  AIMessage(content="done"))  # fmt: skip
     guard = GuardMiddleware(policy=GuardPolicy(ground=True))
-    create_agent(fake, tools=[get_weather], middleware=[guard]).invoke({"messages": [HumanMessage(content="weather in Oslo?")]})
+    create_agent(fake, tools=[get_weather], middleware=[guard]).invoke(
+        {"messages": [HumanMessage(content="weather in Oslo?")]}
+    )
     assert RAN == [{"city": "Oslo", "days": 1}]
     assert "'Paris', which appears nowhere" in fake.seen[1][-1].content
     assert [e["action"] for e in guard.events][:2] == ["reask", "accept"]

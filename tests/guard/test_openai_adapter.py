@@ -228,6 +228,10 @@ def test_ground_reads_the_request_and_reasks_an_unmentioned_value_once() -> None
         assert "'Paris', which appears nowhere" in json.dumps(server.bodies[1]["messages"])
         # The request names the value: no re-ask (the check reads the caller's messages).
         client.chat.completions.create(**ask(messages=[oslo]))
-        assert len(server.bodies) == 3 and [e["action"] for e in client.events] == ["reask", "accept", "accept"]
+        assert len(server.bodies) == 3 and [e["action"] for e in client.events] == [
+            "reask",
+            "accept",
+            "accept",
+        ]
     finally:
         server.close()

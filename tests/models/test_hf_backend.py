@@ -95,7 +95,10 @@ async def test_a_sampled_reply_does_not_depend_on_its_batch(tiny_model: Path) ->
     cfg = GenerateConfig(temperature=1.0, seed=3)
     ask = [Message(role="user", content="weather in city 3")]
     alone = await model.generate(ask, config=cfg, sample_id="s3")
-    others = [model.generate([Message(role="user", content=f"city {i}")], config=cfg, sample_id=f"o{i}") for i in range(7)]
+    others = [
+        model.generate([Message(role="user", content=f"city {i}")], config=cfg, sample_id=f"o{i}")
+        for i in range(7)
+    ]
     together = await asyncio.gather(*others[:4], model.generate(ask, config=cfg, sample_id="s3"), *others[4:])
     assert together[4].text == alone.text
     await model.aclose()

@@ -316,7 +316,9 @@ def _strict_server_handler(body: dict[str, Any]) -> Reply:
     for i, m in enumerate(body["messages"]):
         if not isinstance(m.get("content"), str):
             message = f"1 validation error for ChatCompletionRequest\nmessages.{i}.content\n  Input should be a valid string"
-            payload = {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+            payload = {
+                "error": {"message": message, "type": "internal_server_error", "param": None, "code": None}
+            }
             return Reply(status=500, body=json.dumps(payload).encode())
     if any(m["role"] == "tool" for m in body["messages"]):
         return Reply(text="done")
@@ -342,7 +344,9 @@ async def test_assistant_tool_call_turns_carry_a_string_content() -> None:
 async def test_a_request_the_server_refuses_is_an_infrastructure_error_at_once(openai_server: Any) -> None:
     from toolmend._http import ModelFailure
 
-    message = "1 validation error for ChatCompletionRequest\nmessages.1.content\n  Input should be a valid string"
+    message = (
+        "1 validation error for ChatCompletionRequest\nmessages.1.content\n  Input should be a valid string"
+    )
     body = json.dumps({"error": {"message": message, "type": "internal_server_error"}}).encode()
     openai_server.fail_next("x", *[Reply(status=500, body=body)] * 5)
     async with model_for(openai_server) as model:
@@ -360,6 +364,8 @@ async def test_a_context_overflow_answer_is_reported_as_such(openai_server: Any)
                                  "type": "invalid_request_error", "code": "context_length_exceeded"}}).encode()  # fmt: skip
     openai_server.fail_next("x", Reply(status=400, body=body))
     async with model_for(openai_server) as model:
-        with pytest.raises(ModelError, match=r"HTTP 400: the prompt does not fit the model's context \(This model's"):
+        with pytest.raises(
+            ModelError, match=r"HTTP 400: the prompt does not fit the model's context \(This model's"
+        ):
             await model.generate(user("x"))
     assert openai_server.requests == 1

@@ -50,10 +50,16 @@ async def test_model_options_set_or_drop_the_defaults(openai_server: Any) -> Non
         await model.generate(user("without"))
         await model.generate(user("named"), tools=TOOLS, tool_choice="get_weather")
     with_tools, without, named = openai_server.bodies
-    assert (with_tools["max_tokens"], with_tools["temperature"], with_tools["tool_choice"]) == (64, 0.3, "auto")
+    assert (with_tools["max_tokens"], with_tools["temperature"], with_tools["tool_choice"]) == (
+        64,
+        0.3,
+        "auto",
+    )
     assert "tool_choice" not in without  # no tools, nothing to choose from
     assert named["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
-    silent = get_model("openai/m", cache=False, base_url=openai_server.base_url, max_tokens=None, temperature=None)
+    silent = get_model(
+        "openai/m", cache=False, base_url=openai_server.base_url, max_tokens=None, temperature=None
+    )
     async with silent:
         await silent.generate(user("nothing stated"))
     assert "max_tokens" not in openai_server.bodies[-1] and "temperature" not in openai_server.bodies[-1]
@@ -116,14 +122,18 @@ def test_a_run_records_its_request_defaults_and_a_resume_keeps_them(tmp_path: Pa
     assert json.loads(json.dumps(config))  # plain JSON in the manifest
 
 
-LONG = "Please look up the weather for each of these cities in turn: " + ", ".join(f"city{i}" for i in range(400))
+LONG = "Please look up the weather for each of these cities in turn: " + ", ".join(
+    f"city{i}" for i in range(400)
+)
 
 
 async def test_a_prompt_over_a_given_context_length_fails_before_it_is_sent(openai_server: Any) -> None:
     from toolmend._errors import ModelError
 
     async with OpenAIModel("m", base_url=openai_server.base_url, cache=None, context_length=500) as model:
-        with pytest.raises(ModelError, match=r"at least \d+ tokens .* against 500 tokens \(context_length\)") as info:
+        with pytest.raises(
+            ModelError, match=r"at least \d+ tokens .* against 500 tokens \(context_length\)"
+        ) as info:
             await model.generate(user(LONG), tools=TOOLS)
         assert not info.value.retryable
         await model.generate(user("short"), tools=TOOLS)  # a prompt that fits goes out
@@ -153,7 +163,10 @@ def test_the_estimate_is_a_lower_bound_on_real_tokenizers() -> None:
     # Token counts of SmolLM2-135M-Instruct's tokenizer (GPT-2 style) for these texts.
     assert estimate_prompt_tokens("The quick brown fox jumps over the lazy dog. " * 50) <= 501
     assert estimate_prompt_tokens("1234567890" * 100) <= 1000
-    assert estimate_prompt_tokens('{"a": 1, "b": [1,2,3], "long_identifier_name": "value", "_x": "_"}\n' * 40) <= 1280
+    assert (
+        estimate_prompt_tokens('{"a": 1, "b": [1,2,3], "long_identifier_name": "value", "_x": "_"}\n' * 40)
+        <= 1280
+    )
     assert estimate_prompt_tokens("def f(x):\n    return x_1 + 2\n" * 40) <= 560
 
 

@@ -59,9 +59,13 @@ def test_a_repaired_reply_holding_a_lone_surrogate_is_answered_and_traced(serve:
     assert json.loads(record["output"])["content"] == CUT
 
 
-def test_a_streamed_repair_holding_a_lone_surrogate_is_answered_and_traced(serve: Any, tmp_path: Path) -> None:
+def test_a_streamed_repair_holding_a_lone_surrogate_is_answered_and_traced(
+    serve: Any, tmp_path: Path
+) -> None:
     tool_delta = {"tool_calls": [{"index": 0, **BAD}]}
-    proxy = serve(Scene(chunks=stream_of([{"content": CUT}, tool_delta], "tool_calls")), traces=tmp_path / "run")
+    proxy = serve(
+        Scene(chunks=stream_of([{"content": CUT}, tool_delta], "tool_calls")), traces=tmp_path / "run"
+    )
     content, args = "", ""
     stream = _client(proxy).chat.completions.create(
         **ASK, stream=True, extra_headers={"x-toolmend-sample-id": "s1"}

@@ -103,13 +103,21 @@ def test_ground_reasks_a_value_the_request_never_mentions_once(serve: Any) -> No
     from toolmend.guard import GuardPolicy
 
     rome = call("get_weather", '{"city": "Rome"}', "c1")
-    proxy = serve(Scene(body=completion(None, [rome])), Scene(body=completion(None, [OSLO])), policy=GuardPolicy(ground=True))
+    proxy = serve(
+        Scene(body=completion(None, [rome])),
+        Scene(body=completion(None, [OSLO])),
+        policy=GuardPolicy(ground=True),
+    )
     resp = _client(proxy).chat.completions.create(**ASK)
     assert resp.choices[0].message.tool_calls[0].function.arguments == '{"city": "Oslo"}'
     feedback = json.dumps(proxy.upstream.bodies[1]["messages"][len(ASK["messages"]) :])
     assert "'Rome', which appears nowhere in the conversation" in feedback
     # A value the model sends again after the re-ask goes through: the check is a heuristic.
-    proxy = serve(Scene(body=completion(None, [rome])), Scene(body=completion(None, [rome])), policy=GuardPolicy(ground=True))
+    proxy = serve(
+        Scene(body=completion(None, [rome])),
+        Scene(body=completion(None, [rome])),
+        policy=GuardPolicy(ground=True),
+    )
     resp = _client(proxy).chat.completions.create(**ASK)
     assert resp.choices[0].message.tool_calls[0].function.arguments == '{"city": "Rome"}'
     assert len(proxy.upstream.bodies) == 2

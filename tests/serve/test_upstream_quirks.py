@@ -28,14 +28,21 @@ def _client(proxy: Any) -> Any:
 def _llama_cpp_answer(arguments: str, cid: str) -> dict[str, Any]:
     """A completion as llama-cpp-python's chatml-function-calling writes it: the call twice, in
     ``tool_calls`` and in the legacy ``function_call``."""
-    body = completion(None, [{"id": cid, "type": "function", "function": {"name": "plan_trip", "arguments": arguments}}])
+    body = completion(
+        None, [{"id": cid, "type": "function", "function": {"name": "plan_trip", "arguments": arguments}}]
+    )
     body["choices"][0]["message"]["function_call"] = {"name": "plan_trip", "arguments": arguments}
     return body
 
 
 def _llama_cpp_stream(arguments: str, cid: str) -> list[Any]:
     head = {"role": "assistant", "content": None, "function_call": None, "tool_calls": None}
-    call = {"index": 0, "id": cid, "type": "function", "function": {"name": "plan_trip", "arguments": arguments}}
+    call = {
+        "index": 0,
+        "id": cid,
+        "type": "function",
+        "function": {"name": "plan_trip", "arguments": arguments},
+    }
     chunks = stream_of([{"role": None, "content": None, "function_call": {"name": "plan_trip", "arguments": arguments},
                          "tool_calls": [call]}], "tool_calls")  # fmt: skip
     chunks[0]["choices"][0]["delta"] = head
@@ -58,7 +65,9 @@ def test_a_recovered_stream_carries_no_rejected_call_in_function_call(serve: Any
     chunks = list(_client(proxy).chat.completions.create(**ASK, stream=True))
     calls = [t for c in chunks for ch in c.choices for t in ch.delta.tool_calls or []]
     assert [json.loads(t.function.arguments) for t in calls] == [{"city": "Oslo", "days": 14}]
-    legacy = [ch.delta.function_call for c in chunks for ch in c.choices if ch.delta.function_call is not None]
+    legacy = [
+        ch.delta.function_call for c in chunks for ch in c.choices if ch.delta.function_call is not None
+    ]
     assert all("450" not in (f.arguments or "") for f in legacy)
     assert "450" not in json.dumps([c.model_dump() for c in chunks])
 
@@ -66,6 +75,7 @@ def test_a_recovered_stream_carries_no_rejected_call_in_function_call(serve: Any
 def _refuses_required(answers: list[Scene]) -> Any:
     """An upstream that answers 500 to ``tool_choice: "required"``, as llama-cpp-python did, and
     otherwise gives ``answers`` in turn."""
+
     def handler(body: dict[str, Any]) -> Scene:
         if body.get("tool_choice") == "required":
             return Scene(status=500, body={"error": {"message": "tool_choice required is not supported",
@@ -77,8 +87,10 @@ def _refuses_required(answers: list[Scene]) -> Any:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_tool_choice_required_is_enforced_by_the_proxy_not_sent_upstream(serve: Any, stream: bool) -> None:
-    first = Scene(chunks=stream_of([{"content": "Oslo is lovely."}], "stop")) if stream else Scene(
-        body=completion("Oslo is lovely.")
+    first = (
+        Scene(chunks=stream_of([{"content": "Oslo is lovely."}], "stop"))
+        if stream
+        else Scene(body=completion("Oslo is lovely."))
     )
     proxy = serve(handler=_refuses_required([first, Scene(body=_llama_cpp_answer(GOOD, "c1"))]))
     client = _client(proxy)

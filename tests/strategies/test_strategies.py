@@ -72,7 +72,10 @@ async def test_guard_reask_is_a_second_request() -> None:
 async def test_guard_takes_policy_options_and_grounds_on_the_conversation() -> None:
     script = Script('[get_weather(city="Rome")]', '[get_weather(city="Oslo")]')
     out, st = await run("guard", script, ground=True, max_reasks_per_turn=1)
-    assert out == '[get_weather(city="Oslo")]' and "'Rome', which appears nowhere" in script.seen[1][0][-1].content
+    assert (
+        out == '[get_weather(city="Oslo")]'
+        and "'Rome', which appears nowhere" in script.seen[1][0][-1].content
+    )
     assert st.events[-1]["status"] == "recovered"
 
 
@@ -266,7 +269,11 @@ async def test_composition_applies_in_order() -> None:
         ("self-refine", {"ground": "yes"}, "ground must be true or false"),
         ("self-refine", {"ground": True, "feedback": "model"}, "ground=true needs feedback=checker"),
         ("self-refine", {"accept": "best"}, "accept must be any or no_worse"),
-        ("self-refine", {"accept": "no_worse", "feedback": "model"}, "accept=no_worse needs feedback=checker"),
+        (
+            "self-refine",
+            {"accept": "no_worse", "feedback": "model"},
+            "accept=no_worse needs feedback=checker",
+        ),
         ("guard", {"max_refine": 2}, "no chosen strategy takes max_refine"),
         ("guard", {"ground": "maybe"}, "--strategy guard: ground: Input should be a valid boolean"),
         ("guard", {"max_reasks_per_turn": -1}, "max_reasks_per_turn must be at least 0"),

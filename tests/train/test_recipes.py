@@ -129,8 +129,12 @@ def test_kto_balanced_desirable_weight_follows_the_labels(
     halved = prepare("kto", model=tiny_model, data=file, out=tmp_path,
                      config={**config, "undesirable_weight": 0.5})  # fmt: skip
     assert halved.trainer.args.desirable_weight == pytest.approx(weight / 2, abs=1e-3)
-    for bad in ({"desirable_weight": "auto"}, {"undesirable_weight": "balanced"}, {"desirable_weight": 0},
-                {"desirable_weight": True}):
+    for bad in (
+        {"desirable_weight": "auto"},
+        {"undesirable_weight": "balanced"},
+        {"desirable_weight": 0},
+        {"desirable_weight": True},
+    ):
         with pytest.raises(ConfigError, match="must be a positive number"):
             prepare("kto", model=tiny_model, data=file, out=tmp_path, config={**config, **bad})
 

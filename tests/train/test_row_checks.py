@@ -37,8 +37,14 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 @pytest.mark.parametrize(
     ("kind", "field", "value"),
-    [("sft", "prompt", None), ("sft", "completion", None), ("kto", "completion", 5), ("kto", "label", None),
-     ("kto", "label", "yes"), ("grpo", "prompt", {"a": 1})],  # fmt: skip
+    [
+        ("sft", "prompt", None),
+        ("sft", "completion", None),
+        ("kto", "completion", 5),
+        ("kto", "label", None),
+        ("kto", "label", "yes"),
+        ("grpo", "prompt", {"a": 1}),
+    ],  # fmt: skip
 )
 def test_a_wrongly_typed_column_names_its_line_and_field(
     model: Path, tmp_path: Path, kind: str, field: str, value: Any
@@ -67,8 +73,11 @@ def test_a_20_mb_row_is_refused_at_once_and_the_limit_is_an_option(model: Path, 
 
 @pytest.mark.parametrize(
     ("name", "text", "key"),
-    [("c.json", '{"learning_rate": NaN}', "learning_rate"), ("c.yaml", "lora:\n  alpha: .inf\n", "lora.alpha"),
-     ("c.yml", "lr: [1, .nan]\n", r"lr\[1\]")],  # fmt: skip
+    [
+        ("c.json", '{"learning_rate": NaN}', "learning_rate"),
+        ("c.yaml", "lora:\n  alpha: .inf\n", "lora.alpha"),
+        ("c.yml", "lr: [1, .nan]\n", r"lr\[1\]"),
+    ],  # fmt: skip
 )
 def test_a_non_finite_config_number_is_refused(tmp_path: Path, name: str, text: str, key: str) -> None:
     path = tmp_path / name
@@ -85,7 +94,9 @@ def test_cli_refuses_a_null_completion_and_a_nan_config_with_one_line(model: Pat
     config = tmp_path / "c.json"
     config.write_text('{"learning_rate": NaN}')
     result = CliRunner().invoke(app, [*args, "--config", str(config)])
-    assert result.exit_code == 2 and "learning_rate: nan is not a finite number" in result.output, result.output
+    assert result.exit_code == 2 and "learning_rate: nan is not a finite number" in result.output, (
+        result.output
+    )
     assert "Traceback" not in result.output
 
 

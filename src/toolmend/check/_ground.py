@@ -147,7 +147,8 @@ def _date_seen(text: str, value: str) -> bool:
     months = {_MONTH_NUMBER[(a or b)[:3]] for a, b in _MONTH.findall(text)}
     # Which of the two small numbers is the month depends on the locale: either reading will do.
     if years[0] not in said or not any(
-        rest[k] in said | months and all(n in said for j, n in enumerate(rest) if j != k) for k in range(len(rest))
+        rest[k] in said | months and all(n in said for j, n in enumerate(rest) if j != k)
+        for k in range(len(rest))
     ):
         return False
     if m[4] is None or (int(m[4]), int(m[5])) == (0, 0):
@@ -155,10 +156,16 @@ def _date_seen(text: str, value: str) -> bool:
     hour, minute = int(m[4]), int(m[5])
     part = "(?:afternoon|evening)" if hour >= 12 else "morning"
     clock = rf"(?<!\d)0?{hour % 12 or 12}(?::{minute:02d})?\s*(?:{'p' if hour >= 12 else 'a'}\.?m\b|(?:o'clock )?in the {part})"
-    return f"{hour}:{minute:02d}" in text or f"{hour:02d}:{minute:02d}" in text or re.search(clock, text) is not None
+    return (
+        f"{hour}:{minute:02d}" in text
+        or f"{hour:02d}:{minute:02d}" in text
+        or re.search(clock, text) is not None
+    )
 
 
-_ZONE = re.compile(r"(?:africa|america|antarctica|asia|atlantic|australia|europe|indian|pacific)/(?:[a-z_]+/)?([a-z_-]+)")
+_ZONE = re.compile(
+    r"(?:africa|america|antarctica|asia|atlantic|australia|europe|indian|pacific)/(?:[a-z_]+/)?([a-z_-]+)"
+)
 _FIELD_VALUE = r'[^\W\d_]\w*:("[^"]*"|\S+(?:\s+(?![^\W\d_]\w*:)\S+)*)'
 _QUERY = re.compile(rf"{_FIELD_VALUE}(?:\s+{_FIELD_VALUE})*")
 _FIELD = re.compile(_FIELD_VALUE)
@@ -216,7 +223,9 @@ def _context_text(context: Context) -> str:
             content, calls = m.content, getattr(m, "tool_calls", None)
         else:
             continue
-        parts.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str))
+        parts.append(
+            content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+        )
         if isinstance(calls, list):
             parts += [json.dumps(c, ensure_ascii=False, default=str) for c in calls]
     return "\n".join(parts)
@@ -234,7 +243,9 @@ def _chosen(schema: Any) -> bool:
     return all(_chosen(b) or (isinstance(b, Mapping) and b.get("type") == "null") for b in branches)
 
 
-def _leaves(value: Any, schema: Any, loc: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def _leaves(
+    value: Any, schema: Any, loc: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
     schema = schema if isinstance(schema, Mapping) else {}
     if isinstance(value, str):
         if not _chosen(schema):

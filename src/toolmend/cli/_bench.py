@@ -203,8 +203,13 @@ def bench_command(
         int | None, typer.Option("--max-retries", help="Transport retries per request.", min=0)
     ] = None,
     model_option: Annotated[
-        list[str] | None, typer.Option("--model-option", "-M", help="Backend option KEY=VALUE (repeatable), e.g. "
-                     "max_tokens=256, tool_choice=auto, context_length=8192 for openai/.")
+        list[str] | None,
+        typer.Option(
+            "--model-option",
+            "-M",
+            help="Backend option KEY=VALUE (repeatable), e.g. "
+            "max_tokens=256, tool_choice=auto, context_length=8192 for openai/.",
+        ),
     ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="Loader option KEY=VALUE (repeatable).")

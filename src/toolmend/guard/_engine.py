@@ -253,7 +253,9 @@ class Guard:
             for f in clean:
                 i = at[f.call or 0]
                 confirm = f"{f.suggestion} {_CONFIRM}"
-                work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i, "suggestion": confirm}))
+                work.per_call.setdefault(i, []).append(
+                    f.model_copy(update={"call": i, "suggestion": confirm})
+                )
         if not work.per_call and not work.parse_errors and not work.whole:
             action: Action = "repaired" if work.fixes else "accept"
             calls = [*work.kept, *(c for c in work.calls if c is not None)]

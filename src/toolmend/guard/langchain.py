@@ -145,8 +145,14 @@ class GuardMiddleware(AgentMiddleware):
             )
             return self._reply(last[-1])
 
-        outcome = drive_sync(guard, respond, [], first=self._reply(first), allowed=_allowed(request),
-                                context=list(request.messages))
+        outcome = drive_sync(
+            guard,
+            respond,
+            [],
+            first=self._reply(first),
+            allowed=_allowed(request),
+            context=list(request.messages),
+        )
         return self._result(outcome, last[-1])
 
     async def awrap_model_call(
@@ -165,6 +171,12 @@ class GuardMiddleware(AgentMiddleware):
             )
             return self._reply(last[-1])
 
-        outcome = await drive(guard, respond, [], first=self._reply(first), allowed=_allowed(request),
-                                context=list(request.messages))
+        outcome = await drive(
+            guard,
+            respond,
+            [],
+            first=self._reply(first),
+            allowed=_allowed(request),
+            context=list(request.messages),
+        )
         return self._result(outcome, last[-1])

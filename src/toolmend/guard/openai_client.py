@@ -279,7 +279,11 @@ class _Completions:
             return self._core.reply(responses[-1])
 
         outcome = drive_sync(
-            guard, respond, [], first=self._core.reply(first), allowed=AllowedCalls.from_openai(kwargs),
+            guard,
+            respond,
+            [],
+            first=self._core.reply(first),
+            allowed=AllowedCalls.from_openai(kwargs),
             context=kwargs.get("messages"),
         )
         final = self._core.finish(outcome, responses)
@@ -309,7 +313,11 @@ class _AsyncCompletions(_Completions):
             return self._core.reply(responses[-1])
 
         outcome = await drive(
-            guard, respond, [], first=self._core.reply(first), allowed=AllowedCalls.from_openai(kwargs),
+            guard,
+            respond,
+            [],
+            first=self._core.reply(first),
+            allowed=AllowedCalls.from_openai(kwargs),
             context=kwargs.get("messages"),
         )
         final = self._core.finish(outcome, responses)

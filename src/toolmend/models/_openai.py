@@ -195,7 +195,9 @@ class OpenAIModel(Model):
         if temperature is not None and (
             isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature < 0
         ):
-            raise ConfigError(f"temperature must be a number >= 0 (or null to send none), got {temperature!r}")
+            raise ConfigError(
+                f"temperature must be a number >= 0 (or null to send none), got {temperature!r}"
+            )
         self.temperature = None if temperature is None else float(temperature)
         if tool_choice not in (None, "auto"):
             raise ConfigError(
@@ -238,7 +240,11 @@ class OpenAIModel(Model):
         >>> OpenAIModel("m", base_url="http://127.0.0.1:9/v1").request_defaults()
         {'max_tokens': 1024, 'temperature': 0.0, 'tool_choice': None}
         """
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "tool_choice": self.tool_choice}
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "tool_choice": self.tool_choice,
+        }
 
     def _with_defaults(self, request: GenerateRequest) -> GenerateRequest:
         cfg = request.config

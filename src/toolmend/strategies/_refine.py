@@ -72,7 +72,9 @@ class SelfRefine:
         on = [name for name, set_ in (("when=findings", when == "findings"), ("ground=true", ground),
                                       ("accept=no_worse", accept == "no_worse")) if set_]  # fmt: skip
         if on and feedback != "checker":
-            raise ConfigError(f"self-refine {on[0]} needs feedback=checker: it works on the checker's findings")
+            raise ConfigError(
+                f"self-refine {on[0]} needs feedback=checker: it works on the checker's findings"
+            )
         self.max_refine = max_refine
         self.ground = ground
         self.accept = accept

@@ -152,7 +152,9 @@ class _Ctx:
     rng: random.Random
     rows: list[dict[str, Any]] = field(default_factory=list)
 
-    def feedback(self, attempt: str, checker: Checker, history: Sequence[Mapping[str, Any]], gold: str) -> str:
+    def feedback(
+        self, attempt: str, checker: Checker, history: Sequence[Mapping[str, Any]], gold: str
+    ) -> str:
         return feedback_text(attempt, checker, self.fmt, history if self.report.ground else None, gold)
 
     def drop(self, reason: str) -> None:
@@ -318,7 +320,11 @@ def _code(inj: Injection) -> str:
 
 
 def feedback_text(
-    attempt: str, checker: Checker, fmt: CallFormat = "tags", context: Context | None = None, gold: str | None = None
+    attempt: str,
+    checker: Checker,
+    fmt: CallFormat = "tags",
+    context: Context | None = None,
+    gold: str | None = None,
 ) -> str:
     """The feedback a refine sample shows after the first attempt: the ``self-refine`` strategy's
     re-ask, so that a refine-trained model is asked at inference what it was trained on. With the
@@ -330,13 +336,19 @@ def feedback_text(
 
 
 def feedback_findings(
-    turn: Turn, checker: Checker, fmt: CallFormat = "tags", context: Context | None = None, gold: str | None = None
+    turn: Turn,
+    checker: Checker,
+    fmt: CallFormat = "tags",
+    context: Context | None = None,
+    gold: str | None = None,
 ) -> list[Finding]:
     """What :func:`feedback_text` names for ``turn``: :func:`~toolmend.guard._reask.turn_findings`,
     less any value not in ``context`` that the ``gold`` answer holds too."""
     found = turn_findings(turn, checker, context)
     if context is not None and gold is not None:
-        right = {f.data["value"] for f in ungrounded(Turn.from_text(gold, fmt).tool_calls(), context, checker)}
+        right = {
+            f.data["value"] for f in ungrounded(Turn.from_text(gold, fmt).tool_calls(), context, checker)
+        }
         found = [f for f in found if not (f.data.get("ungrounded") and f.data["value"] in right)]
     return found
 
@@ -427,7 +439,11 @@ def _refine(ctx: _Ctx, trace: Trace, tools: str, checker: Checker, turns: list[_
             ctx.add({"prompt": prompt, "completion": _assistant(gold), "tools": tools, "gold_calls": gold_calls},
                     trace, _code(inj), op, inj.sub_label, how, turn=k)  # fmt: skip
         # ToolACE-R keeps already-correct attempts too, answered with "keep it".
-        prompt = [*history, *_assistant(gold), {"role": "user", "content": ctx.feedback(gold, checker, history, gold)}]
+        prompt = [
+            *history,
+            *_assistant(gold),
+            {"role": "user", "content": ctx.feedback(gold, checker, history, gold)},
+        ]
         ctx.add({"prompt": prompt, "completion": _assistant(KEEP_IT), "tools": tools,
                  "gold_calls": gold_calls}, trace, "correct", turn=k)  # fmt: skip
 

@@ -315,7 +315,11 @@ def _model_dir(model: str | Path) -> Path:
 
 
 def _check_columns(
-    kind: str, rows: Sequence[dict[str, Any]], data: Path | str, needed: Sequence[str], max_chars: int = MAX_ROW_CHARS
+    kind: str,
+    rows: Sequence[dict[str, Any]],
+    data: Path | str,
+    needed: Sequence[str],
+    max_chars: int = MAX_ROW_CHARS,
 ) -> None:
     for column in (*_COLUMNS[kind], *needed):
         for n, row in enumerate(rows, 1):
@@ -505,7 +509,9 @@ def _kto_weights(options: dict[str, Any], rows: list[dict[str, Any]]) -> None:
             raise ConfigError(f"{key} must be {expected}, got {value!r}")
     if options.get("desirable_weight") == "balanced":
         labels = [bool(r["label"]) for r in rows]
-        options["desirable_weight"] = balanced_desirable_weight(labels, options.get("undesirable_weight", 1.0))
+        options["desirable_weight"] = balanced_desirable_weight(
+            labels, options.get("undesirable_weight", 1.0)
+        )
 
 
 def balanced_desirable_weight(labels: Sequence[bool], undesirable_weight: float = 1.0) -> float:
@@ -548,7 +554,10 @@ def cut_negatives(examples: list[dict[str, Any]]) -> int:
         if example["label"] or not goods:
             continue
         bad = example["completion_ids"]
-        firsts = [next((i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b), None) for good in goods]
+        firsts = [
+            next((i for i, (a, b) in enumerate(zip(bad, good, strict=False)) if a != b), None)
+            for good in goods
+        ]
         if None in firsts:
             continue
         first = max(f for f in firsts if f is not None)
