@@ -91,6 +91,12 @@ def test_env_retry_after_and_backoff_and_budget() -> None:
     assert policy.decide(timeout, attempt=0).action == "skip"  # run budget spent
 
 
+def test_a_tool_result_nested_too_deep_is_read_as_text() -> None:
+    # A tool's output is untrusted: JSON nested past the reader's limit is text, not a crash.
+    assert classify_fault("[" * 100_000) == (None, None)
+    assert classify_fault("[" * 100_000 + "error: service unavailable")[0] == "service_unavailable"
+
+
 async def test_corrected_call_goes_back_to_its_place() -> None:
     tools = [
         *TOOLS,

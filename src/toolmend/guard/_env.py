@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolmend._jsontext import loads
+
 __all__ = ["EnvAction", "EnvDecision", "EnvPolicy", "Fault", "classify_fault"]
 
 Fault = Literal[
@@ -55,7 +57,7 @@ def _error_part(result: Any) -> tuple[Any, str]:
     """(the error object or None, the text to read) of a tool result in any common shape."""
     if isinstance(result, str):
         try:
-            parsed = json.loads(result)
+            parsed = loads(result)
         except json.JSONDecodeError:
             faulty = _PLAIN_ERROR.search(result) or any(p.search(result) for _, p in _WORDS)
             return (result if faulty else None), result
