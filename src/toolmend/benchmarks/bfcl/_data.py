@@ -88,21 +88,20 @@ def _messages(record: dict[str, Any], path: Path, line: int) -> list[Message]:
         raise DatasetError(
             "expected a list of turns, each a list of messages", path=path, line=line, field="question"
         )
-    messages: list[Message] = []
-    for i, msg in enumerate(turns[0]):
-        if (
-            not isinstance(msg, dict)
-            or msg.get("role") not in ("system", "user", "assistant")
-            or not isinstance(msg.get("content"), str)
-        ):
-            raise DatasetError(
-                "expected {role: system|user|assistant, content: string}",
-                path=path,
-                line=line,
-                field=f"question[0][{i}]",
-            )
-        messages.append(Message(role=msg["role"], content=msg["content"]))
-    return messages
+    return [question_message(msg, path, line, f"question[0][{i}]") for i, msg in enumerate(turns[0])]
+
+
+def question_message(msg: Any, path: Path, line: int, field: str) -> Message:
+    """One message of a BFCL question (any turn), or a :class:`DatasetError` naming ``field``."""
+    if (
+        not isinstance(msg, dict)
+        or msg.get("role") not in ("system", "user", "assistant")
+        or not isinstance(msg.get("content"), str)
+    ):
+        raise DatasetError(
+            "expected {role: system|user|assistant, content: string}", path=path, line=line, field=field
+        )
+    return Message(role=msg["role"], content=msg["content"])
 
 
 def _check_answers(answers: Any, path: Path, line: int) -> list[dict[str, dict[str, list[Any]]]]:

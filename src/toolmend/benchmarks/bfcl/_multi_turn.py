@@ -85,6 +85,7 @@ from toolmend._errors import ConfigError, DatasetError, ToolmendError
 from toolmend._schema import Message, Sample, Tool, ToolCall
 from toolmend.benchmarks._base import Mode
 from toolmend.benchmarks._io import UniqueIds, need, read_jsonl
+from toolmend.benchmarks.bfcl._data import question_message
 from toolmend.benchmarks.bfcl._decode import decode, safe_arith
 from toolmend.formats._tools import load_tools
 
@@ -228,15 +229,7 @@ def _check_entry(record: dict[str, Any], classes: Iterable[str], path: Path, lin
     for i, turn in enumerate(turns):
         need(turn, list, "a list of messages", path=path, line=line, field=f"question[{i}]")
         for j, msg in enumerate(turn):
-            if (
-                not isinstance(msg, dict)
-                or msg.get("role") not in ("system", "user", "assistant")
-                or not isinstance(msg.get("content"), str)
-            ):
-                raise DatasetError(
-                    "expected {role: system|user|assistant, content: string}",
-                    path=path, line=line, field=f"question[{i}][{j}]",
-                )  # fmt: skip
+            question_message(msg, path, line, f"question[{i}][{j}]")
     need(record.get("initial_config"), dict, "an object", path=path, line=line, field="initial_config")
     involved: list[Any] = need(
         record.get("involved_classes"),
