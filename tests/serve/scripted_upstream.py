@@ -162,10 +162,13 @@ class ScriptedUpstream:
         self.headers: list[dict[str, str]] = []
         """Each request's headers as they arrived."""
         self.peers: set[Any] = set()
+        self.paths: list[str] = []
+        """Each request's path (``/v1/chat/completions``, ``/v1/responses``)."""
         self.cancelled = 0
         self.finished = 0
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/responses", self._chat)  # the same scenes, Responses-shaped
         app.router.add_get("/v1/models", self._models)
         self.thread = AppThread(app)
 
@@ -193,6 +196,7 @@ class ScriptedUpstream:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         self.raw.append(raw)
+        self.paths.append(request.path)
         body = json.loads(raw)
         self.bodies.append(body)
         self.auth.append(request.headers.get("Authorization"))

@@ -1,15 +1,17 @@
-"""The proxy server (aiohttp.web): ``/v1/chat/completions`` (streaming and not), ``/v1/models``,
+"""The proxy server (aiohttp.web): ``/v1/chat/completions`` (streaming and not), ``/v1/responses``
+(:mod:`toolmend.serve._responses`), ``/v1/models``,
 ``/healthz`` and ``/metrics``. See :mod:`toolmend.serve` for what it does with each answer.
 
 >>> app = create_app(ServeConfig(upstream="http://127.0.0.1:8000/v1"))
 >>> sorted({r.resource.canonical for r in app.router.routes()})
-['/healthz', '/metrics', '/v1/chat/completions', '/v1/models']
+['/healthz', '/metrics', '/v1/chat/completions', '/v1/models', '/v1/responses']
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import ipaddress
 import json
@@ -656,6 +658,10 @@ def create_app(config: ServeConfig) -> web.Application:
     app.on_startup.append(proxy.start)
     app.on_cleanup.append(proxy.stop)
     app.router.add_post("/v1/chat/completions", proxy.chat)
+    # The Responses endpoint builds on this module's exchange, so it is imported once this one is.
+    from toolmend.serve._responses import handle_responses
+
+    app.router.add_post("/v1/responses", functools.partial(handle_responses, proxy))
     app.router.add_get("/v1/models", proxy.models)
     app.router.add_get("/healthz", proxy.healthz)
     app.router.add_get("/metrics", proxy.metrics_page)
