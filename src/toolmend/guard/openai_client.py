@@ -1,5 +1,6 @@
-"""``toolmend.guard.wrap(client)``: an ``openai`` client whose ``chat.completions.create`` is
-guarded — sync, async and streaming alike (extra ``openai``).
+"""``toolmend.guard.wrap(client)``: an ``openai`` client whose ``chat.completions.create`` and
+``responses.create`` / ``responses.stream`` are guarded — sync, async and streaming alike (extra
+``openai``).
 
 ::
 
@@ -18,6 +19,18 @@ re-asked with a targeted message as a real second request (history kept provider
 turn took. A stream is read to its end before the guard decides, then replayed as chunks of the
 decided message. When re-asking is off (``fail_to_model``), the returned message holds the valid
 calls only (the bad ones are in ``guarded.events``). Telemetry of every turn is appended to ``guarded.events``.
+
+The Responses API gets the same guarantees: ``function_call`` output items are checked against
+the request's function tools, repaired in place (the item keeps its ``id`` and ``call_id``), or
+re-asked with the calls and a ``function_call_output`` item per call saying what is wrong;
+``usage`` adds up every request; a stream (``stream=True`` or ``responses.stream(...)``) is read
+to its ``response.completed`` and replayed as the events of the decided response::
+
+    response = client.responses.create(model="gpt-4o-mini", input="Weather in Oslo?",
+                                       tools=[{"type": "function", "name": "get_weather", ...}])
+    with client.responses.stream(model=..., input=..., tools=...) as stream:
+        for event in stream: ...
+        final = stream.get_final_response()
 """
 
 from __future__ import annotations
@@ -32,6 +45,16 @@ from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
 from toolmend.guard._engine import Guard
 from toolmend.guard._policy import GuardPolicy
+from toolmend.guard._responses import (
+    chat_request,
+    completion_view,
+    final_output,
+    function_calls,
+    input_items,
+    input_list,
+    item_events,
+    output_text,
+)
 from toolmend.guard._turn import Turn
 
 __all__ = ["GuardAborted", "to_openai_messages", "wrap"]
@@ -39,6 +62,8 @@ __all__ = ["GuardAborted", "to_openai_messages", "wrap"]
 try:
     import openai
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai._models import construct_type
+    from openai.types.responses import Response, ResponseStreamEvent
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtraError("openai", "openai", "toolmend.guard.wrap") from exc
 
@@ -332,14 +357,226 @@ class _Chat:
         return getattr(self._inner, name)
 
 
+# -- the Responses API ------------------------------------------------------------------------------
+
+def _events(response: Response) -> list[Any]:
+    """A decided response replayed as the events of its stream (created, each item, completed)."""
+    data = response.model_dump(mode="json", exclude_none=True)
+    end = "response.incomplete" if data.get("status") == "incomplete" else "response.completed"
+    out: list[dict[str, Any]] = [{"type": "response.created",
+                                  "response": {**data, "output": [], "status": "in_progress"}}]  # fmt: skip
+    for i, item in enumerate(data.get("output") or []):
+        out += item_events(item, i)
+    out.append({"type": end, "response": data})
+    # Built as the SDK builds what it reads, without validation: servers leave out fields that
+    # the newest types require (usage details), and the SDK accepts their answers all the same.
+    return [construct_type(type_=ResponseStreamEvent, value={**e, "sequence_number": n}) for n, e in enumerate(out)]
+
+
+def _final_response(events: Sequence[Any]) -> Response:
+    """The response a stream ended with (its ``response.completed`` or ``.incomplete``)."""
+    for event in reversed(events):
+        if event.type in ("response.completed", "response.incomplete"):
+            return event.response  # type: ignore[no-any-return]
+        if event.type in ("response.failed", "error"):
+            raise ModelError(f"the response stream failed: {getattr(event, 'message', None) or event.type}")
+    raise ModelError("the response stream ended before response.completed")
+
+
+class _ResponsesCore:
+    """What the sync and async ``responses`` share: the request in the chat shape the guard
+    reads, each answer as a turn, and the decided response."""
+
+    def __init__(self, inner: Any, core: _Core) -> None:
+        self._inner, self._core = inner, core
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @staticmethod
+    def request(kwargs: Mapping[str, Any], history: list[Message]) -> dict[str, Any]:
+        """A hidden re-ask (never streamed): the input with the guard's exchange as items."""
+        extra = input_items(to_openai_messages(history))
+        out = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+        out["input"] = [*input_list(kwargs), *extra]
+        return out
+
+    @staticmethod
+    def reply(response: Response) -> Reply:
+        usage = response.usage
+        view = completion_view(response.model_dump(mode="json"))
+        return Reply(turn=Turn.from_openai(view["choices"][0]["message"]),
+                     input_tokens=usage.input_tokens if usage else 0,
+                     output_tokens=usage.output_tokens if usage else 0)  # fmt: skip
+
+    def finish(self, outcome: GuardOutcome, responses: list[Response]) -> Response:
+        self._core.events.extend(outcome.events)
+        last = responses[-1]
+        if outcome.status == "aborted":
+            raise GuardAborted(outcome, last)
+        dumps = [r.model_dump(mode="json", exclude_none=True) for r in responses]
+        known = {str(item.get("call_id")): item for d in dumps for item in d.get("output") or []
+                 if item.get("type") == "function_call"}  # fmt: skip
+        calls = []
+        for c in outcome.calls:
+            args = c.model_dump(mode="json")["arguments"]
+            item = known.get(c.id or "")
+            text = json.dumps(args)
+            if item is not None and item.get("name") == c.name and _parsed(item.get("arguments")) == args:
+                text = item["arguments"]  # unchanged: the model's own bytes
+            calls.append({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": text}})
+        # The first answer's items stay (its text, reasoning); the calls are the decided ones.
+        data = dumps[0]
+        content = output_text(data.get("output"))
+        if outcome.final.text is not None:  # calls printed as text were taken as calls
+            content = outcome.final.text
+        data["output"] = final_output(data.get("output") or [], calls, content, known)
+        usages = [r.usage for r in responses if r.usage is not None]
+        if usages and len(responses) > 1:
+            i, o = sum(u.input_tokens for u in usages), sum(u.output_tokens for u in usages)
+            data["usage"] = {**usages[-1].model_dump(mode="json"), "input_tokens": i, "output_tokens": o,
+                             "total_tokens": i + o}  # fmt: skip
+        return construct_type(type_=Response, value=data)  # type: ignore[no-any-return]
+
+
+def _parsed(raw: Any) -> Any:
+    try:
+        return json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        return None
+
+
+class _Replay:
+    """A replayed response stream: iterable (sync and async), usable in ``with``, and
+    ``get_final_response()`` / ``until_done()`` as the SDK's ``responses.stream`` offers."""
+
+    def __init__(self, response: Response) -> None:
+        self._response = response
+        self._events = _events(response)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._events)
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._async()
+
+    async def _async(self) -> AsyncIterator[Any]:
+        for event in self._events:
+            yield event
+
+    def get_final_response(self) -> Response:
+        """The decided response."""
+        return self._response
+
+    def until_done(self) -> _Replay:
+        return self
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> _Replay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    async def __aenter__(self) -> _Replay:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+class _Responses(_ResponsesCore):
+    def _once(self, kwargs: dict[str, Any]) -> Response:
+        try:
+            result = self._inner.create(**kwargs)
+            return _final_response(list(result)) if kwargs.get("stream") else result
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def create(self, **kwargs: Any) -> Any:
+        """``responses.create`` with the guard (see the module docstring)."""
+        chat = chat_request(kwargs)
+        guard = self._core.guard_for(chat)
+        first = self._once(kwargs)
+        if guard is None:
+            return _Replay(first) if kwargs.get("stream") else first
+        responses = [first]
+
+        def respond(history: list[Message]) -> Reply:
+            responses.append(self._once(self.request(kwargs, history)))
+            return self.reply(responses[-1])
+
+        outcome = drive_sync(guard, respond, [], first=self.reply(first),
+                             allowed=AllowedCalls.from_openai(chat), context=chat["messages"])  # fmt: skip
+        final = self.finish(outcome, responses)
+        return _Replay(final) if kwargs.get("stream") else final
+
+    def stream(self, **kwargs: Any) -> _Replay:
+        """``responses.stream`` with the guard: the decided response's events."""
+        return self.create(**{**kwargs, "stream": True})  # type: ignore[no-any-return]
+
+
+class _AsyncResponses(_ResponsesCore):
+    async def _aonce(self, kwargs: dict[str, Any]) -> Response:
+        try:
+            result = await self._inner.create(**kwargs)
+            return _final_response([e async for e in result]) if kwargs.get("stream") else result
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    async def create(self, **kwargs: Any) -> Any:
+        """``responses.create`` with the guard (see the module docstring)."""
+        chat = chat_request(kwargs)
+        guard = self._core.guard_for(chat)
+        first = await self._aonce(kwargs)
+        if guard is None:
+            return _Replay(first) if kwargs.get("stream") else first
+        responses = [first]
+
+        async def respond(history: list[Message]) -> Reply:
+            responses.append(await self._aonce(self.request(kwargs, history)))
+            return self.reply(responses[-1])
+
+        outcome = await drive(guard, respond, [], first=self.reply(first),
+                              allowed=AllowedCalls.from_openai(chat), context=chat["messages"])  # fmt: skip
+        final = self.finish(outcome, responses)
+        return _Replay(final) if kwargs.get("stream") else final
+
+    def stream(self, **kwargs: Any) -> _AsyncStreamManager:
+        """``responses.stream`` with the guard: ``async with client.responses.stream(...) as s``."""
+        return _AsyncStreamManager(self.create(**{**kwargs, "stream": True}))
+
+
+class _AsyncStreamManager:
+    """``async with`` the guarded stream (the request runs on entering, as the SDK's does)."""
+
+    def __init__(self, pending: Any) -> None:
+        self._pending = pending
+
+    async def __aenter__(self) -> _Replay:
+        return await self._pending  # type: ignore[no-any-return]
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
 class GuardedClient:
-    """The wrapped client: ``chat.completions.create`` is guarded, everything else passes through."""
+    """The wrapped client: ``chat.completions.create`` and ``responses.create`` / ``.stream`` are
+    guarded, everything else passes through."""
 
     def __init__(self, client: Any, core: _Core) -> None:
         self._client = client
         self._core = core
-        kind = _AsyncCompletions if isinstance(client, openai.AsyncOpenAI) else _Completions
+        is_async = isinstance(client, openai.AsyncOpenAI)
+        kind = _AsyncCompletions if is_async else _Completions
         self.chat = _Chat(client.chat, kind(client.chat.completions, core))
+        self.responses = (_AsyncResponses if is_async else _Responses)(client.responses, core)
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -358,7 +595,8 @@ class GuardedClient:
 def wrap(
     client: Any, *, tools: Sequence[Tool | Mapping[str, Any]] | None = None, policy: GuardPolicy | None = None
 ) -> GuardedClient:
-    """A client (``openai.OpenAI`` or ``openai.AsyncOpenAI``) whose chat completions are guarded.
+    """A client (``openai.OpenAI`` or ``openai.AsyncOpenAI``) whose chat completions and
+    responses are guarded.
 
     With ``tools`` the guard (and its per-run budget) is shared by every call; without, each
     request is checked against its own ``tools``. Raises :class:`GuardAborted` when the budget

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from toolmend.guard._responses import item_events
 from toolmend.serve._upstream import UpstreamError
 
 __all__ = ["LIFECYCLE", "TERMINAL", "ResponseStreamAssembler", "check_response", "item_events"]
@@ -150,44 +151,3 @@ class ResponseStreamAssembler:
             if len(said) > 1:
                 return False
         return True
-
-
-def item_events(item: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
-    """The events that announce ``item`` at ``output_index`` ``index`` (``sequence_number`` is
-    the caller's to add): a function call's arguments as one delta and its ``.done``; a
-    message's text parts as one delta each; any other item as added, then done."""
-    kind = item.get("type")
-    item_id = item.get("id") or ""
-    base = {"output_index": index}
-    if kind == "function_call":
-        args = item.get("arguments") or ""
-        return [
-            {"type": "response.output_item.added", **base, "item": {**item, "arguments": "", "status": "in_progress"}},
-            {"type": "response.function_call_arguments.delta", **base, "item_id": item_id, "delta": args},
-            {"type": "response.function_call_arguments.done", **base, "item_id": item_id, "arguments": args},
-            {"type": "response.output_item.done", **base, "item": dict(item)},
-        ]  # fmt: skip
-    if kind == "message":
-        out: list[dict[str, Any]] = [
-            {"type": "response.output_item.added", **base, "item": {**item, "content": [], "status": "in_progress"}}
-        ]
-        for j, part in enumerate(item.get("content") or []):
-            at = {**base, "item_id": item_id, "content_index": j}
-            text = part.get("text") if isinstance(part, Mapping) else None
-            if part.get("type") == "output_text" and isinstance(text, str):
-                empty = {**part, "text": ""}
-                out += [
-                    {"type": "response.content_part.added", **at, "part": empty},
-                    {"type": "response.output_text.delta", **at, "delta": text, "logprobs": []},
-                    {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
-                    {"type": "response.content_part.done", **at, "part": dict(part)},
-                ]  # fmt: skip
-            else:
-                out += [{"type": "response.content_part.added", **at, "part": part},
-                        {"type": "response.content_part.done", **at, "part": part}]  # fmt: skip
-        out.append({"type": "response.output_item.done", **base, "item": dict(item)})
-        return out
-    return [
-        {"type": "response.output_item.added", **base, "item": dict(item)},
-        {"type": "response.output_item.done", **base, "item": dict(item)},
-    ]
