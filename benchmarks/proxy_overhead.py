@@ -22,6 +22,11 @@ it means the same on a loaded machine, where the wall-clock figures do not. The 
 process used during the proxied requests is printed too: when their sum nears the number of
 cores, the processes queue for CPU and the added latency is that queue.
 
+``/v1/responses`` gets the same comparison (:func:`_responses_rows`): the same requests as
+Responses API calls, through toolmend serve and through the bare pass-through of the same
+protocol, streamed and not, in the same run; the proxy's CPU per clean request is printed beside
+the pass-through's.
+
 ``--stacks`` also measures a bare pass-through on Starlette + uvicorn (``pip install starlette
 uvicorn``), the other server stack considered, against the same upstream (non-streamed only).
 """
@@ -142,11 +147,12 @@ def _service_times(args: argparse.Namespace, r: int, n: int) -> list[float]:
 
 
 async def _compare(
-    direct: str, proxied: str, pids: dict[str, int], args: argparse.Namespace, stream: bool, tag: str
+    direct: str, proxied: str, pids: dict[str, int], args: argparse.Namespace, stream: bool, tag: str,
+    load_type: type[Load] | None = None,
 ) -> dict[str, Any]:
     import aiohttp
 
-    load = Load(args.concurrency)
+    load = (load_type or Load)(args.concurrency)
     lat: dict[str, list[float]] = {"direct": [], "proxy": []}
     cpu: Counter[str] = Counter()
     wall = 0.0
@@ -215,7 +221,7 @@ def _probe_aiohttp(upstream: str, port: int) -> None:
     async def chat(request: web.Request) -> web.StreamResponse:
         body = await request.read()
         stream = json.loads(body).get("stream")
-        async with request.app["s"].post(upstream + "/chat/completions", data=body,
+        async with request.app["s"].post(upstream + request.path.removeprefix("/v1"), data=body,
                                          headers={"Content-Type": "application/json"}) as r:  # fmt: skip
             if not stream:
                 raw = await r.read()
@@ -234,6 +240,7 @@ def _probe_aiohttp(upstream: str, port: int) -> None:
     app = web.Application()
     app.on_startup.append(start)
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/v1/responses", chat)
     app.router.add_get("/healthz", health)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, handler_cancellation=True)
 
@@ -305,6 +312,78 @@ def _row(r: dict[str, Any]) -> str:
 
 def _busy(r: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v * 100:.0f}%" for k, v in r["busy"].items())
+
+
+# -- /v1/responses: the same comparison for the Responses API ----------------------------------------
+
+RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": TOOLS[0]["function"]["parameters"]}]
+
+
+class ResponsesLoad(Load):
+    """:class:`Load` for ``/v1/responses``: the marker is the ``input``; an answer is right when
+    its function call's ``call_id`` carries the marker."""
+
+    async def run(
+        self, session: Any, base: str, marks: list[str], stream: bool, service_ms: list[float] | None = None
+    ) -> list[float]:
+        url = base + "/responses"
+        work = iter(enumerate(marks))
+        latencies: list[float] = []
+
+        async def one(i: int, mark: str) -> None:
+            body: dict[str, Any] = {"model": "bench", "input": mark, "tools": RESPONSES_TOOLS}
+            if service_ms:
+                body["metadata"] = {"latency_ms": f"{service_ms[i]:.3f}"}
+            if stream:
+                body["stream"] = True
+            self.sent += 1
+            t = time.perf_counter()
+            async with session.post(
+                url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            ) as r:
+                raw = await r.read()
+            latencies.append(time.perf_counter() - t)
+            ok = r.status == 200 and (
+                b'"response.completed"' in raw and f'"call_{mark}"'.encode() in raw
+                if stream
+                else json.loads(raw)["output"][0]["call_id"] == f"call_{mark}"
+            )
+            if ok:
+                self.answers[mark] += 1
+            else:
+                self.failures += 1
+
+        async def worker() -> None:
+            for i, mark in work:
+                await one(i, mark)
+
+        await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+        return latencies
+
+
+def _responses_rows(
+    direct: str, targets: list[tuple[str, str, int, bool]], upstream_pid: int, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """``/v1/responses`` through toolmend serve and through the bare pass-through of the same
+    protocol (the aiohttp probe), streamed and not, against the same upstream in the same run."""
+    rows = []
+    for what, url, pid, streams in targets:
+        if not streams:  # the Starlette probe forwards chat completions only
+            continue
+        for stream in (False, True):
+            tag = f"r{len(rows)}{'s' if stream else 'n'}"
+            r = asyncio.run(_compare(direct, url, {"proxy": pid, "upstream": upstream_pid}, args, stream, tag,
+                                     ResponsesLoad))  # fmt: skip
+            rows.append({"what": f"{what} /v1/responses", **r})
+            print(f"  {what} /v1/responses, {r['mode']}: CPU busy during the proxied requests: {_busy(r)}",
+                  flush=True)  # fmt: skip
+    toolmend = {r["mode"]: r["proxy_cpu_ms"] for r in rows if r["what"].startswith("toolmend serve /v1")}
+    bare = {r["mode"]: r["proxy_cpu_ms"] for r in rows if r["what"].startswith("bare pass-through (aiohttp)")}
+    for mode in toolmend:
+        if mode in bare:
+            print(f"  /v1/responses {mode}: toolmend serve {toolmend[mode]:.3f} ms CPU per clean request, "
+                  f"bare pass-through {bare[mode]:.3f} ms ({toolmend[mode] / bare[mode]:.2f}x)", flush=True)  # fmt: skip
+    return rows
 
 
 def main() -> None:
@@ -398,6 +477,7 @@ def main() -> None:
                 r = asyncio.run(_compare(direct, url, {"proxy": pid, "upstream": up.pid}, args, stream, tag))
                 rows.append({"what": what, **r})
                 print(f"  {what}, {r['mode']}: CPU busy during the proxied requests: {_busy(r)}", flush=True)
+        rows += _responses_rows(direct, targets, up.pid, args)
         print("\n| through | mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 ms | added p99 ms "
               "| proxy CPU ms/req | sent | answered | failed | duplicated |")  # fmt: skip
         print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -251,6 +251,8 @@ def _bench_scene(body: dict[str, Any]) -> Scene:
     ``metadata.latency_ms`` (set by the load generator) is the service time a model server would
     take: a non-streamed answer comes after it; a stream sends its first chunk after half of it
     and spreads the other chunks over the rest, as tokens come."""
+    if "input" in body:
+        return _bench_responses_scene(body)
     mark = str(body["messages"][-1].get("content", ""))
     meta = body.get("metadata")
     latency = float(meta.get("latency_ms", 0)) / 1000 if isinstance(meta, dict) else 0.0
@@ -266,6 +268,23 @@ def _bench_scene(body: dict[str, Any]) -> Scene:
     ]  # fmt: skip
     chunks = stream_of(deltas, "tool_calls" if calls else "stop")
     return Scene(chunks=chunks, delay=latency / 2, chunk_delay=latency / 2 / len(chunks))
+
+
+def _bench_responses_scene(body: dict[str, Any]) -> Scene:
+    """:func:`_bench_scene` for ``/v1/responses``: the marker is the request's ``input``, the call's
+    ``call_id`` carries it (run as a process only: the helpers are this folder's
+    responses_upstream.py, on sys.path when this file is the script)."""
+    from responses_upstream import fcall, message, response, stream_events
+
+    mark = str(body["input"])
+    meta = body.get("metadata")
+    latency = float(meta.get("latency_ms", 0)) / 1000 if isinstance(meta, dict) else 0.0
+    item = fcall("get_weather", {"city": "Oslo", "days": 3}, f"call_{mark}") if body.get("tools") else message(mark)
+    answer = response(item)
+    if not body.get("stream"):
+        return Scene(body=answer, delay=latency)
+    events = stream_events(answer)
+    return Scene(chunks=events, delay=latency / 2, chunk_delay=latency / 2 / len(events), done=False)
 
 
 def main() -> None:

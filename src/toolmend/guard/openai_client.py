@@ -363,8 +363,9 @@ def _events(response: Response) -> list[Any]:
     """A decided response replayed as the events of its stream (created, each item, completed)."""
     data = response.model_dump(mode="json", exclude_none=True)
     end = "response.incomplete" if data.get("status") == "incomplete" else "response.completed"
+    start = {k: v for k, v in data.items() if k != "usage"}
     out: list[dict[str, Any]] = [{"type": "response.created",
-                                  "response": {**data, "output": [], "status": "in_progress"}}]  # fmt: skip
+                                  "response": {**start, "output": [], "status": "in_progress"}}]  # fmt: skip
     for i, item in enumerate(data.get("output") or []):
         out += item_events(item, i)
     out.append({"type": end, "response": data})

@@ -337,7 +337,7 @@ class _ResponsesExchange(_Exchange):
         data = UpstreamReply(upstream.status, upstream.headers, raw).json()
         check_response(data)
         yield fastjson.dumps({"type": "response.created", "sequence_number": 0,
-                              "response": {**data, "output": [], "status": "in_progress"}})  # fmt: skip
+                              "response": {**data, "output": [], "status": "in_progress", "usage": None}})  # fmt: skip
         for i, item in enumerate(data["output"]):
             for event in item_events(item, i):
                 yield fastjson.dumps(event)

@@ -75,13 +75,15 @@ def check_response(data: Any, *, stream: bool = False) -> None:
 class ResponseStreamAssembler:
     """The answer a stream of Responses events adds up to (see the module docstring)."""
 
-    __slots__ = ("args", "count", "done_args", "items", "response", "terminal")
+    __slots__ = ("args", "count", "done_args", "finished", "items", "response", "terminal")
 
     def __init__(self) -> None:
         self.items: dict[int, dict[str, Any]] = {}
         """Each output item as last announced (``added``, then ``done``), by ``output_index``."""
         self.args: dict[int, list[str]] = {}
         self.done_args: dict[int, str] = {}
+        self.finished: set[int] = set()
+        """The items whose ``response.output_item.done`` came."""
         self.response: dict[str, Any] | None = None
         """The response as the last lifecycle event gave it (the terminal one, at the end)."""
         self.terminal: str | None = None
@@ -110,6 +112,8 @@ class ResponseStreamAssembler:
             _check_item(item, "item", stream=True)
             if kind.endswith("added") and index not in self.items:
                 self.count += 1
+            elif kind.endswith("done"):
+                self.finished.add(index)
             self.items[index] = dict(item)
         elif kind == "response.function_call_arguments.delta":
             delta = event.get("delta")
@@ -144,7 +148,9 @@ class ResponseStreamAssembler:
         for index, item in self.items.items():
             if item.get("type") != "function_call":
                 continue
-            said = {self.done_args.get(index), item.get("arguments"), final.get(index, {}).get("arguments")}
+            said = {self.done_args.get(index), final.get(index, {}).get("arguments")}
+            if index in self.finished:
+                said.add(item.get("arguments"))
             if index in self.args:
                 said.add("".join(self.args[index]))
             said.discard(None)
