@@ -336,3 +336,37 @@ def test_traces_and_metrics(serve: Any, tmp_path: Path) -> None:
     lines = [json.loads(x) for f in sorted(tmp_path.rglob("*.jsonl")) for x in f.read_text().splitlines()]
     assert [r["outcome"] for r in lines] == ["repaired", "recovered"]
     assert lines[0]["request"]["messages"] == [{"role": "user", "content": ASK["input"]}]
+
+
+# -- policy features ---------------------------------------------------------------------------
+
+
+def test_a_call_printed_as_text_becomes_a_function_call_item(serve: Any) -> None:
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    proxy = serve(Scene(body=response(message(text))))
+    resp = _client(proxy).responses.with_raw_response.create(**ASK)
+    out = resp.parse()
+    assert [i.type for i in out.output] == ["function_call"]
+    assert (out.output[0].name, json.loads(out.output[0].arguments)) == ("get_weather", {"city": "Oslo"})
+    assert resp.headers["x-toolmend-outcome"] == "repaired"
+
+
+def test_shadow_mode_changes_nothing_and_says_what_it_would_do(serve: Any) -> None:
+    up = response(BAD)
+    proxy = serve(Scene(body=up), Scene(chunks=stream_events(up), done=False), shadow=True)
+    resp = _client(proxy).responses.with_raw_response.create(**ASK)
+    assert resp.text == json.dumps(up)
+    assert resp.headers["x-toolmend-findings"] == "invalid_type"
+    assert resp.headers["x-toolmend-shadow"] not in ("", "accept")  # it would have acted
+    with _client(proxy).responses.with_streaming_response.create(**ASK, stream=True) as r:
+        raw = r.read().decode()
+    assert [e for e in _sse(raw)] == stream_events(up) and "x-toolmend-findings=invalid_type" in raw
+
+
+def test_the_proxy_key_guards_responses_too(serve: Any) -> None:
+    proxy = serve(Scene(body=response(GOOD)), api_key="sekret-key")
+    with pytest.raises(openai.AuthenticationError):
+        _client(proxy).responses.create(**ASK)
+    out = openai.OpenAI(base_url=proxy.url, api_key="sekret-key", max_retries=0).responses.create(**ASK)
+    assert out.output[0].call_id == "c2"
+    assert "sekret-key" not in (proxy.upstream.auth[0] or "")
