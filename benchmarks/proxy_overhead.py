@@ -147,7 +147,12 @@ def _service_times(args: argparse.Namespace, r: int, n: int) -> list[float]:
 
 
 async def _compare(
-    direct: str, proxied: str, pids: dict[str, int], args: argparse.Namespace, stream: bool, tag: str,
+    direct: str,
+    proxied: str,
+    pids: dict[str, int],
+    args: argparse.Namespace,
+    stream: bool,
+    tag: str,
     load_type: type[Load] | None = None,
 ) -> dict[str, Any]:
     import aiohttp
@@ -316,7 +321,9 @@ def _busy(r: dict[str, Any]) -> str:
 
 # -- /v1/responses: the same comparison for the Responses API ----------------------------------------
 
-RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": TOOLS[0]["function"]["parameters"]}]
+RESPONSES_TOOLS = [
+    {"type": "function", "name": "get_weather", "parameters": TOOLS[0]["function"]["parameters"]}
+]
 
 
 class ResponsesLoad(Load):

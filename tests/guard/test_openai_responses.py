@@ -56,7 +56,8 @@ class Server:
                 answer = outer.script.pop(0) if len(outer.script) > 1 else outer.script[0]
                 if body.get("stream"):
                     data = b"".join(
-                        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in stream_events(answer)
+                        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                        for e in stream_events(answer)
                     )
                     ctype = "text/event-stream"
                 else:
@@ -117,7 +118,12 @@ def test_reask_with_function_call_output_and_usage_summed(server: Any) -> None:
     assert s.paths == ["/v1/responses", "/v1/responses"]
     said = [i for i in s.bodies[1]["input"] if i.get("type") == "function_call_output"]
     assert said[0]["call_id"] == "c1" and "get_weather" in said[0]["output"] and "city" in said[0]["output"]
-    assert {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"days": 3}'} in s.bodies[1]["input"]
+    assert {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "get_weather",
+        "arguments": '{"days": 3}',
+    } in s.bodies[1]["input"]
 
 
 def test_stream_is_read_then_replayed(server: Any) -> None:

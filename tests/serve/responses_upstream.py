@@ -11,7 +11,9 @@ from typing import Any
 __all__ = ["fcall", "load", "message", "response", "stream_events"]
 
 
-def fcall(name: str, arguments: str | dict[str, Any], call_id: str = "call_1", item_id: str | None = None) -> dict[str, Any]:
+def fcall(
+    name: str, arguments: str | dict[str, Any], call_id: str = "call_1", item_id: str | None = None
+) -> dict[str, Any]:
     """A ``function_call`` output item; dict arguments are JSON-encoded."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {"id": item_id or f"fc_{call_id}", "type": "function_call", "status": "completed",
@@ -65,7 +67,9 @@ def stream_events(body: dict[str, Any], pieces: int = 3) -> list[dict[str, Any]]
             for piece in _split(text, pieces):
                 events.append({"type": "response.output_text.delta", **at, "content_index": 0, "delta": piece,
                                "logprobs": []})  # fmt: skip
-            events.append({"type": "response.output_text.done", **at, "content_index": 0, "text": text, "logprobs": []})
+            events.append(
+                {"type": "response.output_text.done", **at, "content_index": 0, "text": text, "logprobs": []}
+            )
             events.append({"type": "response.content_part.done", **at, "content_index": 0,
                            "part": item["content"][0]})  # fmt: skip
         else:

@@ -279,7 +279,11 @@ def _bench_responses_scene(body: dict[str, Any]) -> Scene:
     mark = str(body["input"])
     meta = body.get("metadata")
     latency = float(meta.get("latency_ms", 0)) / 1000 if isinstance(meta, dict) else 0.0
-    item = fcall("get_weather", {"city": "Oslo", "days": 3}, f"call_{mark}") if body.get("tools") else message(mark)
+    item = (
+        fcall("get_weather", {"city": "Oslo", "days": 3}, f"call_{mark}")
+        if body.get("tools")
+        else message(mark)
+    )
     answer = response(item)
     if not body.get("stream"):
         return Scene(body=answer, delay=latency)

@@ -67,7 +67,12 @@ def _agree(events: list[dict[str, Any]]) -> dict[int, str]:
         elif e["type"] == "response.output_item.done":
             items[e["output_index"]] = e["item"]
     calls = {i: item["arguments"] for i, item in items.items() if item["type"] == "function_call"}
-    assert calls == deltas == done == {i: it["arguments"] for i, it in enumerate(final) if it["type"] == "function_call"}
+    assert (
+        calls
+        == deltas
+        == done
+        == {i: it["arguments"] for i, it in enumerate(final) if it["type"] == "function_call"}
+    )
     assert [items[i] for i in sorted(items)] == final
     return calls
 
@@ -137,7 +142,12 @@ def test_reask_goes_to_responses_with_a_function_call_output(serve: Any) -> None
     assert reask["stream"] is False and reask["tools"] == [WEATHER]
     items = reask["input"]
     assert items[0] == {"role": "user", "content": ASK["input"]}
-    assert {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"days": 3}'} in items
+    assert {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "get_weather",
+        "arguments": '{"days": 3}',
+    } in items
     outputs = [i for i in items if i.get("type") == "function_call_output"]
     assert len(outputs) == 1 and outputs[0]["call_id"] == "c1"
     assert "get_weather" in outputs[0]["output"] and "city" in outputs[0]["output"]
@@ -160,7 +170,9 @@ def test_streamed_reask_is_held_and_rendered(serve: Any) -> None:
         kinds = [e.type for e in stream]
         final = stream.get_final_response()
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
-    assert [json.loads(i.arguments) for i in final.output if i.type == "function_call"] == [{"city": "Oslo", "days": 3}]
+    assert [json.loads(i.arguments) for i in final.output if i.type == "function_call"] == [
+        {"city": "Oslo", "days": 3}
+    ]
 
 
 def test_streamed_repair_keeps_the_item_and_sequence(serve: Any) -> None:
@@ -265,10 +277,23 @@ def test_missing_model_is_400_and_nothing_goes_upstream(serve: Any) -> None:
     [
         ({"model": "m", "input": 3}, "input"),
         ({"model": "m", "input": "x", "temperatur": 1}, "temperatur"),
-        ({"model": "m", "input": "x", "tools": [WEATHER, {"type": "function", "name": "f",
-          "parameters": {"type": "objekt"}}]}, "tools[1].parameters"),  # fmt: skip
-        ({"model": "m", "input": "x", "tools": [WEATHER], "tool_choice": {"type": "function", "name": "nope"}},
-         "tool_choice"),  # fmt: skip
+        (
+            {
+                "model": "m",
+                "input": "x",
+                "tools": [WEATHER, {"type": "function", "name": "f", "parameters": {"type": "objekt"}}],
+            },
+            "tools[1].parameters",
+        ),  # fmt: skip
+        (
+            {
+                "model": "m",
+                "input": "x",
+                "tools": [WEATHER],
+                "tool_choice": {"type": "function", "name": "nope"},
+            },
+            "tool_choice",
+        ),  # fmt: skip
         ({"model": "m", "input": "x", "tools": [{"type": "function"}]}, "tools[0].name"),
     ],
 )
@@ -297,7 +322,9 @@ def test_upstream_5xx_reaches_the_client_as_5xx(serve: Any) -> None:
 
 
 def test_malformed_upstream_answer_is_502_naming_the_field(serve: Any) -> None:
-    proxy = serve(Scene(body={"id": "r", "output": [{"type": "function_call", "name": 3, "arguments": "{}"}]}))
+    proxy = serve(
+        Scene(body={"id": "r", "output": [{"type": "function_call", "name": 3, "arguments": "{}"}]})
+    )
     with pytest.raises(openai.APIStatusError) as err:
         _client(proxy).responses.create(**ASK)
     assert err.value.status_code == 502 and "output[0].name" in err.value.message

@@ -69,7 +69,9 @@ def _script(first: dict[str, Any], stream: bool) -> Any:
     [('{"city": "Oslo", "days": "3"}', 0), ('{"days": 3}', 1)],
     ids=["repaired", "reasked"],
 )
-async def test_agent_with_a_function_tool_through_the_proxy(serve: Any, stream: bool, bad: str, reasks: int) -> None:
+async def test_agent_with_a_function_tool_through_the_proxy(
+    serve: Any, stream: bool, bad: str, reasks: int
+) -> None:
     from agents import Runner
 
     proxy = serve(handler=_script(response(fcall("get_weather", bad, "call_a")), stream))

@@ -68,7 +68,10 @@ def chat_tool_choice(choice: Any) -> Any:
         tools = choice.get("tools")
         names = [{"type": "function", "function": {"name": t.get("name")}}
                  for t in tools if isinstance(t, Mapping) and t.get("type") == "function"] if isinstance(tools, list) else []  # fmt: skip
-        return {"type": "allowed_tools", "allowed_tools": {"mode": choice.get("mode") or "auto", "tools": names}}
+        return {
+            "type": "allowed_tools",
+            "allowed_tools": {"mode": choice.get("mode") or "auto", "tools": names},
+        }
     return "auto"
 
 
@@ -78,9 +81,7 @@ def _text(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return "".join(
-        str(p.get("text") or p.get("refusal") or "") for p in content if isinstance(p, Mapping)
-    )
+    return "".join(str(p.get("text") or p.get("refusal") or "") for p in content if isinstance(p, Mapping))
 
 
 def input_list(body: Mapping[str, Any]) -> list[Any]:
@@ -114,7 +115,9 @@ def chat_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind == "function_call_output":
-            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(item.get("output"))})
+            out.append(
+                {"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(item.get("output"))}
+            )
     return out
 
 
@@ -198,7 +201,9 @@ def completion_view(response: Mapping[str, Any]) -> dict[str, Any]:
     calls = function_calls(response.get("output"))
     if calls:
         message["tool_calls"] = calls
-    out: dict[str, Any] = {"choices": [{"index": 0, "message": message, "finish_reason": finish_reason(response)}]}
+    out: dict[str, Any] = {
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(response)}]
+    }
     usage = usage_view(response.get("usage"))
     if usage is not None:
         out["usage"] = usage
@@ -221,11 +226,19 @@ def final_output(
     for c in calls:
         fn = c.get("function") or {}
         base = known.get(str(c.get("id")))
-        if base is not None and base.get("name") == fn.get("name") and base.get("arguments") == fn.get("arguments"):
+        if (
+            base is not None
+            and base.get("name") == fn.get("name")
+            and base.get("arguments") == fn.get("arguments")
+        ):
             items.append(base)
             continue
-        item = dict(base) if base is not None else {"id": "fc_" + secrets.token_hex(12), "type": "function_call"}
-        item.update(call_id=c.get("id"), name=fn.get("name"), arguments=fn.get("arguments"), status="completed")
+        item = (
+            dict(base) if base is not None else {"id": "fc_" + secrets.token_hex(12), "type": "function_call"}
+        )
+        item.update(
+            call_id=c.get("id"), name=fn.get("name"), arguments=fn.get("arguments"), status="completed"
+        )
         items.append(item)
     text_changed = (content or "") != output_text(output)
     out: list[Any] = []
@@ -265,7 +278,11 @@ def item_events(item: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
         ]  # fmt: skip
     if kind == "message":
         out: list[dict[str, Any]] = [
-            {"type": "response.output_item.added", **base, "item": {**item, "content": [], "status": "in_progress"}}
+            {
+                "type": "response.output_item.added",
+                **base,
+                "item": {**item, "content": [], "status": "in_progress"},
+            }
         ]
         for j, part in enumerate(item.get("content") or []):
             at = {**base, "item_id": item_id, "content_index": j}

@@ -49,7 +49,6 @@ from toolmend.guard._responses import (
     chat_request,
     completion_view,
     final_output,
-    function_calls,
     input_items,
     input_list,
     item_events,
@@ -61,8 +60,8 @@ __all__ = ["GuardAborted", "to_openai_messages", "wrap"]
 
 try:
     import openai
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai._models import construct_type
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.responses import Response, ResponseStreamEvent
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtraError("openai", "openai", "toolmend.guard.wrap") from exc
@@ -359,6 +358,7 @@ class _Chat:
 
 # -- the Responses API ------------------------------------------------------------------------------
 
+
 def _events(response: Response) -> list[Any]:
     """A decided response replayed as the events of its stream (created, each item, completed)."""
     data = response.model_dump(mode="json", exclude_none=True)
@@ -371,7 +371,10 @@ def _events(response: Response) -> list[Any]:
     out.append({"type": end, "response": data})
     # Built as the SDK builds what it reads, without validation: servers leave out fields that
     # the newest types require (usage details), and the SDK accepts their answers all the same.
-    return [construct_type(type_=ResponseStreamEvent, value={**e, "sequence_number": n}) for n, e in enumerate(out)]
+    return [
+        construct_type(type_=ResponseStreamEvent, value={**e, "sequence_number": n})
+        for n, e in enumerate(out)
+    ]
 
 
 def _final_response(events: Sequence[Any]) -> Response:

@@ -111,7 +111,11 @@ def validate_responses(body: Mapping[str, Any], extra_fields: Iterable[str] = ()
         for i, item in enumerate(given if isinstance(given, list) else []):
             _require(isinstance(item, dict), f"input[{i}] must be an object.", f"input[{i}]")
     if "stream" in body:
-        _require(isinstance(body["stream"], bool) or body["stream"] is None, "'stream' must be a boolean.", "stream")
+        _require(
+            isinstance(body["stream"], bool) or body["stream"] is None,
+            "'stream' must be a boolean.",
+            "stream",
+        )
     tools = body.get("tools")
     if tools is None:
         _check_choice(body.get("tool_choice"), [])
