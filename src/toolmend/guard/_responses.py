@@ -233,7 +233,7 @@ def final_output(
         ):
             items.append(base)
             continue
-        item = (
+        item: dict[str, Any] = (
             dict(base) if base is not None else {"id": "fc_" + secrets.token_hex(12), "type": "function_call"}
         )
         item.update(

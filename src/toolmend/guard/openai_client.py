@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from toolmend._errors import MissingExtraError, ModelError, ToolmendError
 from toolmend._schema import Message, Tool
@@ -381,7 +381,7 @@ def _final_response(events: Sequence[Any]) -> Response:
     """The response a stream ended with (its ``response.completed`` or ``.incomplete``)."""
     for event in reversed(events):
         if event.type in ("response.completed", "response.incomplete"):
-            return event.response  # type: ignore[no-any-return]
+            return event.response
         if event.type in ("response.failed", "error"):
             raise ModelError(f"the response stream failed: {getattr(event, 'message', None) or event.type}")
     raise ModelError("the response stream ended before response.completed")
@@ -440,7 +440,7 @@ class _ResponsesCore:
             i, o = sum(u.input_tokens for u in usages), sum(u.output_tokens for u in usages)
             data["usage"] = {**usages[-1].model_dump(mode="json"), "input_tokens": i, "output_tokens": o,
                              "total_tokens": i + o}  # fmt: skip
-        return construct_type(type_=Response, value=data)  # type: ignore[no-any-return]
+        return cast(Response, construct_type(type_=Response, value=data))
 
 
 def _parsed(raw: Any) -> Any:
@@ -521,7 +521,7 @@ class _Responses(_ResponsesCore):
 
     def stream(self, **kwargs: Any) -> _Replay:
         """``responses.stream`` with the guard: the decided response's events."""
-        return self.create(**{**kwargs, "stream": True})  # type: ignore[no-any-return]
+        return self.create(**{**kwargs, "stream": True})
 
 
 class _AsyncResponses(_ResponsesCore):
@@ -564,7 +564,7 @@ class _AsyncStreamManager:
         self._pending = pending
 
     async def __aenter__(self) -> _Replay:
-        return await self._pending  # type: ignore[no-any-return]
+        return await self._pending
 
     async def __aexit__(self, *exc: object) -> None:
         return None

@@ -438,7 +438,8 @@ class _ResponsesExchange(_Exchange):
     async def _end_with_error(self, response: web.StreamResponse, error: Mapping[str, Any]) -> None:
         """End a started stream with an ``error`` event. It carries the error object too, as the
         chat stream's does, so that the openai SDK raises it as an ``APIError``."""
-        detail = error.get("error") if isinstance(error.get("error"), dict) else {}
+        given = error.get("error")
+        detail: Mapping[str, Any] = given if isinstance(given, dict) else {}
         self.seq += 1
         event = {"type": "error", "sequence_number": self.seq, "code": _code(detail.get("code")),
                  "message": detail.get("message") or "error", "param": detail.get("param"), **error}  # fmt: skip

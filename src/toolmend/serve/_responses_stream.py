@@ -24,7 +24,7 @@ the proxy changed goes out as a stream every client can assemble.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from toolmend.guard._responses import item_events
 from toolmend.serve._upstream import UpstreamError
@@ -36,7 +36,7 @@ TERMINAL = frozenset({"response.completed", "response.incomplete"})
 LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued"})
 
 
-def _bad(where: str, expected: str, got: Any, *, stream: bool) -> Any:
+def _bad(where: str, expected: str, got: Any, *, stream: bool) -> NoReturn:
     what = "the upstream sent a malformed stream event" if stream else "the upstream's answer is malformed"
     raise UpstreamError(f"{what}: {where} must be {expected}, got {type(got).__name__}", status=502,
                         kind="upstream_invalid")  # fmt: skip
@@ -109,6 +109,8 @@ class ResponseStreamAssembler:
             _bad("output_index", "an integer", index, stream=True)
         if kind in ("response.output_item.added", "response.output_item.done"):
             item = event.get("item")
+            if not isinstance(item, dict):
+                _bad("item", "an object", item, stream=True)
             _check_item(item, "item", stream=True)
             if kind.endswith("added") and index not in self.items:
                 self.count += 1
