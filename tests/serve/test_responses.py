@@ -397,3 +397,43 @@ def test_the_proxy_key_guards_responses_too(serve: Any) -> None:
     out = openai.OpenAI(base_url=proxy.url, api_key="sekret-key", max_retries=0).responses.create(**ASK)
     assert out.output[0].call_id == "c2"
     assert "sekret-key" not in (proxy.upstream.auth[0] or "")
+
+
+def test_allowed_tools_choice_is_enforced(serve: Any) -> None:
+    wrong = response(fcall("get_time", {"zone": "CET"}, "c1"))
+    proxy = serve(Scene(body=wrong), Scene(body=response(GOOD)))
+    choice = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "name": "get_weather"}],
+    }
+    out = _client(proxy).responses.create(**{**ASK, "tools": [WEATHER, TIME]}, tool_choice=choice)
+    assert [i.name for i in out.output] == ["get_weather"] and len(proxy.upstream.bodies) == 2
+
+
+def test_a_call_cut_by_max_output_tokens_is_dropped_and_the_answer_incomplete(serve: Any) -> None:
+    cut = response(message("Checking."), fcall("get_weather", '{"city": "Os', "c1"), status="incomplete")
+    proxy = serve(Scene(body=cut), Scene(chunks=stream_events(cut), done=False))
+    client = _client(proxy)
+    resp = client.responses.with_raw_response.create(**ASK, max_output_tokens=5)
+    out = resp.parse()
+    assert [i.type for i in out.output] == ["message"] and out.status == "incomplete"
+    assert (
+        out.incomplete_details.reason == "max_output_tokens" and resp.headers["x-toolmend-outcome"] == "cut"
+    )
+    with client.responses.with_streaming_response.create(**ASK, max_output_tokens=5, stream=True) as r:
+        events = _sse(r.read().decode())
+    assert events[-1]["type"] == "response.incomplete"
+    assert not any(e["type"].startswith("response.function_call") for e in events)
+    assert [i["type"] for i in events[-1]["response"]["output"]] == ["message"]
+
+
+def test_a_stream_whose_deltas_disagree_with_its_end_is_rendered_as_one_answer(serve: Any) -> None:
+    events = stream_events(response(GOOD))
+    for e in events:
+        if e["type"] == "response.function_call_arguments.delta":
+            e["delta"] = e["delta"].replace("Oslo", "Bergen")  # the deltas say one call, the rest another
+    proxy = serve(Scene(chunks=events, done=False))
+    with _client(proxy).responses.with_streaming_response.create(**ASK, stream=True) as r:
+        got = _sse(r.read().decode())
+    assert json.loads(_agree(got)[0]) == {"city": "Oslo", "days": 3}
