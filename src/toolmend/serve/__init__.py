@@ -11,6 +11,8 @@ OpenAI-shaped error saying why there is none).
   sequence with an honest ``finish_reason``.
 - What backends ignore is enforced: ``tool_choice``, ``parallel_tool_calls=false``, per-tool
   ``strict``; tool calls printed as text are turned back into ``tool_calls``.
+- ``/v1/responses`` (the Responses API) gets the same guard: ``function_call`` items are checked,
+  repaired, re-asked with ``function_call_output`` items, and streams held from the first call.
 - ``x-toolmend-*`` headers (an SSE comment on streams) say what happened; ``/metrics`` counts it;
   ``--traces DIR`` writes it down for scoring and training data.
 
