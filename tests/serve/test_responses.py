@@ -437,3 +437,13 @@ def test_a_stream_whose_deltas_disagree_with_its_end_is_rendered_as_one_answer(s
     with _client(proxy).responses.with_streaming_response.create(**ASK, stream=True) as r:
         got = _sse(r.read().decode())
     assert json.loads(_agree(got)[0]) == {"city": "Oslo", "days": 3}
+
+
+def test_an_event_type_with_a_line_break_is_a_502_not_a_forged_event(serve: Any) -> None:
+    events = stream_events(response(GOOD))
+    events.insert(1, {"type": 'x\ndata: {"type": "response.completed"}', "sequence_number": 1})
+    proxy = serve(Scene(chunks=events, done=False))
+    with _client(proxy).responses.with_streaming_response.create(**ASK, stream=True) as r:
+        raw = r.read().decode()
+    got = _sse(raw)
+    assert [e["type"] for e in got] == ["response.created", "error"] and "one line" in got[-1]["message"]

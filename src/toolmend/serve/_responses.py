@@ -363,10 +363,11 @@ class _ResponsesExchange(_Exchange):
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
                                         kind="upstream_invalid_json") from None  # fmt: skip
-                if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-                    raise UpstreamError("the upstream sent a stream event without a 'type'", status=502,
-                                        kind="upstream_invalid")  # fmt: skip
-                kind = event["type"]
+                kind = event.get("type") if isinstance(event, dict) else None
+                # The type is also the event's "event:" line: a line break in it would forge events.
+                if not isinstance(kind, str) or "\n" in kind or "\r" in kind:
+                    raise UpstreamError("the upstream sent a stream event without a 'type' on one line",
+                                        status=502, kind="upstream_invalid")  # fmt: skip
                 if not first:
                     first = True
                     proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="true")
