@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system")
 
 from toolmend._bench import run_bench  # noqa: E402
+from toolmend._errors import ConfigError  # noqa: E402
 from toolmend._schema import Message, Sample, ToolCall  # noqa: E402
 from toolmend.benchmarks.bfcl import BFCLBenchmark  # noqa: E402
 from toolmend.benchmarks.bfcl import _multi_turn as mt  # noqa: E402
@@ -278,3 +279,117 @@ def test_improved_gives_each_call_its_own_list_defaults(samples: dict[str, Sampl
     # BFCL's one default list per process carries the first instance's mention into the second
     assert "@x" in shown["compat"]
     assert shown["improved"] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# scheduled faults (toolmend's extension)
+
+
+def _last_step_of_first_turn(sample: Sample) -> int:
+    return len(sample.metadata["ground_truth"][0]) - 1
+
+
+def _faulted(sample: Sample, kind: str, tmp_path: Path) -> Sample:
+    schedule = tmp_path / "faults.json"
+    step = _last_step_of_first_turn(sample)
+    schedule.write_text(json.dumps({"tasks": {sample.id: [{"step": step, "kind": kind}]}}))
+    (out,) = mt.attach_faults([sample], str(schedule))
+    return out
+
+
+def _retrying_model(bench: BFCLBenchmark, sample: Sample):  # type: ignore[no-untyped-def]
+    """The gold replies, except that a call answered by a fault is sent once more, alone."""
+    from toolmend.benchmarks.bfcl._decode import render_python
+
+    gold = bench.gold(sample)
+    assert isinstance(gold, list)
+    position = {"next": 0}
+
+    def answer(messages: list[Message]) -> str:
+        last = messages[-1]
+        if last.role == "tool" and _is_fault(last.content or ""):
+            calls = next(m for m in reversed(messages) if m.role == "assistant").tool_calls or []
+            failed = [c for c in calls if c.id == last.tool_call_id]
+            return render_python([c.model_copy(update={"id": None}) for c in failed])
+        reply = gold[min(position["next"], len(gold) - 1)]
+        position["next"] += 1
+        return reply
+
+    return answer
+
+
+def _is_fault(content: str) -> bool:
+    try:
+        body = json.loads(content)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(body, dict) and isinstance(body.get("error"), dict)
+
+
+def test_a_transient_fault_retried_costs_nothing(
+    bench: BFCLBenchmark, samples: dict[str, Sample], tmp_path: Path
+) -> None:
+    sample = _faulted(samples["multi_turn_base_0"], "timeout", tmp_path)
+    (fault,) = sample.metadata["faults"]
+    replies, seen = _episode(bench, sample, _retrying_model(bench, sample))
+    assert any(m.role == "tool" and _is_fault(m.content or "") for msgs in seen for m in msgs)
+    score = bench.score(sample, replies)
+    assert score.values == {"accuracy": 1.0}, score.details
+    assert score.details["faults"] == [
+        {"kind": "timeout", "tool": fault["tool"], "step": fault["step"], "hits": 1, "retried": True,
+         "recovered": True}
+    ]  # fmt: skip
+    # a model that never retries leaves the call undone: the state check fails at that turn
+    gold_replies, _ = _episode(bench, sample, _gold_model(bench, sample))
+    missed = bench.score(sample, gold_replies)
+    assert missed.values == {"accuracy": 0.0}
+    assert missed.details["failed_turn"] == "0"
+    assert missed.details["faults"] == [
+        {"kind": "timeout", "tool": fault["tool"], "step": fault["step"], "hits": 1, "retried": False,
+         "recovered": False}
+    ]  # fmt: skip
+
+
+def test_a_persistent_fault_fails_every_retry(
+    bench: BFCLBenchmark, samples: dict[str, Sample], tmp_path: Path
+) -> None:
+    sample = _faulted(samples["multi_turn_base_0"], "permission_denied", tmp_path)
+    replies, _ = _episode(bench, sample, _retrying_model(bench, sample))
+    score = bench.score(sample, replies)
+    (outcome,) = score.details["faults"]
+    assert outcome["retried"] and not outcome["recovered"] and outcome["hits"] >= 2
+    assert score.details["recovered"] is False
+
+
+def test_fault_schedules_are_seeded_and_checked(samples: dict[str, Sample], tmp_path: Path) -> None:
+    few = [samples[f"multi_turn_base_{i}"] for i in range(20)]
+    heavy = mt.attach_faults(few, "heavy", seed=3)
+    assert heavy == mt.attach_faults(few, "heavy", seed=3)
+    assert heavy != mt.attach_faults(few, "heavy", seed=4)
+    assert all(s.metadata["faults"] for s in heavy)
+    assert all(f["kind"] != "wrong_shape" for s in heavy for f in s.metadata["faults"])
+    assert all(f["tool"] == s.target[f["step"]].name for s in heavy for f in s.metadata["faults"])
+    bad = tmp_path / "shape.json"
+    bad.write_text(json.dumps({"tasks": {few[0].id: [{"step": 0, "kind": "wrong_shape"}]}}))
+    with pytest.raises(ConfigError, match="cannot get a wrong_shape fault"):
+        mt.attach_faults(few[:1], str(bad))
+    with pytest.raises(ConfigError, match="multi-turn categories only"):
+        BFCLBenchmark().load(categories=["simple_python"], faults="light")
+    with pytest.raises(ConfigError, match="fault_seed"):
+        BFCLBenchmark().load(categories=["multi_turn_base"], faults="light", fault_seed="x")
+
+
+def test_bench_reports_fault_recovery(tmp_path: Path, bench: BFCLBenchmark, samples: dict[str, Sample]) -> None:
+    result = run_bench(
+        "bfcl", "scripted", categories=["multi_turn_base"], limit=6, runs_dir=tmp_path, progress=False,
+        load_options={"faults": "heavy"},
+    )  # fmt: skip
+    metrics = result.summary.metrics
+    assert metrics["faults_injected"] >= 1
+    assert 0.0 <= metrics["fault_recovery"] < 1.0
+    # the scripted model sends the gold replies: a call a fault answered is never done
+    records = RunDir(result.run_dir).read_records()
+    faulted = [r for r in records if r.details.get("faults")]
+    assert faulted and all(r.scores["accuracy"] == 0.0 for r in faulted)
+    manifest = RunDir(result.run_dir).manifest()
+    assert "heavy" in json.dumps(manifest.model_dump(mode="json"))

@@ -240,7 +240,8 @@ def bench_command(
     faults: Annotated[
         str | None,
         typer.Option(
-            "--faults", help="Fault schedule (world: none, light, heavy, or a JSON file); = -o faults=…"
+            "--faults",
+            help="Fault schedule for world and the BFCL multi-turn categories: none, light, heavy, or a JSON file; = -o faults=…",
         ),
     ] = None,
     trials: Annotated[

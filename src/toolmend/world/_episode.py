@@ -35,13 +35,12 @@ from pydantic import BaseModel, Field, ValidationError
 from toolmend._schema import Finding, Message, Tool, ToolCall
 from toolmend.check._checker import Checker
 from toolmend.env._environment import Environment
-from toolmend.env._faults import fault_response
-from toolmend.env._response import ToolResponse, error_body
+from toolmend.env._response import ToolResponse
 from toolmend.env._validate import CheckFn
 from toolmend.formats._result import ParseResult
 from toolmend.formats._tags import parse_tagged_calls, write_tagged_calls
 from toolmend.world._grading import GoldRun, Grade, grade
-from toolmend.world._schedule import ScheduledFault
+from toolmend.world._schedule import ScheduledFault, scheduled_fault_response
 from toolmend.world._tasks import Task
 from toolmend.world._world import World
 from toolmend.world.domains import WORLD_TOOLS
@@ -205,18 +204,6 @@ class WorldSession:
         return self.env.execute(call), None
 
     def _faulted(self, fault: ScheduledFault, call: ToolCall) -> ToolResponse:
-        if fault.kind == "removed_tool":
-            body = error_body(
-                404, "tool_removed", f"{call.name} has been removed from this service and no longer exists."
-            )
-            return ToolResponse(
-                content=json.dumps(body, ensure_ascii=False),
-                data=body,
-                error="tool_removed",
-                source="fault",
-                status=404,
-                tool=call.name,
-            )
         if fault.kind == "wrong_shape":
             real = self.env.execute(call)
             if not real.ok:
@@ -235,7 +222,7 @@ class WorldSession:
                 source="fault",
                 tool=call.name,
             )
-        return fault_response(fault.kind, call.name)
+        return scheduled_fault_response(fault.kind, call.name)
 
 
 class Step(BaseModel):

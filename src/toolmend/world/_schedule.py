@@ -24,13 +24,15 @@ import hashlib
 import json
 import random
 from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolmend._errors import ConfigError, first_error
 from toolmend._jsontext import loads, read_text
-from toolmend.env._faults import FAULT_KINDS
+from toolmend.env._faults import FAULT_KINDS, fault_response
+from toolmend.env._response import ToolResponse, error_body
 from toolmend.world._tasks import Task
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "FaultSchedule",
     "ScheduledFault",
     "ScheduledKind",
+    "scheduled_fault_response",
 ]
 
 ScheduledKind = Literal[
@@ -81,6 +84,28 @@ class ScheduledFault(BaseModel):
         if tool != self.tool:
             return False
         return call_number >= self.call if self.persistent else call_number == self.call
+
+
+def scheduled_fault_response(kind: ScheduledKind, tool: str) -> ToolResponse:
+    """What a call of ``tool`` meets under a scheduled fault of ``kind`` (every kind but
+    ``wrong_shape``, which wraps the tool's real answer and so belongs to the episode).
+
+    >>> scheduled_fault_response("removed_tool", "cd").status
+    404
+    """
+    if kind == "removed_tool":
+        body = error_body(404, "tool_removed", f"{tool} has been removed from this service and no longer exists.")
+        return ToolResponse(
+            content=json.dumps(body, ensure_ascii=False),
+            data=body,
+            error="tool_removed",
+            source="fault",
+            status=404,
+            tool=tool,
+        )
+    if kind == "wrong_shape":
+        raise ValueError("a wrong_shape fault wraps the real answer; the episode builds it")
+    return fault_response(kind, tool)
 
 
 class _Profile(BaseModel):
@@ -155,35 +180,54 @@ class FaultSchedule(BaseModel):
 
     def for_task(self, task: Task) -> list[ScheduledFault]:
         """The faults of ``task``, each bound to its gold step's tool and call number."""
-        chosen = list(self.tasks[task.id]) if task.id in self.tasks else self._draw(task)
+        from toolmend.world._grading import WRITE_TOOLS
+
+        # A wrong-shape answer to a write would invite a duplicate write, so wrong shapes go to
+        # reads only.
+        return self.for_steps(task.id, [c.name for c in task.calls], wrong_shape=lambda t: t not in WRITE_TOOLS)
+
+    def for_steps(
+        self, task_id: str, tools: Sequence[str], *, wrong_shape: Callable[[str], bool] = lambda _: False
+    ) -> list[ScheduledFault]:
+        """The faults of the task ``task_id`` whose gold steps call ``tools`` in order, each bound
+        to its step's tool and call number; ``wrong_shape`` says which tools may get that kind
+        (a drawn schedule skips it elsewhere, a file that asks for it elsewhere is refused).
+
+        >>> schedule = FaultSchedule.named("heavy", seed=1)
+        >>> [(f.tool, f.call, f.kind) for f in schedule.for_steps("t", ["cd", "ls", "cd"])]
+        [('cd', 2, 'permission_denied')]
+        """
+        explicit = task_id in self.tasks
+        chosen = list(self.tasks[task_id]) if explicit else self._draw(task_id, tools, wrong_shape)
         out: list[ScheduledFault] = []
         for fault in chosen:
-            if fault.step >= len(task.calls):
-                raise ConfigError(f"fault schedule {self.name}: {task.id} has no gold step {fault.step}")
-            tool = task.calls[fault.step].name
-            call = sum(c.name == tool for c in task.calls[: fault.step + 1])
+            if fault.step >= len(tools):
+                raise ConfigError(f"fault schedule {self.name}: {task_id} has no gold step {fault.step}")
+            tool = tools[fault.step]
+            if fault.kind == "wrong_shape" and not wrong_shape(tool):
+                raise ConfigError(
+                    f"fault schedule {self.name}: {task_id} step {fault.step}: {tool} cannot get a wrong_shape fault"
+                )
+            call = sum(t == tool for t in tools[: fault.step + 1])
             out.append(fault.model_copy(update={"tool": tool, "call": call}))
         return out
 
-    def _draw(self, task: Task) -> list[ScheduledFault]:
+    def _draw(self, task_id: str, tools: Sequence[str], wrong_shape: Callable[[str], bool]) -> list[ScheduledFault]:
         profile = self.profile
-        if profile.rate <= 0 or not task.calls:
+        if profile.rate <= 0 or not tools:
             return []
-        rng = random.Random(f"{self.seed}:{self.name}:{task.id}")
+        rng = random.Random(f"{self.seed}:{self.name}:{task_id}")
         if rng.random() >= profile.rate:
             return []
-        from toolmend.world._grading import WRITE_TOOLS
-
-        n = min(rng.randint(1, profile.max_per_task), len(task.calls))
-        steps = sorted(rng.sample(range(len(task.calls)), n))
+        n = min(rng.randint(1, profile.max_per_task), len(tools))
+        steps = sorted(rng.sample(range(len(tools)), n))
         faults: list[ScheduledFault] = []
         tools_hit: set[str] = set()
         for step in steps:
-            tool = task.calls[step].name
+            tool = tools[step]
             # One fault per tool and task, so that each one's outcome is its own (a permission
-            # denied behind a timeout would make the timeout unrecoverable). A wrong-shape answer
-            # to a write would invite a duplicate write, so wrong shapes go to reads only.
-            kinds = [k for k in profile.kinds if not (k == "wrong_shape" and tool in WRITE_TOOLS)]
+            # denied behind a timeout would make the timeout unrecoverable).
+            kinds = [k for k in profile.kinds if k != "wrong_shape" or wrong_shape(tool)]
             if not kinds or tool in tools_hit:
                 continue
             tools_hit.add(tool)

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toolmend._errors import DatasetError
+from toolmend._errors import ConfigError, DatasetError
 from toolmend._schema import Message, Sample, Tool
 from toolmend._shared import shared_dir
 from toolmend.benchmarks._base import BENCHMARKS, Benchmark, Generate, Mode, Prediction, SampleScore
@@ -124,7 +124,7 @@ class BFCLBenchmark(Benchmark):
     replaces the system prompt :data:`DEFAULT_SYSTEM_PROMPT` (keep ``{functions}`` in it).
     """
 
-    load_options = ("categories",)
+    load_options = ("categories", "faults", "fault_seed")
     """The keys ``load()`` takes (``-o KEY=VALUE`` on the command line)."""
 
     name = "bfcl"
@@ -132,6 +132,7 @@ class BFCLBenchmark(Benchmark):
     reply_format = "python"
     headline = "accuracy"
     detail_keys = ("category", "error_type", "outcome")
+    count_keys = ("faults_injected", "fault/*/injected")
 
     def __init__(self, *, underscore_to_dot: bool = False, prompt_template: str | None = None) -> None:
         self.underscore_to_dot = underscore_to_dot
@@ -141,13 +142,21 @@ class BFCLBenchmark(Benchmark):
         """Samples from ``path`` (default: the shared ``data/bfcl``); option ``categories``
         restricts the categories (default: every supported category with a file present). The
         multi-turn categories are loaded only when asked for, from ``path`` where it holds their
-        files and else from the installed ``bfcl-eval`` package."""
+        files and else from the installed ``bfcl-eval`` package; options ``faults`` and
+        ``fault_seed`` schedule faults on their functions (:func:`~toolmend.benchmarks.bfcl._multi_turn.attach_faults`)."""
         self.check_load_options(options)
         root = Path(path) if path is not None else shared_dir() / self.default_data
         categories = options.get("categories")
+        faults = str(options.get("faults") or "none")
+        try:
+            fault_seed = int(options.get("fault_seed") or 0)
+        except (TypeError, ValueError):
+            raise ConfigError(f"fault_seed must be an integer, got {options.get('fault_seed')!r}") from None
         if isinstance(categories, str):  # -o categories=simple_python,multiple
             categories = [c.strip() for c in categories.split(",") if c.strip()]
         if categories is None:
+            if faults != "none":
+                raise ConfigError("faults apply to the multi-turn categories: name them with --categories")
             return load_bfcl(root, categories=None)
         wanted = list(dict.fromkeys(categories))
         unknown = [c for c in wanted if c not in SUPPORTED_CATEGORIES and c not in mt.MULTI_TURN_CATEGORIES]
@@ -157,8 +166,11 @@ class BFCLBenchmark(Benchmark):
         single = [c for c in wanted if c not in mt.MULTI_TURN_CATEGORIES]
         multi = [c for c in wanted if c in mt.MULTI_TURN_CATEGORIES]
         samples = load_bfcl(root, categories=single) if single else []
+        if faults != "none" and not multi:
+            raise ConfigError("faults apply to the multi-turn categories only; none is among --categories")
         if multi:
-            samples.extend(mt.load_multi_turn(path, multi))
+            loaded = mt.load_multi_turn(path, multi)
+            samples.extend(mt.attach_faults(loaded, faults, fault_seed) if faults != "none" else loaded)
         return samples
 
     def gold(self, sample: Sample) -> Prediction:
@@ -268,6 +280,10 @@ class BFCLBenchmark(Benchmark):
             "turn_outcomes": result.turn_outcomes,
             "steps": result.steps,
         }
+        if result.faults:
+            details["faults"] = result.faults
+            # The reports' per-fault-kind recovery chart reads this flag for the sample.
+            details["recovered"] = all(f["recovered"] for f in result.faults)
         for i, outcome in enumerate(result.turn_outcomes):
             details[f"turn_{i}"] = outcome
         if result.differences:
@@ -318,4 +334,25 @@ class BFCLBenchmark(Benchmark):
         if all_values:
             out["overall_category_mean"] = sum(out.values()) / len(out)
             out["overall_sample_weighted"] = sum(all_values) / len(all_values)
+        out.update(_fault_metrics(scores))
         return out
+
+
+def _fault_metrics(scores: Sequence[SampleScore]) -> dict[str, float]:
+    """``faults_injected``, ``fault_recovery`` (share of fired faults a retry got past) and per
+    kind ``fault/<kind>/{injected,retried,recovered}``; empty when no fault fired."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for s in scores:
+        for fault in s.details.get("faults") or []:
+            by_kind.setdefault(str(fault.get("kind")), []).append(fault)
+    out: dict[str, float] = {}
+    for kind in sorted(by_kind):
+        faults = by_kind[kind]
+        out[f"fault/{kind}/injected"] = float(len(faults))
+        for flag in ("retried", "recovered"):
+            out[f"fault/{kind}/{flag}"] = sum(bool(f.get(flag)) for f in faults) / len(faults)
+    every = [f for faults in by_kind.values() for f in faults]
+    if every:
+        out["faults_injected"] = float(len(every))
+        out["fault_recovery"] = sum(bool(f.get("recovered")) for f in every) / len(every)
+    return out

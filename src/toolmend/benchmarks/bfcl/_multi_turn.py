@@ -57,6 +57,17 @@ against the official code; see ``docs/benchmarks/bfcl.md``). ``improved`` change
    entries or earlier episodes added; in ``compat`` (as in BFCL) results and verdicts of such
    entries can depend on what ran before in the same process.
 
+**Faults** (an extension; BFCL has none). ``load(..., faults="light")`` attaches a fault schedule
+from :mod:`toolmend.world` (``none``, ``light``, ``heavy`` or a JSON file; seeded by
+``fault_seed``) to the gold steps of each entry, as ``bench world`` does: the n-th call of a
+function in the episode fails with a service's error instead of running (``permission_denied``
+and ``removed_tool`` for every later call too; ``wrong_shape`` is not offered, since BFCL's results
+are strings). The checker replays the same faults, so a call that failed changes no state, and a
+retry that went through counts once. The score keeps BFCL's definition (a transient fault the model
+retries costs nothing; a persistent one makes the entry fail the state check unless its ground
+truth never needed the call), and ``details["faults"]`` says per fault whether the model retried
+the same call and whether a retry went through.
+
 An empty object as an argument (``f(x={})``) makes BFCL's string building fail, so BFCL drops that
 reply as undecodable and the turn ends there. Both modes keep that, because it decides where a turn
 ends, and so which replies the model saw results for.
@@ -75,6 +86,7 @@ import importlib.util
 import inspect
 import json
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -88,12 +100,14 @@ from toolmend.benchmarks._io import UniqueIds, need, read_jsonl
 from toolmend.benchmarks.bfcl._data import question_message
 from toolmend.benchmarks.bfcl._decode import decode, safe_arith
 from toolmend.formats._tools import load_tools
+from toolmend.world._schedule import FaultSchedule, ScheduledFault, scheduled_fault_response
 
 __all__ = [
     "INSTALL_HINT",
     "MULTI_TURN_CATEGORIES",
     "STEP_LIMIT",
     "MultiTurnResult",
+    "attach_faults",
     "check_multi_turn",
     "executable_calls",
     "gold_replies",
@@ -654,6 +668,8 @@ class MultiTurnResult:
     steps: list[int] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     missing_results: list[str] = field(default_factory=list)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    """What became of each scheduled fault that fired (see :func:`attach_faults`)."""
 
 
 def check_multi_turn(sample: Sample, replies: Sequence[str], mode: Mode = "compat") -> MultiTurnResult:
@@ -662,15 +678,24 @@ def check_multi_turn(sample: Sample, replies: Sequence[str], mode: Mode = "compa
     truth: list[list[str]] = sample.metadata["ground_truth"]
     turns, _ = split_turns(replies, len(truth))
     steps = [sum(1 for _, calls in t if calls is not None) for t in turns]
+    met = _FaultGate(sample)
+    for reply, strings in (step for turn in turns for step in turn):
+        if strings is not None:
+            found = executable_calls(reply)
+            assert found is not None
+            for call, text in zip(found[0], strings, strict=True):
+                met.meet(call.name, text)
+    fault_outcomes = met.outcomes()
     if len(turns) != len(truth):
         answered = ["not_checked"] * len(turns) + ["missing"] * (len(truth) - len(turns))
         return MultiTurnResult(
             False, "multi_turn:force_terminated",
             f"{len(turns)} of {len(truth)} turns answered (step limit or replies ran out)",
             failed_turn=len(turns) if len(turns) < len(truth) else None,
-            turn_outcomes=answered, steps=steps,
+            turn_outcomes=answered, steps=steps, faults=fault_outcomes,
         )  # fmt: skip
     model = _Instances(sample, "model_eval")
+    faults = _FaultGate(sample)
     gold = _Instances(sample, "model_ground_truth_eval")
     so_far: list[str] = []
     outcomes: list[str] = []
@@ -679,7 +704,7 @@ def check_multi_turn(sample: Sample, replies: Sequence[str], mode: Mode = "compa
         for reply in executed:
             found = executable_calls(reply, mode)
             assert found is not None
-            so_far.extend(model.run(s, mode) for s in found[1])
+            so_far.extend(faults.run(model, c.name, s, mode) for c, s in zip(*found, strict=True))
         expected_results = [gold.run(s, mode) for s in expected]
         failure: MultiTurnResult | None = None
         if not expected:
@@ -710,9 +735,10 @@ def check_multi_turn(sample: Sample, replies: Sequence[str], mode: Mode = "compa
             failure.steps = steps
             short = failure.error_type.removeprefix("multi_turn:")
             failure.turn_outcomes = outcomes + [short] + ["not_checked"] * (len(truth) - index - 1)
+            failure.faults = fault_outcomes
             return failure
         outcomes.append("passed")
-    return MultiTurnResult(True, turn_outcomes=outcomes, steps=steps)
+    return MultiTurnResult(True, turn_outcomes=outcomes, steps=steps, faults=fault_outcomes)
 
 
 def _state_differences(model: _Instances, gold: _Instances) -> list[str]:
@@ -757,6 +783,7 @@ async def run_episode(
 ) -> list[str]:
     """Run BFCL's inference loop for ``sample`` from the prompt ``first``; the replies in order."""
     instances = _Instances(sample, "toolmend")
+    faults = _FaultGate(sample)
     messages = list(first)
     replies: list[str] = []
     for index in range(len(sample.metadata["turns"])):
@@ -775,12 +802,76 @@ async def run_episode(
             calls = [c.model_copy(update={"id": f"call_{step}_{k}"}) for k, c in enumerate(calls)]
             messages.append(Message(role="assistant", content=reply, tool_calls=calls))
             for call, text in zip(calls, strings, strict=True):
-                result = instances.run(text)
+                result = faults.run(instances, call.name, text)
                 messages.append(Message(role="tool", content=result, tool_call_id=call.id, name=call.name))
             count += 1
             if count > STEP_LIMIT:
                 return replies
     return replies
+
+
+def attach_faults(samples: Sequence[Sample], faults: str, seed: int = 0) -> list[Sample]:
+    """``samples`` with the fault schedule ``faults`` (``none``, ``light``, ``heavy`` or a JSON
+    file; see :class:`~toolmend.world.FaultSchedule`) attached to their gold steps as
+    ``metadata["faults"]``, and the schedule's identity as ``metadata["fault_schedule"]``."""
+    schedule = FaultSchedule.named(faults, seed=seed)
+    out: list[Sample] = []
+    for sample in samples:
+        tools = [c.name for c in sample.target]
+        bound = [f.model_dump() for f in schedule.for_steps(sample.id, tools)]
+        metadata = {**sample.metadata, "faults": bound, "fault_schedule": schedule.identity}
+        out.append(sample.model_copy(update={"metadata": metadata}))
+    return out
+
+
+class _FaultGate:
+    """The entry's scheduled faults, met in the order the calls run (the n-th call of a function
+    over the whole episode); the episode and the checker count alike, so they agree."""
+
+    def __init__(self, sample: Sample) -> None:
+        self.faults = [ScheduledFault.model_validate(f) for f in sample.metadata.get("faults") or []]
+        self.calls: Counter[str] = Counter()
+        self.log: list[tuple[str, int | None]] = []
+        """Per executed call: its call string and the fault that answered it."""
+
+    def meet(self, name: str, text: str) -> ScheduledFault | None:
+        """Count one call of ``name``; the fault that answers it instead of the function, if any."""
+        self.calls[name] += 1
+        for index, fault in enumerate(self.faults):
+            if fault.fires(name, self.calls[name]):
+                self.log.append((text, index))
+                return fault
+        self.log.append((text, None))
+        return None
+
+    def run(self, instances: _Instances, name: str, text: str, mode: Mode = "compat") -> str:
+        """The result of one call: the fault's error body, or the call run in ``instances``."""
+        fault = self.meet(name, text)
+        if fault is not None:
+            return scheduled_fault_response(fault.kind, name).content
+        return instances.run(text, mode)
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        """One entry per fault that fired: ``kind``, ``tool``, ``step``, ``hits``, ``retried``
+        (the same call string again later) and ``recovered`` (such a repeat ran)."""
+        out: list[dict[str, Any]] = []
+        for index, fault in enumerate(self.faults):
+            hits = [i for i, (_, f) in enumerate(self.log) if f == index]
+            if not hits:
+                continue
+            failed = self.log[hits[0]][0]
+            again = [f for text, f in self.log[hits[0] + 1 :] if text == failed]
+            out.append(
+                {
+                    "kind": fault.kind,
+                    "tool": fault.tool,
+                    "step": fault.step,
+                    "hits": len(hits),
+                    "retried": bool(again),
+                    "recovered": any(f is None for f in again),
+                }
+            )
+        return out
 
 
 def gold_replies(sample: Sample) -> list[str]:
