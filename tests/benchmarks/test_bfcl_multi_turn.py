@@ -379,7 +379,9 @@ def test_fault_schedules_are_seeded_and_checked(samples: dict[str, Sample], tmp_
         BFCLBenchmark().load(categories=["multi_turn_base"], faults="light", fault_seed="x")
 
 
-def test_bench_reports_fault_recovery(tmp_path: Path, bench: BFCLBenchmark, samples: dict[str, Sample]) -> None:
+def test_bench_reports_fault_recovery(
+    tmp_path: Path, bench: BFCLBenchmark, samples: dict[str, Sample]
+) -> None:
     result = run_bench(
         "bfcl", "scripted", categories=["multi_turn_base"], limit=6, runs_dir=tmp_path, progress=False,
         load_options={"faults": "heavy"},

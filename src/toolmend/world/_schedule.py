@@ -23,8 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -94,7 +94,9 @@ def scheduled_fault_response(kind: ScheduledKind, tool: str) -> ToolResponse:
     404
     """
     if kind == "removed_tool":
-        body = error_body(404, "tool_removed", f"{tool} has been removed from this service and no longer exists.")
+        body = error_body(
+            404, "tool_removed", f"{tool} has been removed from this service and no longer exists."
+        )
         return ToolResponse(
             content=json.dumps(body, ensure_ascii=False),
             data=body,
@@ -184,7 +186,9 @@ class FaultSchedule(BaseModel):
 
         # A wrong-shape answer to a write would invite a duplicate write, so wrong shapes go to
         # reads only.
-        return self.for_steps(task.id, [c.name for c in task.calls], wrong_shape=lambda t: t not in WRITE_TOOLS)
+        return self.for_steps(
+            task.id, [c.name for c in task.calls], wrong_shape=lambda t: t not in WRITE_TOOLS
+        )
 
     def for_steps(
         self, task_id: str, tools: Sequence[str], *, wrong_shape: Callable[[str], bool] = lambda _: False
@@ -212,7 +216,9 @@ class FaultSchedule(BaseModel):
             out.append(fault.model_copy(update={"tool": tool, "call": call}))
         return out
 
-    def _draw(self, task_id: str, tools: Sequence[str], wrong_shape: Callable[[str], bool]) -> list[ScheduledFault]:
+    def _draw(
+        self, task_id: str, tools: Sequence[str], wrong_shape: Callable[[str], bool]
+    ) -> list[ScheduledFault]:
         profile = self.profile
         if profile.rate <= 0 or not tools:
             return []
