@@ -185,10 +185,11 @@ class Upstream:
         assert self._session is not None, "Upstream.start() was not awaited"
         return self._session
 
-    def headers(self, incoming: Mapping[str, str] | None) -> dict[str, str]:
+    def headers(self, incoming: Mapping[str, str] | None, key_header: str = "authorization") -> dict[str, str]:
         """Headers for the upstream: the client's own (minus hop-by-hop ones and toolmend's), and
         the upstream key: the configured one, else the URL's user and password, else the client's
-        bearer token. With credentials of its own, the proxy forwards none of the client's."""
+        bearer token. With credentials of its own, the proxy forwards none of the client's.
+        ``key_header="x-api-key"``: the configured key goes as Anthropic's ``x-api-key``."""
         own = bool(self.api_key or self.basic)
         out = {
             k: v
@@ -197,7 +198,9 @@ class Upstream:
             and not k.lower().startswith("x-toolmend")
             and not (own and k.lower() in CREDENTIAL_HEADERS)
         }
-        if self.api_key:
+        if self.api_key and key_header == "x-api-key":
+            out["x-api-key"] = self.api_key
+        elif self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
         elif self.basic:
             out["Authorization"] = self.basic
@@ -230,12 +233,16 @@ class Upstream:
         )
 
     async def post(
-        self, path: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
+        self,
+        path: str,
+        body: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        key_header: str = "authorization",
     ) -> UpstreamReply:
         """POST a JSON body (an object, or its bytes as the client sent them) and read the whole
-        answer (retrying what is worth retrying)."""
+        answer (retrying what is worth retrying); ``key_header`` as in :meth:`headers`."""
         data = _json.dumps(body) if not isinstance(body, bytes) else body
-        hdrs = self.headers(headers)
+        hdrs = self.headers(headers, key_header)
 
         async def once() -> tuple[aiohttp.ClientResponse, bytes]:
             async with (
@@ -258,12 +265,16 @@ class Upstream:
             return UpstreamReply(resp.status, resp.headers, await resp.read())
 
     async def open_stream(
-        self, path: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
+        self,
+        path: str,
+        body: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        key_header: str = "authorization",
     ) -> aiohttp.ClientResponse:
         """POST a streaming request and return the open response once it says 200 (errors before
         the first byte are retried like :meth:`post`). The caller closes it."""
         data = _json.dumps(body) if not isinstance(body, bytes) else body
-        hdrs = self.headers(headers)
+        hdrs = self.headers(headers, key_header)
 
         async def once() -> aiohttp.ClientResponse:
             async with guard_transport(self.base_url):
