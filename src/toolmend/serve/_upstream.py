@@ -189,7 +189,9 @@ class Upstream:
         """Headers for the upstream: the client's own (minus hop-by-hop ones and toolmend's), and
         the upstream key: the configured one, else the URL's user and password, else the client's
         bearer token. With credentials of its own, the proxy forwards none of the client's.
-        ``key_header="x-api-key"``: the configured key goes as Anthropic's ``x-api-key``."""
+        ``key_header="x-api-key"``: the configured key goes as Anthropic's ``x-api-key`` too (the
+        Messages servers read one or the other: Anthropic's SDK sends a bearer token, older clients
+        and some servers use ``x-api-key``)."""
         own = bool(self.api_key or self.basic)
         out = {
             k: v
@@ -198,10 +200,10 @@ class Upstream:
             and not k.lower().startswith("x-toolmend")
             and not (own and k.lower() in CREDENTIAL_HEADERS)
         }
-        if self.api_key and key_header == "x-api-key":
-            out["x-api-key"] = self.api_key
-        elif self.api_key:
+        if self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
+            if key_header == "x-api-key":
+                out["x-api-key"] = self.api_key
         elif self.basic:
             out["Authorization"] = self.basic
         elif incoming is not None and incoming.get("Authorization"):
