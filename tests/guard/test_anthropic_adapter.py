@@ -88,7 +88,11 @@ def test_repair_and_reask(upstream: Any) -> None:
     assert assistant["content"][0] == {"type": "tool_use", "id": "toolu_missing", "name": "get_weather",
                                        "input": {"days": 3}}  # fmt: skip
     result = user["content"][0]
-    assert result["type"] == "tool_result" and result["is_error"] is True and result["tool_use_id"] == "toolu_missing"
+    assert (
+        result["type"] == "tool_result"
+        and result["is_error"] is True
+        and result["tool_use_id"] == "toolu_missing"
+    )
     assert "get_weather" in result["content"] and "city" in result["content"]
 
 
@@ -113,7 +117,9 @@ def test_stream_helper_gets_the_decided_message(upstream: Any) -> None:
     # A clean stream is replayed as it came: the same input_json_delta fragments.
     raw = client.messages.create(**ASK, stream=True)
     pieces = [e.delta.partial_json for e in raw if e.type == "content_block_delta"]
-    assert pieces == [e["delta"]["partial_json"] for e in events(GOOD, pieces=5) if e["type"] == "content_block_delta"]
+    assert pieces == [
+        e["delta"]["partial_json"] for e in events(GOOD, pieces=5) if e["type"] == "content_block_delta"
+    ]
 
 
 def test_tool_choice_is_enforced(upstream: Any) -> None:

@@ -26,7 +26,9 @@ from typing import Any
 from aiohttp import web
 
 if "scripted_upstream" not in sys.modules:  # run as a process: load the sibling module by path
-    _spec = importlib.util.spec_from_file_location("scripted_upstream", Path(__file__).with_name("scripted_upstream.py"))
+    _spec = importlib.util.spec_from_file_location(
+        "scripted_upstream", Path(__file__).with_name("scripted_upstream.py")
+    )
     assert _spec is not None and _spec.loader is not None
     _mod = importlib.util.module_from_spec(_spec)
     sys.modules["scripted_upstream"] = _mod
@@ -47,7 +49,9 @@ def tool_use(name: str, input: dict[str, Any] | str, id: str = "toolu_1") -> dic
     return {"type": "tool_use", "id": id, "name": name, "input": input}
 
 
-def message(*blocks: dict[str, Any], stop: str | None = None, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+def message(
+    *blocks: dict[str, Any], stop: str | None = None, usage: tuple[int, int] = (10, 5)
+) -> dict[str, Any]:
     """A Messages answer of ``blocks`` (``stop``: tool_use when a block is one, else end_turn)."""
     calls = any(b["type"] == "tool_use" for b in blocks)
     return {"id": "msg_up", "type": "message", "role": "assistant", "model": "scripted", "content": list(blocks),
@@ -75,7 +79,9 @@ def events(*blocks: dict[str, Any], stop: str | None = None, usage: tuple[int, i
                 out.append({"type": "content_block_delta", "index": i,
                             "delta": {"type": "input_json_delta", "partial_json": raw[k : k + size]}})  # fmt: skip
         else:
-            out.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
+            out.append(
+                {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}
+            )
             half = len(b["text"]) // 2
             for part in (b["text"][:half], b["text"][half:]):
                 if part:
@@ -133,8 +139,12 @@ class MessagesUpstream:
         if scene.chunks is None:
             raw = scene.body if isinstance(scene.body, bytes) else json.dumps(scene.body).encode()
             self.sent.append(raw)
-            return web.Response(body=raw, status=scene.status, headers=scene.headers, content_type="application/json")
-        resp = web.StreamResponse(status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers})
+            return web.Response(
+                body=raw, status=scene.status, headers=scene.headers, content_type="application/json"
+            )
+        resp = web.StreamResponse(
+            status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers}
+        )
         await resp.prepare(request)
         written = []
         for event in scene.chunks:

@@ -22,7 +22,9 @@ from toolmend.serve import ServeConfig, create_app
 anthropic = pytest.importorskip("anthropic")
 
 if "messages_upstream" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("messages_upstream", Path(__file__).with_name("messages_upstream.py"))
+    _spec = importlib.util.spec_from_file_location(
+        "messages_upstream", Path(__file__).with_name("messages_upstream.py")
+    )
     assert _spec is not None and _spec.loader is not None
     _mod = importlib.util.module_from_spec(_spec)
     sys.modules["messages_upstream"] = _mod
@@ -57,7 +59,9 @@ class Served:
         return self.app[PROXY].metrics
 
     def client(self, **kw: Any) -> Any:
-        return anthropic.Anthropic(base_url=self.url, api_key=kw.pop("api_key", "sk-client"), max_retries=0, **kw)
+        return anthropic.Anthropic(
+            base_url=self.url, api_key=kw.pop("api_key", "sk-client"), max_retries=0, **kw
+        )
 
     def stop(self) -> None:
         self.thread.stop()
@@ -176,8 +180,10 @@ def test_reask_goes_to_messages_with_an_error_tool_result(serve_messages: Any) -
     reask = s.upstream.bodies[1]
     assert reask["stream"] is False and reask["model"] == "claude-x" and reask["tools"] == ASK["tools"]
     assistant, user = reask["messages"][-2:]
-    assert assistant == {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_missing", "name": "get_weather", "input": {"days": 3}}]}
+    assert assistant == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_missing", "name": "get_weather", "input": {"days": 3}}],
+    }
     result = user["content"][0]
     assert user["role"] == "user" and result["type"] == "tool_result" and result["is_error"] is True
     assert result["tool_use_id"] == "toolu_missing"
@@ -223,7 +229,9 @@ def test_streamed_repair_assembles_to_the_repaired_input(serve_messages: Any) ->
     _check_brackets(evs)
     inputs = _tool_inputs(evs)
     assert [(i, n, json.loads(a)) for i, n, a in inputs] == [
-        ("toolu_bad", "get_weather", {"city": "Oslo", "days": 3}), ("toolu_2", "get_time", {"city": "Oslo"})]
+        ("toolu_bad", "get_weather", {"city": "Oslo", "days": 3}),
+        ("toolu_2", "get_time", {"city": "Oslo"}),
+    ]
     # The untouched call goes out in the fragments it came in.
     assert inputs[1][2] == '{"city": "Oslo"}'
     assert '"3"' not in json.dumps(evs)  # the rejected input appears in no event
@@ -232,13 +240,17 @@ def test_streamed_repair_assembles_to_the_repaired_input(serve_messages: Any) ->
 
 
 def test_streamed_reask_shows_only_the_recovered_call(serve_messages: Any) -> None:
-    s = serve_messages(Scene(chunks=events(text("On it."), MISSING)), Scene(body=message(GOOD, usage=(30, 7))))
+    s = serve_messages(
+        Scene(chunks=events(text("On it."), MISSING)), Scene(body=message(GOOD, usage=(30, 7)))
+    )
     with s.client().messages.stream(**ASK) as stream:
         evs = [e.model_dump() for e in stream if e.type in _RAW]
         final = stream.get_final_message()
     _check_brackets(evs)
     assert "toolu_missing" not in json.dumps(evs)
-    assert [(i, json.loads(a)) for i, _, a in _tool_inputs(evs)] == [("toolu_good", {"city": "Oslo", "days": 3})]
+    assert [(i, json.loads(a)) for i, _, a in _tool_inputs(evs)] == [
+        ("toolu_good", {"city": "Oslo", "days": 3})
+    ]
     assert final.content[0].text == "On it." and final.stop_reason == "tool_use"
     assert (final.usage.input_tokens, final.usage.output_tokens) == (40, 12)
     assert evs[-2]["toolmend"]["outcome"] == "recovered"
@@ -248,21 +260,24 @@ def test_streamed_reask_shows_only_the_recovered_call(serve_messages: Any) -> No
 def test_streamed_give_up_is_an_error_event(serve_messages: Any) -> None:
     s = serve_messages(Scene(chunks=events(MISSING)), Scene(body=message(MISSING)))
     seen: list[Any] = []
-    with pytest.raises(anthropic.APIStatusError) as info:  # noqa: PT012
-        with s.client().messages.stream(**ASK) as stream:
-            seen.extend(stream)
+    with pytest.raises(anthropic.APIStatusError) as info, s.client().messages.stream(**ASK) as stream:
+        seen.extend(stream)
     assert "tool_call_guard_gave_up" in str(info.value.body)
     assert not any(getattr(e, "type", "") == "content_block_start" for e in seen)
 
 
 def test_a_call_printed_as_text_becomes_a_tool_use(serve_messages: Any) -> None:
     printed = text('<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "days": 3}}</tool_call>')
-    s = serve_messages(Scene(chunks=events(printed, stop="end_turn")), Scene(body=message(printed, stop="end_turn")))
+    s = serve_messages(
+        Scene(chunks=events(printed, stop="end_turn")), Scene(body=message(printed, stop="end_turn"))
+    )
     with s.client().messages.stream(**ASK) as stream:
         evs = [e.model_dump() for e in stream if e.type in _RAW]
     _check_brackets(evs)
     assert "<tool_call>" not in json.dumps(evs)
-    assert [(n, json.loads(a)) for _, n, a in _tool_inputs(evs)] == [("get_weather", {"city": "Oslo", "days": 3})]
+    assert [(n, json.loads(a)) for _, n, a in _tool_inputs(evs)] == [
+        ("get_weather", {"city": "Oslo", "days": 3})
+    ]
     assert evs[-2]["delta"]["stop_reason"] == "tool_use"
     got = s.client().messages.create(**ASK)
     assert [b.type for b in got.content] == ["tool_use"] and got.stop_reason == "tool_use"
@@ -304,7 +319,8 @@ def test_tool_choice_tool_and_disable_parallel(serve_messages: Any) -> None:
     other = tool_use("get_time", {"city": "Oslo"}, "toolu_t")
     s = serve_messages(Scene(body=message(other)), Scene(body=message(GOOD, other)))
     got = s.client().messages.create(
-        **ASK, tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True})
+        **ASK, tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True}
+    )
     assert [(b.name, b.input) for b in got.content] == [("get_weather", {"city": "Oslo", "days": 3})]
     result = s.upstream.bodies[1]["messages"][-1]["content"][0]
     assert result["is_error"] is True and "get_time" in result["content"]
@@ -335,7 +351,10 @@ def test_upstream_5xx_is_5xx_in_anthropic_shape(serve_messages: Any) -> None:
 
 
 def test_mid_stream_error_and_cut_stream_end_with_an_error_event(serve_messages: Any) -> None:
-    failing = [*events(GOOD)[:3], {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}]
+    failing = [
+        *events(GOOD)[:3],
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    ]
     s = serve_messages(Scene(chunks=failing), Scene(chunks=events(GOOD, end=False)))
     for _ in range(2):
         with pytest.raises(anthropic.APIStatusError), s.client().messages.stream(**ASK) as stream:
@@ -347,13 +366,22 @@ def test_mid_stream_error_and_cut_stream_end_with_an_error_event(serve_messages:
     [
         ({k: v for k, v in ASK.items() if k != "model"}, "model"),
         ({**ASK, "messages": []}, "messages"),
-        ({**ASK, "tools": [{"name": "f", "input_schema": {"type": "object", "properties": {"a": {"type": 5}}}}]},
-         "tools.0.input_schema"),
+        (
+            {
+                **ASK,
+                "tools": [
+                    {"name": "f", "input_schema": {"type": "object", "properties": {"a": {"type": 5}}}}
+                ],
+            },
+            "tools.0.input_schema",
+        ),
         ({**ASK, "tool_choice": {"type": "tool", "name": "nope"}}, "tool_choice.name"),
         ({**ASK, "tool_choice": {"type": "required"}}, "tool_choice"),
     ],
 )
-def test_bad_request_is_400_and_nothing_goes_upstream(serve_messages: Any, body: dict[str, Any], param: str) -> None:
+def test_bad_request_is_400_and_nothing_goes_upstream(
+    serve_messages: Any, body: dict[str, Any], param: str
+) -> None:
     s = serve_messages(Scene(body=message(GOOD)))
     status, _, raw = _post(s.url, body)
     err = json.loads(raw)
@@ -403,7 +431,11 @@ def test_metrics_and_traces(serve_messages: Any, tmp_path: Path) -> None:
         stream.get_final_message()
     lines = []
     for _ in range(500):
-        lines = (tmp_path / "traces.jsonl").read_text().splitlines() if (tmp_path / "traces.jsonl").exists() else []
+        lines = (
+            (tmp_path / "traces.jsonl").read_text().splitlines()
+            if (tmp_path / "traces.jsonl").exists()
+            else []
+        )
         if len(lines) == 2:
             break
         import time

@@ -122,7 +122,11 @@ def native_calls(content: Any) -> list[dict[str, Any]]:
     for b in content or ():
         if isinstance(b, Mapping) and b.get("type") == "tool_use":
             raw = b.get("input")
-            args = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, ensure_ascii=False)
+            args = (
+                raw
+                if isinstance(raw, str)
+                else json.dumps(raw if raw is not None else {}, ensure_ascii=False)
+            )
             out.append({"id": b.get("id"), "name": b.get("name") or "", "arguments": args})
     return out
 
@@ -178,7 +182,9 @@ def anthropic_turns(messages: Sequence[Message | Mapping[str, Any]],
             for c in calls:
                 cid, name, args = _call_fields(c)
                 blocks.append({"type": "tool_use", "id": cid, "name": name, "input": args})
-            out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "(empty reply)"}]})
+            out.append(
+                {"role": "assistant", "content": blocks or [{"type": "text", "text": "(empty reply)"}]}
+            )
         elif role == "tool":
             _user(out).append({"type": "tool_result", "tool_use_id": call_id or "", "content": text,
                                "is_error": True})  # fmt: skip
@@ -215,7 +221,13 @@ def chat_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         for b in blocks:
             if isinstance(b, Mapping) and b.get("type") == "tool_result":
-                out.append({"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": text_of(b.get("content"))})
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": b.get("tool_use_id"),
+                        "content": text_of(b.get("content")),
+                    }
+                )
         text = text_of(blocks)
         if text:
             out.append({"role": "user", "content": text})
@@ -299,7 +311,9 @@ class MessageAssembler:
             if kind == text_kind:
                 piece = delta.get(field)
                 if not isinstance(piece, str):
-                    raise MessageShapeError(f"content_block_delta.delta.{field} must be a string, got {_tn(piece)}")
+                    raise MessageShapeError(
+                        f"content_block_delta.delta.{field} must be a string, got {_tn(piece)}"
+                    )
                 if kind == "input_json_delta":
                     self.fragments.setdefault(index, []).append(piece)
                 else:
@@ -355,7 +369,9 @@ def _tn(value: Any) -> str:
     return type(value).__name__
 
 
-def block_events(block: Mapping[str, Any], index: int, fragments: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def block_events(
+    block: Mapping[str, Any], index: int, fragments: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
     """One content block as its stream events: start, deltas, stop. A tool's input goes as
     ``fragments`` when given (the pieces it came in), else as one piece."""
     kind = block.get("type")
@@ -374,15 +390,20 @@ def block_events(block: Mapping[str, Any], index: int, fragments: Sequence[str] 
     elif kind in _INPUT_BLOCKS:
         start["input"] = {}
         given = block.get("input")
-        pieces = fragments if fragments is not None else (
-            [given if isinstance(given, str) else json.dumps(given or {}, ensure_ascii=False)])
+        pieces = (
+            fragments
+            if fragments is not None
+            else ([given if isinstance(given, str) else json.dumps(given or {}, ensure_ascii=False)])
+        )
         deltas.extend({"type": "input_json_delta", "partial_json": p} for p in pieces)
     return [{"type": "content_block_start", "index": index, "content_block": start},
             *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
             {"type": "content_block_stop", "index": index}]  # fmt: skip
 
 
-def events_of(message: Mapping[str, Any], fragments: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, Any]]:
+def events_of(
+    message: Mapping[str, Any], fragments: Mapping[str, Sequence[str]] | None = None
+) -> list[dict[str, Any]]:
     """A whole answer as the stream that gives it; ``fragments`` maps a tool call's id to the
     pieces its input came in (kept as they were), the others go as one piece."""
     usage = message.get("usage") if isinstance(message.get("usage"), Mapping) else {}

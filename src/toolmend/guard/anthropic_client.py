@@ -76,7 +76,9 @@ _NOT_FOR_CREATE = ("stream", "output_format")
 
 def _translate(exc: Exception) -> Exception:
     """An anthropic transport error as a retryable ModelError (others unchanged)."""
-    if isinstance(exc, anthropic.APIConnectionError | anthropic.RateLimitError | anthropic.InternalServerError):
+    if isinstance(
+        exc, anthropic.APIConnectionError | anthropic.RateLimitError | anthropic.InternalServerError
+    ):
         return ModelError(str(exc), retryable=True, status=getattr(exc, "status_code", None))
     return exc
 
@@ -192,8 +194,12 @@ class _Turn:
         if len(self.answers) == 1 and out == last:
             return None
         usage = dict(last.get("usage") or {})
-        usage["input_tokens"] = sum(int((a.get("usage") or {}).get("input_tokens") or 0) for a in self.answers)
-        usage["output_tokens"] = sum(int((a.get("usage") or {}).get("output_tokens") or 0) for a in self.answers)
+        usage["input_tokens"] = sum(
+            int((a.get("usage") or {}).get("input_tokens") or 0) for a in self.answers
+        )
+        usage["output_tokens"] = sum(
+            int((a.get("usage") or {}).get("output_tokens") or 0) for a in self.answers
+        )
         out["usage"] = usage
         return out
 
@@ -227,7 +233,10 @@ class _Core:
     @staticmethod
     def context(kwargs: Mapping[str, Any]) -> list[Any]:
         system = kwargs.get("system")
-        return [*([{"role": "system", "content": text_of(system)}] if system else []), *kwargs.get("messages", ())]
+        return [
+            *([{"role": "system", "content": text_of(system)}] if system else []),
+            *kwargs.get("messages", ()),
+        ]
 
     def finish(self, turn: _Turn, outcome: GuardOutcome) -> dict[str, Any] | None:
         self.events.extend(outcome.events)
@@ -308,7 +317,9 @@ class _StreamManager:
         except Exception as exc:
             raise _translate(exc) from exc
         events = turn.replay(m._guarded(turn))
-        self._stream = MessageStream(_Replay(events, response), output_format=self._kwargs.get("output_format", anthropic.NOT_GIVEN))  # type: ignore[arg-type]
+        self._stream = MessageStream(
+            _Replay(events, response), output_format=self._kwargs.get("output_format", anthropic.NOT_GIVEN)
+        )  # type: ignore[arg-type]
         return self._stream
 
     def __exit__(self, *exc: object) -> None:
@@ -369,7 +380,10 @@ class _AsyncStreamManager:
         except Exception as exc:
             raise _translate(exc) from exc
         events = turn.replay(await m._aguarded(turn))
-        self._stream = AsyncMessageStream(_AsyncReplay(events, response), output_format=self._kwargs.get("output_format", anthropic.NOT_GIVEN))  # type: ignore[arg-type]
+        self._stream = AsyncMessageStream(
+            _AsyncReplay(events, response),
+            output_format=self._kwargs.get("output_format", anthropic.NOT_GIVEN),
+        )  # type: ignore[arg-type]
         return self._stream
 
     async def __aexit__(self, *exc: object) -> None:

@@ -96,7 +96,9 @@ def validate_messages(body: Mapping[str, Any]) -> None:
     or guard (no ``model``, no ``messages``, a tool whose ``input_schema`` is not a JSON Schema, a
     ``tool_choice`` naming no offered tool). Fields the proxy does not read go on as they are."""
     _need("model" in body, "model: field required (the model to ask)", "model")
-    _need(isinstance(body["model"], str) and bool(body["model"]), "model: must be a non-empty string", "model")
+    _need(
+        isinstance(body["model"], str) and bool(body["model"]), "model: must be a non-empty string", "model"
+    )
     messages = body.get("messages")
     _need(isinstance(messages, list) and bool(messages), "messages: must be a non-empty array", "messages")
     for i, m in enumerate(messages):
@@ -107,7 +109,9 @@ def validate_messages(body: Mapping[str, Any]) -> None:
         _need(isinstance(m.get("content"), str | list),
               f"{where}.content: must be a string or an array of content blocks", f"{where}.content")  # fmt: skip
     if "stream" in body:
-        _need(isinstance(body["stream"], bool) or body["stream"] is None, "stream: must be a boolean", "stream")
+        _need(
+            isinstance(body["stream"], bool) or body["stream"] is None, "stream: must be a boolean", "stream"
+        )
     if "max_tokens" in body:
         _need(type(body["max_tokens"]) is int, "max_tokens: must be an integer", "max_tokens")
     tools = body.get("tools")
@@ -177,7 +181,10 @@ def _bad(where: str, expected: str, got: Any) -> None:
 def _usage(data: Mapping[str, Any]) -> dict[str, int]:
     u = data.get("usage")
     u = u if isinstance(u, Mapping) else {}
-    return {"prompt_tokens": int(u.get("input_tokens") or 0), "completion_tokens": int(u.get("output_tokens") or 0)}
+    return {
+        "prompt_tokens": int(u.get("input_tokens") or 0),
+        "completion_tokens": int(u.get("output_tokens") or 0),
+    }
 
 
 def _thinking(content: Any) -> list[dict[str, Any]]:
@@ -259,7 +266,9 @@ def _parse(raw: bytes) -> dict[str, Any]:
 class _Exchange:
     """One Messages request on its way through."""
 
-    def __init__(self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float, raw: bytes) -> None:
+    def __init__(
+        self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float, raw: bytes
+    ) -> None:
         self.proxy = proxy
         self.config = proxy.config
         self.request = request
@@ -344,7 +353,9 @@ class _Exchange:
         mime = (reply.headers.get("Content-Type") or "application/json").split(";")[0].strip()
         if not self.guarded:
             self.outcome, self.final = "passthrough", self.original
-            return web.Response(body=reply.raw, content_type=mime, headers={"x-toolmend-outcome": "passthrough"})
+            return web.Response(
+                body=reply.raw, content_type=mime, headers={"x-toolmend-outcome": "passthrough"}
+            )
         self.thinking.append(_thinking(content))
         sent, held = split_content(text_of(content), self.rescue)
         answer = Answer(sent=sent, held=held, tool_calls=wire_calls(native_calls(content)),
@@ -386,8 +397,14 @@ class _Exchange:
             _log.exception("toolmend serve: internal error in a messages stream")
             self.outcome, self.status = "internal_error", 500
             with contextlib.suppress(Exception):
-                await response.write(_event(anthropic_error(
-                    "toolmend serve failed on this request; the proxy's log has the details", type="api_error")))
+                await response.write(
+                    _event(
+                        anthropic_error(
+                            "toolmend serve failed on this request; the proxy's log has the details",
+                            type="api_error",
+                        )
+                    )
+                )
                 await response.write_eof()
         finally:
             if clean:
@@ -482,7 +499,9 @@ class _Exchange:
                     out = gate.feed(text) if gate is not None else text
                     if out:
                         sent.append(out)
-                        await response.write(_frame(kind, data) if out == text else _event(_text_delta(index, out)))
+                        await response.write(
+                            _frame(kind, data) if out == text else _event(_text_delta(index, out))
+                        )
                     if gate is not None and gate.held:
                         holding, open_text = True, index
                     continue
@@ -496,8 +515,14 @@ class _Exchange:
             await self._stream_failed(response, exc)
             return
         if not asm.done:
-            await self._stream_failed(response, UpstreamError(
-                "the upstream stream ended before the answer was complete", status=502, kind="upstream_incomplete"))
+            await self._stream_failed(
+                response,
+                UpstreamError(
+                    "the upstream stream ended before the answer was complete",
+                    status=502,
+                    kind="upstream_incomplete",
+                ),
+            )
             return
         message = asm.message()
         whole = asm.text()
@@ -549,7 +574,7 @@ class _Exchange:
         (a call the guard kept as it was goes with the fragments it came in)."""
         out: list[bytes] = []
         content = verdict.content or ""
-        rest = content[len(answer.sent):] if content.startswith(answer.sent) else ""
+        rest = content[len(answer.sent) :] if content.startswith(answer.sent) else ""
         if open_text is not None:
             if rest:
                 out.append(_event(_text_delta(open_text, rest)))
@@ -563,7 +588,9 @@ class _Exchange:
                 continue
             if at not in moved:
                 moved[at], index = index, index + 1
-            out.append(_frame(str(event["type"]), raw) if moved[at] == at else _event({**event, "index": moved[at]}))
+            out.append(
+                _frame(str(event["type"]), raw) if moved[at] == at else _event({**event, "index": moved[at]})
+            )
         if rest:
             out.extend(_event(e) for e in block_events({"type": "text", "text": rest}, index))
             index += 1
@@ -574,7 +601,10 @@ class _Exchange:
             if kept is not None and kept[0] == call:
                 block, pieces = asm.blocks[kept[1]], asm.fragments.get(kept[1]) or [asm.arguments(kept[1])]
             else:
-                block, pieces = {"type": "tool_use", "id": call["id"], "name": fn["name"], "input": {}}, [fn["arguments"]]
+                block, pieces = (
+                    {"type": "tool_use", "id": call["id"], "name": fn["name"], "input": {}},
+                    [fn["arguments"]],
+                )
             out.extend(_event(e) for e in block_events(block, index, pieces))
             index += 1
         return out
@@ -675,7 +705,14 @@ def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict
         if originals.get(str(call["id"])) == call and str(call["id"]) in blocks:
             content.append(blocks[str(call["id"])])
         else:
-            content.append({"type": "tool_use", "id": call["id"], "name": fn["name"], "input": json.loads(fn["arguments"])})
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": call["id"],
+                    "name": fn["name"],
+                    "input": json.loads(fn["arguments"]),
+                }
+            )
     out = dict(data)
     out["content"] = content
     out["stop_reason"] = stop_reason_of(verdict.finish_reason, data.get("stop_reason"))
@@ -684,7 +721,9 @@ def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict
     if verdict.reasks and isinstance(data.get("usage"), dict):
         usage = dict(data["usage"])
         usage["input_tokens"] = int(usage.get("input_tokens") or 0) + verdict.reask_usage["prompt_tokens"]
-        usage["output_tokens"] = int(usage.get("output_tokens") or 0) + verdict.reask_usage["completion_tokens"]
+        usage["output_tokens"] = (
+            int(usage.get("output_tokens") or 0) + verdict.reask_usage["completion_tokens"]
+        )
         out["usage"] = usage
     out["toolmend"] = _toolmend(verdict)
     return out

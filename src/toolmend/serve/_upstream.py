@@ -185,7 +185,9 @@ class Upstream:
         assert self._session is not None, "Upstream.start() was not awaited"
         return self._session
 
-    def headers(self, incoming: Mapping[str, str] | None, key_header: str = "authorization") -> dict[str, str]:
+    def headers(
+        self, incoming: Mapping[str, str] | None, key_header: str = "authorization"
+    ) -> dict[str, str]:
         """Headers for the upstream: the client's own (minus hop-by-hop ones and toolmend's), and
         the upstream key: the configured one, else the URL's user and password, else the client's
         bearer token. With credentials of its own, the proxy forwards none of the client's.
