@@ -9,6 +9,7 @@ and its headers are kept.
 As a process (for benchmarks/proxy_overhead.py)::
 
     python tests/serve/messages_upstream.py [--port 0]   # prints "PORT <n>"; clean calls, streamed or not
+    python tests/serve/messages_upstream.py --script answers.json   # these answers, in order
 """
 
 from __future__ import annotations
@@ -175,11 +176,32 @@ def _bench_scene(body: dict[str, Any]) -> Scene:
     return Scene(body=message(block))
 
 
+def _scripted(path: Path) -> Callable[[dict[str, Any]], Scene]:
+    """Answers read from ``path`` (a JSON array of Messages answers), one per request in order
+    (the last repeats), each streamed when the request asks for a stream."""
+    answers = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(answers, list) or not answers:
+        raise SystemExit(f"{path}: expected a non-empty JSON array of Messages answers")
+
+    def scene(body: dict[str, Any]) -> Scene:
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if body.get("stream"):
+            u = answer.get("usage") or {}
+            usage = (int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0))
+            return Scene(chunks=events(*answer["content"], stop=answer.get("stop_reason"), usage=usage))
+        return Scene(body=answer)
+
+    return scene
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--script", type=Path, help="answer from this JSON array of Messages answers, in order"
+    )
     args = parser.parse_args()
-    upstream = MessagesUpstream(handler=_bench_scene)
+    upstream = MessagesUpstream(handler=_scripted(args.script) if args.script else _bench_scene)
 
     class _Discard(list):  # type: ignore[type-arg]
         def append(self, _item: Any) -> None:

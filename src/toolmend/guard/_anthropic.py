@@ -168,6 +168,10 @@ def anthropic_turns(messages: Sequence[Message | Mapping[str, Any]],
     out: list[dict[str, Any]] = []
     answers = 0
     for m in messages:
+        role: Any
+        content: Any
+        calls: list[Any]
+        call_id: Any
         if isinstance(m, Message):
             role, content, calls, call_id = m.role, m.content, list(m.tool_calls), m.tool_call_id
         else:

@@ -317,9 +317,8 @@ class _StreamManager:
         except Exception as exc:
             raise _translate(exc) from exc
         events = turn.replay(m._guarded(turn))
-        self._stream = MessageStream(
-            _Replay(events, response), output_format=self._kwargs.get("output_format", anthropic.NOT_GIVEN)
-        )  # type: ignore[arg-type]
+        fmt = self._kwargs.get("output_format", anthropic.NOT_GIVEN)
+        self._stream = MessageStream(_Replay(events, response), output_format=fmt)  # type: ignore[arg-type]
         return self._stream
 
     def __exit__(self, *exc: object) -> None:
@@ -348,7 +347,7 @@ class _AsyncMessages(_Messages):
                               allowed=self._core.allowed(turn.kwargs), context=self._core.context(turn.kwargs))  # fmt: skip
         return self._core.finish(turn, outcome)
 
-    async def create(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    async def create(self, **kwargs: Any) -> Any:
         """``messages.create`` with the guard (see the module docstring)."""
         turn = _Turn(kwargs)
         first = await self._acall(**kwargs)
@@ -380,10 +379,8 @@ class _AsyncStreamManager:
         except Exception as exc:
             raise _translate(exc) from exc
         events = turn.replay(await m._aguarded(turn))
-        self._stream = AsyncMessageStream(
-            _AsyncReplay(events, response),
-            output_format=self._kwargs.get("output_format", anthropic.NOT_GIVEN),
-        )  # type: ignore[arg-type]
+        fmt = self._kwargs.get("output_format", anthropic.NOT_GIVEN)
+        self._stream = AsyncMessageStream(_AsyncReplay(events, response), output_format=fmt)  # type: ignore[arg-type]
         return self._stream
 
     async def __aexit__(self, *exc: object) -> None:

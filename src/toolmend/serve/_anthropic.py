@@ -101,6 +101,7 @@ def validate_messages(body: Mapping[str, Any]) -> None:
     )
     messages = body.get("messages")
     _need(isinstance(messages, list) and bool(messages), "messages: must be a non-empty array", "messages")
+    assert isinstance(messages, list)
     for i, m in enumerate(messages):
         where = f"messages.{i}"
         _need(isinstance(m, dict), f"{where}: must be an object", where)
@@ -496,11 +497,11 @@ class _Exchange:
                 delta = event.get("delta") or {}
                 if kind == "content_block_delta" and delta.get("type") == "text_delta":
                     text = delta["text"]
-                    out = gate.feed(text) if gate is not None else text
-                    if out:
-                        sent.append(out)
+                    passed = gate.feed(text) if gate is not None else text
+                    if passed:
+                        sent.append(passed)
                         await response.write(
-                            _frame(kind, data) if out == text else _event(_text_delta(index, out))
+                            _frame(kind, data) if passed == text else _event(_text_delta(index, passed))
                         )
                     if gate is not None and gate.held:
                         holding, open_text = True, index
@@ -663,10 +664,10 @@ def _message_delta(asm: MessageAssembler, verdict: Verdict) -> dict[str, Any]:
     tokens added (reported apart under ``toolmend``)."""
     usage = {k: v for k, v in asm.usage.items() if k not in ("input_tokens", "service_tier", "inference_geo")}
     usage["output_tokens"] = int(asm.usage.get("output_tokens") or 0)
-    out = {"type": "message_delta", "delta": {**asm.delta, "stop_reason": stop_reason_of(verdict.finish_reason, asm.stop_reason)},
-           "usage": usage}  # fmt: skip
-    if out["delta"]["stop_reason"] != asm.stop_reason:
-        out["delta"]["stop_sequence"] = None
+    delta = {**asm.delta, "stop_reason": stop_reason_of(verdict.finish_reason, asm.stop_reason)}
+    if delta["stop_reason"] != asm.stop_reason:
+        delta["stop_sequence"] = None
+    out: dict[str, Any] = {"type": "message_delta", "delta": delta, "usage": usage}
     if verdict.reasks:
         usage["input_tokens"] = int(asm.usage.get("input_tokens") or 0) + verdict.reask_usage["prompt_tokens"]
         usage["output_tokens"] += verdict.reask_usage["completion_tokens"]
