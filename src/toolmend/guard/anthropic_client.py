@@ -7,7 +7,7 @@ or not) and ``messages.stream`` are guarded, sync and async (extra ``anthropic``
     from toolmend import wrap
 
     client = wrap(Anthropic())
-    message = client.messages.create(model="claude-sonnet-4-5", max_tokens=512, tools=tools,
+    message = client.messages.create(model="claude-sonnet-5-5", max_tokens=512, tools=tools,
                                      messages=[{"role": "user", "content": "Weather in Oslo?"}])
     # every tool_use block's input is valid for its tool's input_schema (repaired or re-asked),
     # or GuardAborted was raised with the last answer attached
