@@ -232,8 +232,13 @@ def test_streamed_repair_assembles_to_the_repaired_input(serve_messages: Any) ->
         ("toolu_bad", "get_weather", {"city": "Oslo", "days": 3}),
         ("toolu_2", "get_time", {"city": "Oslo"}),
     ]
-    # The untouched call goes out in the fragments it came in.
-    assert inputs[1][2] == '{"city": "Oslo"}'
+    # The untouched call goes out in the fragments it came in (its block moved, not its bytes).
+    def pieces(index: int, stream: list[dict[str, Any]]) -> list[str]:
+        return [e["delta"]["partial_json"] for e in stream
+                if e["type"] == "content_block_delta" and e["index"] == index and "partial_json" in e["delta"]]  # fmt: skip
+
+    upstream = [json.loads(d) for _, d in _sse(s.upstream.sent[0])]
+    assert pieces(2, evs) == pieces(2, upstream) and len(pieces(2, upstream)) == 3
     assert '"3"' not in json.dumps(evs)  # the rejected input appears in no event
     assert final.stop_reason == "tool_use" and final.content[0].text == "Sure."
     assert [b.input for b in final.content[1:]] == [{"city": "Oslo", "days": 3}, {"city": "Oslo"}]
@@ -449,3 +454,97 @@ def test_metrics_and_traces(serve_messages: Any, tmp_path: Path) -> None:
     assert s.metrics.value("toolmend_requests_total", stream="false", outcome="repaired") == 1
     assert s.metrics.value("toolmend_requests_total", stream="true", outcome="accepted") == 1
     assert s.metrics.value("toolmend_repairs_total") == 1
+
+
+# -- thinking, held text, modes ---------------------------------------------------------------------
+
+
+THINK = {"type": "thinking", "thinking": "The user wants Oslo.", "signature": "sig-1"}
+
+
+def _thinking_events(*blocks: dict[str, Any]) -> list[dict[str, Any]]:
+    """events() of ``blocks`` with a thinking block (thinking and signature deltas) first."""
+    out = events(*blocks)
+    start = out[:2]
+    rest = [{**e, "index": e["index"] + 1} if "index" in e else e for e in out[2:]]
+    think = [
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": THINK["thinking"]},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "sig-1"},
+        },
+        {"type": "content_block_stop", "index": 0},
+    ]
+    return [*start, *think, *rest]
+
+
+def test_thinking_passes_and_goes_back_with_the_reask(serve_messages: Any) -> None:
+    s = serve_messages(Scene(chunks=_thinking_events(MISSING)), Scene(body=message(GOOD)))
+    with s.client().messages.stream(**ASK) as stream:
+        evs = [e.model_dump() for e in stream if e.type in _RAW]
+        final = stream.get_final_message()
+    _check_brackets(evs)
+    assert [b.type for b in final.content] == ["thinking", "tool_use"]
+    assert final.content[0].signature == "sig-1" and final.content[1].id == "toolu_good"
+    # The API asks for the thinking blocks at the head of the assistant turn that holds the calls.
+    assistant = s.upstream.bodies[1]["messages"][-2]
+    assert assistant["content"][0] == THINK and assistant["content"][1]["id"] == "toolu_missing"
+
+
+def test_text_held_as_a_possible_call_is_sent_whole(serve_messages: Any) -> None:
+    answer = text('{"answer": "Oslo is sunny"} is what I found.')
+    s = serve_messages(Scene(chunks=events(answer, stop="end_turn")))
+    with s.client().messages.stream(**ASK) as stream:
+        evs = [e.model_dump() for e in stream if e.type in _RAW]
+        final = stream.get_final_message()
+    _check_brackets(evs)
+    assert final.content[0].text == answer["text"] and final.stop_reason == "end_turn"
+
+
+def test_upstream_that_ignores_stream_is_read_as_a_stream(serve_messages: Any) -> None:
+    s = serve_messages(Scene(body=message(text("Sure."), BAD)))
+    with s.client().messages.stream(**ASK) as stream:
+        evs = [e.model_dump() for e in stream if e.type in _RAW]
+        final = stream.get_final_message()
+    _check_brackets(evs)
+    assert final.content[0].text == "Sure." and final.content[1].input == {"city": "Oslo", "days": 3}
+
+
+def test_shadow_changes_nothing_and_strict_refuses(serve_messages: Any) -> None:
+    raw = json.dumps(message(BAD)).encode()
+    s = serve_messages(Scene(body=raw), shadow=True)
+    resp = s.client().messages.with_raw_response.create(**ASK)
+    assert resp.http_response.content == raw
+    assert (resp.headers["x-toolmend-outcome"], resp.headers["x-toolmend-shadow"]) == (
+        "passthrough",
+        "repaired",
+    )
+    s = serve_messages(Scene(body=raw), strict=True)
+    with pytest.raises(anthropic.UnprocessableEntityError) as info:
+        s.client().messages.create(**ASK)
+    assert (
+        info.value.body["error"]["code"] == "invalid_tool_call"
+        and "invalid_type" in info.value.body["error"]["findings"]
+    )
+
+
+def test_no_tools_is_a_pass_through(serve_messages: Any) -> None:
+    up = message(text("Hello."))
+    s = serve_messages(Scene(body=up), Scene(chunks=events(text("Hello."))))
+    ask = {k: v for k, v in ASK.items() if k != "tools"}
+    resp = s.client().messages.with_raw_response.create(**ask)
+    assert (
+        json.loads(resp.http_response.content) == up and resp.headers["x-toolmend-outcome"] == "passthrough"
+    )
+    with s.client().messages.with_streaming_response.create(**ask, stream=True) as r:
+        assert _sse(r.read()) == _sse(s.upstream.sent[1])
