@@ -232,6 +232,7 @@ def test_streamed_repair_assembles_to_the_repaired_input(serve_messages: Any) ->
         ("toolu_bad", "get_weather", {"city": "Oslo", "days": 3}),
         ("toolu_2", "get_time", {"city": "Oslo"}),
     ]
+
     # The untouched call goes out in the fragments it came in (its block moved, not its bytes).
     def pieces(index: int, stream: list[dict[str, Any]]) -> list[str]:
         return [e["delta"]["partial_json"] for e in stream
@@ -400,6 +401,18 @@ def test_not_json_is_400(serve_messages: Any) -> None:
     s = serve_messages(Scene(body=message(GOOD)))
     status, _, raw = _post(s.url, b"{nope")
     assert status == 400 and json.loads(raw)["error"]["type"] == "invalid_request_error"
+
+
+def test_odd_usage_is_data_not_a_failure(serve_messages: Any) -> None:
+    odd = {**message(BAD), "usage": {"input_tokens": "lots", "output_tokens": None}}
+    s = serve_messages(Scene(body=odd), Scene(body=odd))
+    status, headers, raw = _post(s.url, ASK)
+    assert status == 200 and headers["x-toolmend-outcome"] == "repaired"
+    assert json.loads(raw)["content"][0]["input"] == {"city": "Oslo", "days": 3}
+    status, _, raw = _post(s.url, {**ASK, "stream": True})  # a stream asked for, one JSON answer given
+    evs = [json.loads(d) for _, d in _sse(raw)]
+    _check_brackets(evs)
+    assert [json.loads(a) for _, _, a in _tool_inputs(evs)] == [{"city": "Oslo", "days": 3}]
 
 
 def test_malformed_upstream_answer_is_502(serve_messages: Any) -> None:

@@ -369,6 +369,10 @@ def _index(event: Mapping[str, Any]) -> int:
     return index
 
 
+def _whole(value: Any) -> int:
+    return value if type(value) is int else 0
+
+
 def _tn(value: Any) -> str:
     return type(value).__name__
 
@@ -420,6 +424,6 @@ def events_of(
         out.extend(block_events(block, i, pieces))
     out.append({"type": "message_delta",
                 "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": message.get("stop_sequence")},
-                "usage": {"output_tokens": int(usage.get("output_tokens") or 0)}})  # fmt: skip
+                "usage": {"output_tokens": _whole(usage.get("output_tokens"))}})  # fmt: skip
     out.append({"type": "message_stop"})
     return out

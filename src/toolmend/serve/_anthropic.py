@@ -109,6 +109,9 @@ def validate_messages(body: Mapping[str, Any]) -> None:
               f"{where}.role: must be 'user' or 'assistant', got {m.get('role')!r}", f"{where}.role")  # fmt: skip
         _need(isinstance(m.get("content"), str | list),
               f"{where}.content: must be a string or an array of content blocks", f"{where}.content")  # fmt: skip
+    system = body.get("system")
+    _need(system is None or isinstance(system, str | list), "system: must be a string or an array of text blocks",
+          "system")  # fmt: skip
     if "stream" in body:
         _need(
             isinstance(body["stream"], bool) or body["stream"] is None, "stream: must be a boolean", "stream"
@@ -183,9 +186,15 @@ def _usage(data: Mapping[str, Any]) -> dict[str, int]:
     u = data.get("usage")
     u = u if isinstance(u, Mapping) else {}
     return {
-        "prompt_tokens": int(u.get("input_tokens") or 0),
-        "completion_tokens": int(u.get("output_tokens") or 0),
+        "prompt_tokens": _count(u.get("input_tokens")),
+        "completion_tokens": _count(u.get("output_tokens")),
     }
+
+
+def _count(value: Any) -> int:
+    """A token count as the upstream gave it; anything but a whole number counts as 0 (a
+    malformed ``usage`` is the upstream's fault, not a reason to fail the answer)."""
+    return value if type(value) is int else 0
 
 
 def _thinking(content: Any) -> list[dict[str, Any]]:
@@ -663,13 +672,13 @@ def _message_delta(asm: MessageAssembler, verdict: Verdict) -> dict[str, Any]:
     """The one ``message_delta``: the verdict's stop reason, and usage with the hidden re-asks'
     tokens added (reported apart under ``toolmend``)."""
     usage = {k: v for k, v in asm.usage.items() if k not in ("input_tokens", "service_tier", "inference_geo")}
-    usage["output_tokens"] = int(asm.usage.get("output_tokens") or 0)
+    usage["output_tokens"] = _count(asm.usage.get("output_tokens"))
     delta = {**asm.delta, "stop_reason": stop_reason_of(verdict.finish_reason, asm.stop_reason)}
     if delta["stop_reason"] != asm.stop_reason:
         delta["stop_sequence"] = None
     out: dict[str, Any] = {"type": "message_delta", "delta": delta, "usage": usage}
     if verdict.reasks:
-        usage["input_tokens"] = int(asm.usage.get("input_tokens") or 0) + verdict.reask_usage["prompt_tokens"]
+        usage["input_tokens"] = _count(asm.usage.get("input_tokens")) + verdict.reask_usage["prompt_tokens"]
         usage["output_tokens"] += verdict.reask_usage["completion_tokens"]
     if verdict.changed or verdict.reasks:
         out["toolmend"] = _toolmend(verdict)
@@ -711,7 +720,7 @@ def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict
                     "type": "tool_use",
                     "id": call["id"],
                     "name": fn["name"],
-                    "input": json.loads(fn["arguments"]),
+                    "input": _input(fn),
                 }
             )
     out = dict(data)
@@ -721,13 +730,19 @@ def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict
         out["stop_sequence"] = None
     if verdict.reasks and isinstance(data.get("usage"), dict):
         usage = dict(data["usage"])
-        usage["input_tokens"] = int(usage.get("input_tokens") or 0) + verdict.reask_usage["prompt_tokens"]
-        usage["output_tokens"] = (
-            int(usage.get("output_tokens") or 0) + verdict.reask_usage["completion_tokens"]
-        )
+        usage["input_tokens"] = _count(usage.get("input_tokens")) + verdict.reask_usage["prompt_tokens"]
+        usage["output_tokens"] = _count(usage.get("output_tokens")) + verdict.reask_usage["completion_tokens"]
         out["usage"] = usage
     out["toolmend"] = _toolmend(verdict)
     return out
+
+
+def _input(fn: Mapping[str, Any]) -> Any:
+    """A decided call's arguments as a ``tool_use`` input (the guard hands on JSON objects only)."""
+    try:
+        return json.loads(fn["arguments"])
+    except (TypeError, json.JSONDecodeError):
+        return {}
 
 
 def _chat_message(text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
