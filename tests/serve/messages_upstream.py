@@ -108,6 +108,7 @@ class MessagesUpstream:
         """Each answer's bytes as this server wrote them (a stream: all its events)."""
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count)
         self.thread = AppThread(app)
 
     def start(self) -> MessagesUpstream:
@@ -125,6 +126,12 @@ class MessagesUpstream:
         if self.handler is not None:
             return self.handler(body)
         return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+
+    async def _count(self, request: web.Request) -> web.Response:
+        """A token count: the request body's length in bytes, so a test can tell it was this one."""
+        raw = await request.read()
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        return web.json_response({"input_tokens": len(raw)})
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = json.loads(await request.read())

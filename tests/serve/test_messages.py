@@ -96,9 +96,11 @@ def _sse(raw: bytes) -> list[tuple[str | None, bytes]]:
     return out
 
 
-def _post(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def _post(
+    url: str, body: Any, headers: dict[str, str] | None = None, path: str = "/v1/messages"
+) -> tuple[int, dict[str, str], bytes]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    req = urllib.request.Request(url + "/v1/messages", data=data, method="POST",
+    req = urllib.request.Request(url + path, data=data, method="POST",
                                  headers={"Content-Type": "application/json", "anthropic-version": "2023-06-01",
                                           **(headers or {})})  # fmt: skip
     try:
@@ -561,3 +563,14 @@ def test_no_tools_is_a_pass_through(serve_messages: Any) -> None:
     )
     with s.client().messages.with_streaming_response.create(**ask, stream=True) as r:
         assert _sse(r.read()) == _sse(s.upstream.sent[1])
+
+
+def test_count_tokens_passes_through(serve_messages: Any) -> None:
+    s = serve_messages(Scene(body=message(GOOD)), api_key="proxy-key", upstream_api_key="upstream-key")
+    body = {k: v for k, v in ASK.items() if k != "max_tokens"}
+    got = s.client(api_key="proxy-key").messages.count_tokens(**body)
+    assert got.input_tokens > 100 and s.upstream.headers[0]["x-api-key"] == "upstream-key"
+    status, _, raw = _post(s.url, {"messages": []}, {"x-api-key": "proxy-key"}, "/v1/messages/count_tokens")
+    assert status == 400 and "model" in json.loads(raw)["error"]["message"]
+    assert _post(s.url, body, {"x-api-key": "wrong"}, "/v1/messages/count_tokens")[0] == 401
+    assert len(s.upstream.headers) == 1

@@ -64,7 +64,7 @@ from toolmend.serve._verdict import Answer, Verdict, judge, split_content
 if TYPE_CHECKING:
     from toolmend.serve._app import _Proxy
 
-__all__ = ["anthropic_error", "messages_handler", "validate_messages"]
+__all__ = ["anthropic_error", "count_tokens_handler", "messages_handler", "validate_messages"]
 
 _PATH = "/messages"
 _KEY = "x-api-key"
@@ -258,6 +258,30 @@ def messages_handler(proxy: _Proxy) -> Any:
             raise
         finally:
             ex.record()
+
+    return handle
+
+
+def count_tokens_handler(proxy: _Proxy) -> Any:
+    """The ``/v1/messages/count_tokens`` handler of ``proxy``: passed on to
+    ``{upstream}/messages/count_tokens`` as it is (Claude Code asks it before long requests;
+    there is no answer to guard), with the same keys, checks of ``model`` and error shapes."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            raw = await request.read()
+            body = _parse(raw)
+            _need("model" in body, "model: field required (the model to ask)", "model")
+        except RequestError as exc:
+            proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
+            return _json(exc.status, anthropic_error(str(exc), type=_error_type(exc.status)))
+        ex = _Exchange(proxy, request, body, time.perf_counter(), raw)
+        try:
+            reply = await proxy.upstream.post(_PATH + "/count_tokens", raw, ex.incoming, _KEY)
+        except UpstreamError as exc:
+            return ex._failed(exc)
+        mime = (reply.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        return web.Response(body=reply.raw, content_type=mime)
 
     return handle
 
