@@ -105,6 +105,7 @@ class MessagesUpstream:
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.sent: list[bytes] = []
+        self.cancelled = 0
         """Each answer's bytes as this server wrote them (a stream: all its events)."""
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
@@ -155,15 +156,19 @@ class MessagesUpstream:
         )
         await resp.prepare(request)
         written = []
-        for event in scene.chunks:
-            if scene.chunk_delay:
-                await asyncio.sleep(scene.chunk_delay)
-            if isinstance(event, bytes):
-                frame = b"event: x\ndata: " + event + b"\n\n"
-            else:
-                frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-            written.append(frame)
-            await resp.write(frame)
+        try:
+            for event in scene.chunks:
+                if scene.chunk_delay:
+                    await asyncio.sleep(scene.chunk_delay)
+                if isinstance(event, bytes):
+                    frame = b"event: x\ndata: " + event + b"\n\n"
+                else:
+                    frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                written.append(frame)
+                await resp.write(frame)
+        except (asyncio.CancelledError, ConnectionError):
+            self.cancelled += 1  # the proxy went away mid-stream
+            raise
         self.sent.append(b"".join(written))
         if scene.drop:
             assert request.transport is not None

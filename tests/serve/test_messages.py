@@ -574,3 +574,22 @@ def test_count_tokens_passes_through(serve_messages: Any) -> None:
     assert status == 400 and "model" in json.loads(raw)["error"]["message"]
     assert _post(s.url, body, {"x-api-key": "wrong"}, "/v1/messages/count_tokens")[0] == 401
     assert len(s.upstream.headers) == 1
+
+
+async def test_client_disconnect_cancels_the_upstream_stream(serve_messages: Any) -> None:
+    import asyncio
+
+    import aiohttp
+
+    slow = Scene(chunks=events(text("a" * 400), GOOD, pieces=200), chunk_delay=0.05)
+    s = serve_messages(slow)
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(s.url + "/v1/messages", json={**ASK, "stream": True})
+        await resp.content.readline()
+        resp.close()  # the client goes away mid-answer
+    for _ in range(100):
+        if s.upstream.cancelled and s.metrics.value("toolmend_client_disconnects_total"):
+            break
+        await asyncio.sleep(0.05)
+    assert s.upstream.cancelled == 1 and s.upstream.sent == []
+    assert s.metrics.value("toolmend_client_disconnects_total") == 1
