@@ -4,7 +4,7 @@
 :mod:`toolmend.serve` for what it does with each answer.
 
 >>> app = create_app(ServeConfig(upstream="http://127.0.0.1:8000/v1"))
->>> sorted({r.resource.canonical for r in app.router.routes()})
+>>> sorted({r.resource.canonical for r in app.router.routes()})  # doctest: +NORMALIZE_WHITESPACE
 ['/healthz', '/metrics', '/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/models',
  '/v1/responses']
 """
