@@ -4,7 +4,7 @@ bare pass-through proxy (the floor any Python proxy pays); memory over a long ru
 request answered exactly once.
 
     .venv/bin/python benchmarks/proxy_overhead.py [--concurrency 64] [--requests 2000] [--rounds 3]
-        [--latency-ms 100] [--jitter 0.5] [--memory 20000] [--stacks]
+        [--latency-ms 100] [--jitter 0.5] [--memory 20000] [--stacks] [--only chat|messages]
 
 Processes: the scripted upstream (tests/serve/scripted_upstream.py: aiohttp.web, one valid call
 per answer, its id carrying the request's marker), ``toolmend serve`` in front of it, the bare
@@ -26,6 +26,11 @@ cores, the processes queue for CPU and the added latency is that queue.
 Responses API calls, through toolmend serve and through the bare pass-through of the same
 protocol, streamed and not, in the same run; the proxy's CPU per clean request is printed beside
 the pass-through's.
+
+``/v1/messages`` (Anthropic Messages) is measured in its own part (:func:`messages_overhead`):
+proxy CPU per clean request through ``toolmend serve`` and through a bare pass-through of the
+same protocol (tests/serve/messages_upstream.py as the upstream), streamed and not, in one run.
+``--only messages`` runs that part alone, ``--only chat`` everything else.
 
 ``--stacks`` also measures a bare pass-through on Starlette + uvicorn (``pip install starlette
 uvicorn``), the other server stack considered, against the same upstream (non-streamed only).
@@ -285,6 +290,147 @@ def _probe_starlette(upstream: str, port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
+# -- /v1/messages (Anthropic Messages): CPU per clean request, toolmend serve vs a bare pass-through ----
+
+
+MESSAGES_UPSTREAM = ROOT / "tests" / "serve" / "messages_upstream.py"
+MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}]  # fmt: skip
+
+
+def _probe_messages(upstream: str, port: int) -> None:
+    """The bare pass-through for ``/v1/messages``: read and parse the request, forward it with one
+    pooled session, read and parse a non-streamed answer, relay a stream piece by piece."""
+    import aiohttp
+    from aiohttp import web
+
+    async def start(app: web.Application) -> None:
+        app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+
+    async def messages(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        stream = json.loads(body).get("stream")
+        headers = {"Content-Type": "application/json", "anthropic-version": "2023-06-01"}
+        async with request.app["s"].post(upstream + "/messages", data=body, headers=headers) as r:
+            if not stream:
+                raw = await r.read()
+                json.loads(raw)
+                return web.Response(body=raw, content_type=r.content_type)
+            out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await out.prepare(request)
+            async for piece in r.content.iter_any():
+                await out.write(piece)
+            await out.write_eof()
+            return out
+
+    async def health(_r: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.on_startup.append(start)
+    app.router.add_post("/v1/messages", messages)
+    app.router.add_get("/healthz", health)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, handler_cancellation=True)
+
+
+async def _messages_load(
+    session: Any, base: str, marks: list[str], stream: bool, concurrency: int
+) -> Counter[str]:
+    """Send one Messages request per mark (``concurrency`` at a time); count who got its own call."""
+    work = iter(marks)
+    got: Counter[str] = Counter()
+
+    async def worker() -> None:
+        for mark in work:
+            body: dict[str, Any] = {"model": "bench", "max_tokens": 64, "tools": MESSAGES_TOOLS,
+                                    "messages": [{"role": "user", "content": mark}]}  # fmt: skip
+            if stream:
+                body["stream"] = True
+            headers = {"Content-Type": "application/json", "anthropic-version": "2023-06-01"}
+            async with session.post(
+                base + "/v1/messages", data=json.dumps(body).encode(), headers=headers
+            ) as r:
+                raw = await r.read()
+            ok = r.status == 200 and (
+                f'"toolu_{mark}"' in raw.decode()
+                if stream
+                else json.loads(raw)["content"][0]["id"] == f"toolu_{mark}"
+            )
+            got["ok" if ok else "failed"] += 1
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return got
+
+
+def messages_overhead(args: argparse.Namespace) -> bool:
+    """``/v1/messages``: proxy CPU per clean request (one valid ``tool_use`` per answer, streamed
+    and not) through ``toolmend serve`` and through a bare aiohttp pass-through of the same
+    protocol, in one run, rounds alternating which goes first. Prints a table; True when every
+    request got its own answer."""
+    import aiohttp
+
+    up = subprocess.Popen([sys.executable, str(MESSAGES_UPSTREAM)], stdout=subprocess.PIPE, text=True,
+                          start_new_session=True)  # fmt: skip
+    assert up.stdout is not None
+    direct = f"http://127.0.0.1:{int(up.stdout.readline().split()[1])}/v1"
+    procs: list[subprocess.Popen[Any]] = [up]
+    try:
+        targets = {}
+        p = _free_port()
+        procs.append(_start([sys.executable, "-m", "toolmend", "serve", "--upstream", direct, "--port", str(p)],
+                            f"http://127.0.0.1:{p}/healthz"))  # fmt: skip
+        targets["toolmend serve"] = (f"http://127.0.0.1:{p}", procs[-1].pid)
+        p = _free_port()
+        procs.append(_start([sys.executable, __file__, "--probe", "messages", "--upstream", direct, "--port", str(p)],
+                            f"http://127.0.0.1:{p}/healthz"))  # fmt: skip
+        targets["bare pass-through (aiohttp)"] = (f"http://127.0.0.1:{p}", procs[-1].pid)
+        cpu: Counter[tuple[str, bool]] = Counter()
+        sent: Counter[tuple[str, bool]] = Counter()
+        failed = 0
+
+        async def run() -> None:
+            nonlocal failed
+            async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=args.concurrency)
+            ) as session:
+                for stream in (False, True):
+                    for url, _pid in targets.values():  # warm-up
+                        await _messages_load(session, url, [f"w{i}" for i in range(args.concurrency * 2)], stream,
+                                             args.concurrency)  # fmt: skip
+                    for r in range(args.rounds):
+                        order = list(targets) if r % 2 == 0 else list(reversed(targets))
+                        for what in order:
+                            url, pid = targets[what]
+                            marks = [f"{what[0]}{int(stream)}{r}-{i}" for i in range(args.requests)]
+                            before = _cpu_s(pid)
+                            got = await _messages_load(session, url, marks, stream, args.concurrency)
+                            cpu[what, stream] += _cpu_s(pid) - before
+                            sent[what, stream] += len(marks)
+                            failed += got["failed"] + len(marks) - sum(got.values())
+
+        asyncio.run(run())
+        print("\n/v1/messages (Anthropic Messages), clean tool_use answers, "
+              f"{args.rounds} rounds x {args.requests} requests, concurrency {args.concurrency}:")  # fmt: skip
+        print("| through | mode | CPU ms/req | vs bare |")
+        print("|---|---|---|---|")
+        for stream in (False, True):
+            bare = (
+                cpu["bare pass-through (aiohttp)", stream]
+                * 1000
+                / sent["bare pass-through (aiohttp)", stream]
+            )
+            for what in targets:
+                ms = cpu[what, stream] * 1000 / sent[what, stream]
+                print(f"| {what} | {'stream' if stream else 'non-stream'} | {ms:.3f} | {ms / bare:.2f}x |")
+        print(f"check: every /v1/messages request got its own answer: {'PASS' if not failed else 'FAIL'}")
+        return not failed
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+
+
 BOOST = [0]
 
 
@@ -417,15 +563,23 @@ def main() -> None:
         help="also run toolmend serve from this source tree (another commit's src/, e.g. from "
         "'git worktree add'), against the same upstream in the same run: an A/B of two builds",
     )  # fmt: skip
-    parser.add_argument("--probe", choices=["aiohttp", "starlette"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--only", choices=["chat", "messages"],
+        help="run one part only: chat (chat completions and /v1/responses) or messages (default: both)",
+    )  # fmt: skip
+    parser.add_argument("--probe", choices=["aiohttp", "starlette", "messages"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
-        (_probe_aiohttp if args.probe == "aiohttp" else _probe_starlette)(args.upstream, args.port)
+        probes = {"aiohttp": _probe_aiohttp, "starlette": _probe_starlette, "messages": _probe_messages}
+        probes[args.probe](args.upstream, args.port)
         return
     if not 0 <= args.jitter <= 1 or args.latency_ms < 0:
         parser.error("--latency-ms must be >= 0 and --jitter within [0, 1]")
+    BOOST[0] = args.boost
+    if args.only == "messages":
+        sys.exit(0 if messages_overhead(args) else 1)
 
     # Each server in its own session: with the kernel's autogroup scheduling (on here) a session
     # shares one CPU share, so the load generator, upstream and proxies would queue each other.
@@ -520,6 +674,8 @@ def main() -> None:
             proc.terminate()
         for proc in procs:
             proc.wait(10)
+    if args.only is None:
+        checks["/v1/messages"] = messages_overhead(args)
     if not all(checks.values()):
         sys.exit(1)
 

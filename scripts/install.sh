@@ -15,7 +15,8 @@ else
 fi
 # train: the recipe tests (tests/train) train a tiny model with TRL; torch is already pinned above.
 # The dev group holds the test clients too: openai, langchain-openai, openai-agents (the Agents SDK
-# drives toolmend serve's /v1/responses in tests/serve/test_responses_agents.py).
+# drives toolmend serve's /v1/responses in tests/serve/test_responses_agents.py), anthropic (the
+# Anthropic adapter's and /v1/messages' tests).
 .venv/bin/python -m pip install -q -e ".[embed,viz,train,bfcl]" --group dev
 # BFCL multi-turn: the data and executable classes of bfcl-eval, without its pinned dependencies
 # (the classes need only the standard library and mpmath, from the bfcl extra above).

@@ -55,7 +55,11 @@ def test_help_and_dir_show_the_lazily_loaded_names() -> None:
 
 # Implementation modules are private (``_module.py``) and re-exported by their package, as in
 # httpx; these stay importable by path because they are optional integrations behind extras.
-PUBLIC_MODULES = {"toolmend.guard.langchain", "toolmend.guard.openai_client"}
+PUBLIC_MODULES = {
+    "toolmend.guard.anthropic_client",
+    "toolmend.guard.langchain",
+    "toolmend.guard.openai_client",
+}
 PINNED = Path(__file__).resolve().parent / "data" / "public_api.json"
 
 

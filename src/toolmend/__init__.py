@@ -5,8 +5,8 @@ The four jobs, one front door (these names, ``toolmend.__all__``, are the stable
 - **measure**: :func:`run_bench` (with :class:`BenchSettings`), :func:`score_predictions`;
 - **catch**: :func:`check_calls`, :class:`Checker`, :func:`repair` (with :func:`load_tools`,
   :func:`parse_calls`);
-- **recover**: :class:`Guard`, :class:`GuardPolicy`, :func:`wrap` (an OpenAI client that guards
-  every call);
+- **recover**: :class:`Guard`, :class:`GuardPolicy`, :func:`wrap` (an OpenAI or Anthropic client
+  that guards every call);
 - **teach**: :func:`build_dataset`;
 
 and the data model they share (:class:`Tool`, :class:`ToolCall`, :class:`Message`,

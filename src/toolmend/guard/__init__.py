@@ -1,8 +1,9 @@
 """The guard: catch a bad tool call before it runs, repair it safely, or re-ask precisely.
 
 :class:`Guard` decides (data, no I/O), :func:`drive` runs the loop against any model, and the
-adapters put the same decisions where agents live (:func:`wrap` for an ``openai`` client,
-:class:`~toolmend.guard.langchain.GuardMiddleware` for LangChain agents; both lazy extras).
+adapters put the same decisions where agents live (:func:`wrap` for an ``openai`` or
+``anthropic`` client, :class:`~toolmend.guard.langchain.GuardMiddleware` for LangChain agents;
+all lazy extras).
 
 >>> from toolmend.guard import Guard, Turn
 >>> guard = Guard([{"name": "add", "parameters": {"type": "object",

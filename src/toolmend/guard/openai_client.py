@@ -41,6 +41,7 @@ from typing import Any, cast
 
 from toolmend._errors import MissingExtraError, ModelError, ToolmendError
 from toolmend._schema import Message, Tool
+from toolmend.guard._aborted import GuardAborted
 from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
 from toolmend.guard._engine import Guard
@@ -65,18 +66,6 @@ try:
     from openai.types.responses import Response, ResponseStreamEvent
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtraError("openai", "openai", "toolmend.guard.wrap") from exc
-
-
-class GuardAborted(ToolmendError):
-    """The guard's budget was spent before the model gave valid calls. ``outcome`` holds every
-    decision; ``last_response`` is the model's last (invalid) answer."""
-
-    def __init__(self, outcome: GuardOutcome, last_response: Any) -> None:
-        super().__init__(
-            f"tool-call guard gave up: {outcome.final.reason} (codes: {', '.join(outcome.final.codes)})"
-        )
-        self.outcome = outcome
-        self.last_response = last_response
 
 
 def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -600,12 +589,17 @@ def wrap(
     client: Any, *, tools: Sequence[Tool | Mapping[str, Any]] | None = None, policy: GuardPolicy | None = None
 ) -> GuardedClient:
     """A client (``openai.OpenAI`` or ``openai.AsyncOpenAI``) whose chat completions and
-    responses are guarded.
+    responses are guarded; an ``anthropic.Anthropic`` or ``AsyncAnthropic`` gets its messages
+    guarded (:func:`toolmend.guard.anthropic_client.wrap_anthropic`).
 
     With ``tools`` the guard (and its per-run budget) is shared by every call; without, each
     request is checked against its own ``tools``. Raises :class:`GuardAborted` when the budget
     is spent.
     """
+    if type(client).__module__.partition(".")[0] == "anthropic":  # never imports anthropic otherwise
+        from toolmend.guard.anthropic_client import wrap_anthropic
+
+        return wrap_anthropic(client, tools=tools, policy=policy)  # type: ignore[return-value]
     if not isinstance(client, openai.OpenAI | openai.AsyncOpenAI):
         raise ToolmendError(
             f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"

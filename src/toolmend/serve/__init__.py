@@ -15,6 +15,8 @@ OpenAI-shaped error saying why there is none).
   repaired, re-asked with ``function_call_output`` items, and streams held from the first call.
 - ``x-toolmend-*`` headers (an SSE comment on streams) say what happened; ``/metrics`` counts it;
   ``--traces DIR`` writes it down for scoring and training data.
+- Anthropic Messages clients (``base_url=http://H:P``) get the same at ``/v1/messages``, forwarded
+  to ``{upstream}/messages`` (:mod:`toolmend.serve._anthropic`).
 
 >>> from toolmend.serve import ServeConfig, create_app
 >>> app = create_app(ServeConfig(upstream="http://127.0.0.1:8000/v1", shadow=True))

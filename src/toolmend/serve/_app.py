@@ -1,10 +1,12 @@
 """The proxy server (aiohttp.web): ``/v1/chat/completions`` (streaming and not), ``/v1/responses``
-(:mod:`toolmend.serve._responses`), ``/v1/models``,
-``/healthz`` and ``/metrics``. See :mod:`toolmend.serve` for what it does with each answer.
+(:mod:`toolmend.serve._responses`), ``/v1/messages`` (Anthropic Messages,
+:mod:`toolmend.serve._anthropic`), ``/v1/models``, ``/healthz`` and ``/metrics``. See
+:mod:`toolmend.serve` for what it does with each answer.
 
 >>> app = create_app(ServeConfig(upstream="http://127.0.0.1:8000/v1"))
->>> sorted({r.resource.canonical for r in app.router.routes()})
-['/healthz', '/metrics', '/v1/chat/completions', '/v1/models', '/v1/responses']
+>>> sorted({r.resource.canonical for r in app.router.routes()})  # doctest: +NORMALIZE_WHITESPACE
+['/healthz', '/metrics', '/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/models',
+ '/v1/responses']
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolmend.guard import GuardPolicy
 from toolmend.serve import _json as fastjson
+from toolmend.serve._anthropic import anthropic_error, count_tokens_handler, messages_handler
 from toolmend.serve._assembler import ContentGate, StreamAssembler
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
@@ -49,6 +52,7 @@ from toolmend.serve._verdict import Answer, Verdict, answer_of, judge
 __all__ = ["ServeConfig", "create_app", "run"]
 
 _CHAT = "/chat/completions"
+_MESSAGES = "/v1/messages"
 PROXY: web.AppKey[_Proxy] = web.AppKey("toolmend.proxy")
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CHUNK_KEYS = ("id", "object", "created", "model", "system_fingerprint", "service_tier")
@@ -137,6 +141,8 @@ class _Proxy:
         guarded = request.path.startswith("/v1/") or (self.config.metrics_auth and request.path == "/metrics")
         if key and guarded:
             given = request.headers.get("Authorization", "")
+            if request.path.startswith(_MESSAGES) and not given and request.headers.get("x-api-key"):
+                given = "Bearer " + request.headers["x-api-key"]  # how an Anthropic client sends a key
             # A header's bytes that are not UTF-8 arrive as surrogate escapes: they match no key.
             sent = given.encode("utf-8", "surrogateescape") if given.isascii() else b"\0"
             if not hmac.compare_digest(sent, f"Bearer {key}".encode("utf-8", "surrogateescape")):
@@ -146,6 +152,8 @@ class _Proxy:
                     if given
                     else "Missing API key: send 'Authorization: Bearer <key>'."
                 )
+                if request.path.startswith(_MESSAGES):
+                    return _json(401, anthropic_error(what, type="authentication_error"))
                 return _json(401, openai_error(what, code="invalid_api_key"))
         return await handler(request)
 
@@ -577,6 +585,9 @@ async def _shaped(request: web.Request, handler: Any) -> web.StreamResponse:
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
+        if request.path.startswith(_MESSAGES):
+            return _json(exc.status, anthropic_error(exc.text or exc.reason, type="invalid_request_error"),
+                         {k: v for k, v in exc.headers.items() if k.lower() in ("allow", "retry-after")})  # fmt: skip
         return _json(exc.status, openai_error(exc.text or exc.reason, type="invalid_request_error", code=exc.status),
                      {k: v for k, v in exc.headers.items() if k.lower() in ("allow", "retry-after")})  # fmt: skip
     except Exception as exc:
@@ -662,6 +673,8 @@ def create_app(config: ServeConfig) -> web.Application:
     from toolmend.serve._responses import handle_responses
 
     app.router.add_post("/v1/responses", functools.partial(handle_responses, proxy))
+    app.router.add_post(_MESSAGES, messages_handler(proxy))
+    app.router.add_post(_MESSAGES + "/count_tokens", count_tokens_handler(proxy))
     app.router.add_get("/v1/models", proxy.models)
     app.router.add_get("/healthz", proxy.healthz)
     app.router.add_get("/metrics", proxy.metrics_page)

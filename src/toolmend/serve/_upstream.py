@@ -185,10 +185,15 @@ class Upstream:
         assert self._session is not None, "Upstream.start() was not awaited"
         return self._session
 
-    def headers(self, incoming: Mapping[str, str] | None) -> dict[str, str]:
+    def headers(
+        self, incoming: Mapping[str, str] | None, key_header: str = "authorization"
+    ) -> dict[str, str]:
         """Headers for the upstream: the client's own (minus hop-by-hop ones and toolmend's), and
         the upstream key: the configured one, else the URL's user and password, else the client's
-        bearer token. With credentials of its own, the proxy forwards none of the client's."""
+        bearer token. With credentials of its own, the proxy forwards none of the client's.
+        ``key_header="x-api-key"``: the configured key goes as Anthropic's ``x-api-key`` too (the
+        Messages servers read one or the other: Anthropic's SDK sends a bearer token, older clients
+        and some servers use ``x-api-key``)."""
         own = bool(self.api_key or self.basic)
         out = {
             k: v
@@ -199,6 +204,8 @@ class Upstream:
         }
         if self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
+            if key_header == "x-api-key":
+                out["x-api-key"] = self.api_key
         elif self.basic:
             out["Authorization"] = self.basic
         elif incoming is not None and incoming.get("Authorization"):
@@ -230,12 +237,16 @@ class Upstream:
         )
 
     async def post(
-        self, path: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
+        self,
+        path: str,
+        body: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        key_header: str = "authorization",
     ) -> UpstreamReply:
         """POST a JSON body (an object, or its bytes as the client sent them) and read the whole
-        answer (retrying what is worth retrying)."""
+        answer (retrying what is worth retrying); ``key_header`` as in :meth:`headers`."""
         data = _json.dumps(body) if not isinstance(body, bytes) else body
-        hdrs = self.headers(headers)
+        hdrs = self.headers(headers, key_header)
 
         async def once() -> tuple[aiohttp.ClientResponse, bytes]:
             async with (
@@ -258,12 +269,16 @@ class Upstream:
             return UpstreamReply(resp.status, resp.headers, await resp.read())
 
     async def open_stream(
-        self, path: str, body: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
+        self,
+        path: str,
+        body: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        key_header: str = "authorization",
     ) -> aiohttp.ClientResponse:
         """POST a streaming request and return the open response once it says 200 (errors before
         the first byte are retried like :meth:`post`). The caller closes it."""
         data = _json.dumps(body) if not isinstance(body, bytes) else body
-        hdrs = self.headers(headers)
+        hdrs = self.headers(headers, key_header)
 
         async def once() -> aiohttp.ClientResponse:
             async with guard_transport(self.base_url):
