@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolmend.guard._allowed import AllowedCalls
+from toolmend.guard._conversation import SESSION_HEADER, Conversation, Conversations, call_signature
 from toolmend.guard._decision import Action, Decision, GuardFix
 from toolmend.guard._driver import GuardOutcome, Reply, drive
 from toolmend.guard._engine import Guard
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Action",
+    "Conversation",
+    "Conversations",
+    "SESSION_HEADER",
     "Decision",
     "EnvDecision",
     "EnvPolicy",
@@ -40,6 +44,7 @@ __all__ = [
     "AllowedCalls",
     "Turn",
     "TurnCall",
+    "call_signature",
     "classify_fault",
     "drive",
     "wrap",

@@ -30,6 +30,7 @@ from toolmend.check import Checker, repair, ungrounded
 from toolmend.check._ground import Context
 from toolmend.formats import load_lenient, parse_calls
 from toolmend.guard._allowed import AllowedCalls
+from toolmend.guard._conversation import Conversation
 from toolmend.guard._decision import Action, Decision, GuardFix
 from toolmend.guard._messages import NOTHING_RAN, call_problem_text, turn_problem_text
 from toolmend.guard._policy import GuardPolicy
@@ -70,16 +71,43 @@ class Guard:
 
     Call :meth:`decide` on every assistant turn, passing ``attempt`` (how many re-asks this turn
     has had). :meth:`reset` starts a new run (budget and repeat tracking cleared).
+
+    ``conversation`` (a :class:`~toolmend.guard.Conversation`) carries the run across guards: a
+    proxy that makes one guard per request passes the request's conversation, so the per-run
+    budget is the conversation's, and a call that already failed
+    ``policy.max_repeated_failures`` times in a row there is refused as a ``duplicate_call``
+    (the loop breaker):
+
+    >>> conv = Conversation()
+    >>> for _ in range(3):
+    ...     conv.record("add", {"a": 1}, ok=False)
+    >>> d = Guard([{"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}],
+    ...     conversation=conv).decide(Turn.from_native("", [{"id": "c", "name": "add", "arguments": '{"a": 1}'}]))
+    >>> d.action, d.findings[0].code, conv.reasks_used
+    ('reask', 'duplicate_call', 1)
     """
 
     def __init__(
-        self, tools: Checker | Iterable[Tool | Mapping[str, Any]], policy: GuardPolicy | None = None
+        self,
+        tools: Checker | Iterable[Tool | Mapping[str, Any]],
+        policy: GuardPolicy | None = None,
+        *,
+        conversation: Conversation | None = None,
     ) -> None:
         self.checker = tools if isinstance(tools, Checker) else Checker(tools)
         self.policy = policy or GuardPolicy()
-        self.reasks_used = 0
+        self.conversation = conversation if conversation is not None else Conversation()
         self._last: tuple[Any, ...] | None = None
         self._repeats = 0
+
+    @property
+    def reasks_used(self) -> int:
+        """The re-asks this run (its conversation) has used."""
+        return self.conversation.reasks_used
+
+    @reasks_used.setter
+    def reasks_used(self, value: int) -> None:
+        self.conversation.reasks_used = value
 
     @property
     def tool_names(self) -> list[str]:
@@ -88,7 +116,7 @@ class Guard:
 
     def reset(self) -> None:
         """Start a new run: the per-run budget and the repeat tracking start again."""
-        self.reasks_used = 0
+        self.conversation.reset()
         self._last = None
         self._repeats = 0
 
@@ -230,8 +258,10 @@ class Guard:
         if not empty and not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
-            if not checker.check(calls, self.policy.expected_count) and (
-                calls or not (self.policy.expected_count or allowed.mode == "required")
+            if (
+                not checker.check(calls, self.policy.expected_count)
+                and (calls or not (self.policy.expected_count or allowed.mode == "required"))
+                and not (self.conversation.has_failures and self._loops(calls))
             ):
                 clean = [] if ground is None else ungrounded(calls, ground, checker)
                 if not clean:
@@ -241,6 +271,11 @@ class Guard:
         work.fixes[:0] = fixes
         work.kept = list(kept)
         self._check(work)
+        if self.conversation.has_failures:
+            valid = {i: c for i, c in enumerate(work.calls) if c is not None and i not in work.per_call}
+            for f in self._loops(list(valid.values())):
+                i = list(valid)[f.call or 0]
+                work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i}))
         if empty and not work.whole:
             work.whole.append(_EMPTY)
         if ground is not None:
@@ -305,6 +340,16 @@ class Guard:
         )
 
     # -- reading and checking ------------------------------------------------------------
+
+    def _loops(self, calls: Sequence[ToolCall]) -> list[Finding]:
+        """The loop breaker's findings: calls that already failed too often in a row."""
+        limit = self.policy.max_repeated_failures
+        out = []
+        for i, c in enumerate(calls):
+            f = self.conversation.loop_finding(c.name, c.arguments, limit=limit, call=i)
+            if f is not None:
+                out.append(f)
+        return out
 
     def _read(self, turn: Turn, checker: Checker, allowed: AllowedCalls) -> _Work:
         work = _Work(turn=turn, calls=[], checker=checker, allowed=allowed)

@@ -123,6 +123,8 @@ def finding_line(finding: Finding, tool: Tool | None, tools: Sequence[str] = ())
         return f"- '{path}' is not a parameter of this tool (it takes: {names or 'no parameters'}). Leave it out."
     if code == "positional_argument":
         return f"- {finding.message}. Pass every value by its parameter name."
+    if code == "duplicate_call" and finding.data.get("rule") == "loop":
+        return f"- {finding.message}. {finding.suggestion}"
     if code == "duplicate_call":
         return f"- {finding.message}. Make each call once."
     return f"- {finding.message}.{_hint(finding)}"

@@ -48,6 +48,10 @@ class GuardPolicy(BaseModel):
       reads (``<tool_call>`` tags, a JSON or Python call list), each naming an offered tool, is
       taken as those calls (a fix ``tool_call_in_content`` / ``rescue``; the turn's text keeps
       only the prose around them). Never where the request allows no call;
+    - ``max_repeated_failures``: the loop breaker. A call (same tool, same arguments) that
+      already failed this many times in a row in the conversation (its tool reported an error,
+      or the guard refused it) is refused as a ``duplicate_call`` that tells the model to stop
+      (:class:`~toolmend.guard.Conversation`); 0 turns it off;
     - ``strict``: never change an answer. A turn the guard would repair, rescue or re-ask ends
       as ``abort`` instead, with what it found and would have fixed in the decision.
 
@@ -71,13 +75,15 @@ class GuardPolicy(BaseModel):
     max_echo_chars: int = 300
     """How much of a broken call's raw arguments the re-ask quotes back."""
     rescue: bool = True
+    max_repeated_failures: int = 3
     strict: bool = False
 
     @model_validator(mode="before")
     @classmethod
     def _check(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            for key in ("max_reasks_per_turn", "max_reasks_per_run", "escalate_after", "transport_retries"):
+            for key in ("max_reasks_per_turn", "max_reasks_per_run", "escalate_after", "transport_retries",
+                        "max_repeated_failures"):
                 value = data.get(key)
                 if isinstance(value, int) and value < 0:
                     raise ConfigError(f"{key} must be at least 0, got {value}")
