@@ -40,7 +40,7 @@ LAYERS: list[list[str]] = [
     ["train"],
     ["runs"],
     ["_bench"],
-    ["reports", "serve"],
+    ["reports", "serve", "mcp"],
     ["cli"],
     ["__init__", "__main__"],
 ]

@@ -17,6 +17,7 @@ from toolmend.cli import _bench as bench
 from toolmend.cli import _build as build
 from toolmend.cli import _cache as cache
 from toolmend.cli import _check as check
+from toolmend.cli import _mcp as mcp_guard
 from toolmend.cli import _report as report
 from toolmend.cli import _score as score
 from toolmend.cli import _serve as serve
@@ -116,7 +117,7 @@ def _root(
     """Measure, catch, recover from and train away LLM tool-call errors (see the list above)."""
 
 
-for _command in (bench, build, cache, check, report, score, serve, train):
+for _command in (bench, build, cache, check, mcp_guard, report, score, serve, train):
     _command.register(app)
 
 

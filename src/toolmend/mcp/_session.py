@@ -1,0 +1,350 @@
+"""The MCP guard's judgement, apart from any transport: one :class:`McpSession` per MCP session
+sees every JSON-RPC message in both directions and says what goes on.
+
+- ``tools/list`` answers pass unchanged; their tools are read (``inputSchema`` into a
+  :class:`~toolmend.check.Checker`, ``outputSchema`` kept) and linted: a schema the checker
+  cannot use is a warning in the log, and that tool's calls pass unchecked.
+- ``tools/call`` requests are checked by a :class:`~toolmend.guard.Guard` under the session's
+  :class:`~toolmend.guard.Conversation`: a clean call goes on as its bytes came; a call with
+  safe repairs (``"3"`` → 3, a misspelt key or tool name) goes on repaired; any other problem is
+  answered here with a tool result ``isError: true`` whose text says what is wrong and what to
+  send, and the server never sees the call. A name that matches no tool, not even as a close
+  misspelling, is a JSON-RPC error (-32602, as the MCP specification has unknown tools) naming
+  the closest tools.
+- The server's ``tools/call`` results are checked against the tool's ``outputSchema``: a
+  ``structuredContent`` that breaks it (or is missing) turns the result into ``isError: true``
+  with the original content and a text that says what does not match. Each result also tells the
+  conversation whether the call failed, for the loop breaker.
+- Everything else (resources, prompts, notifications, the server's own errors, requests from the
+  server) passes as its bytes came. A message that is not JSON-RPC is answered with a JSON-RPC
+  error and never forwarded; nothing here raises on what a peer sends.
+
+>>> s = McpSession()
+>>> s.from_client(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}').forward is not None
+True
+>>> tools = {"tools": [{"name": "add", "inputSchema": {"type": "object",
+...     "properties": {"a": {"type": "integer"}}, "required": ["a"]}}]}
+>>> _ = s.from_server(dumpb({"jsonrpc": "2.0", "id": 1, "result": tools}))
+>>> s.from_client(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":"3"}}}').forward
+b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":3}}}'
+>>> step = s.from_client(b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{}}}')
+>>> step.forward is None, loads(step.reply)["result"]["isError"]
+(True, True)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolmend._errors import SpecError
+from toolmend._jsontext import dumpb, loads
+from toolmend.check import Checker
+from toolmend.guard import Conversation, Guard, GuardPolicy, Turn
+from toolmend.guard._messages import call_problem_text
+
+__all__ = ["McpSession", "Step"]
+
+_log = logging.getLogger("toolmend.mcp")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+_MAX_PENDING = 10_000
+"""Requests awaiting the server's answer that a session keeps track of (the oldest go first)."""
+
+
+@dataclass(slots=True)
+class Step:
+    """What to do with one client message: ``forward`` these bytes to the server, or ``reply``
+    these to the client (never both)."""
+
+    forward: bytes | None = None
+    reply: bytes | None = None
+
+
+@dataclass(slots=True)
+class _Call:
+    name: str
+    arguments: Any
+
+
+class McpSession:
+    """The guard for one MCP session (see the module docstring). Not thread-safe: one transport
+    task feeds it, or one event loop."""
+
+    def __init__(
+        self,
+        policy: GuardPolicy | None = None,
+        *,
+        conversation: Conversation | None = None,
+        label: str = "",
+    ) -> None:
+        self.policy = policy or GuardPolicy()
+        self.conversation = conversation if conversation is not None else Conversation()
+        self.label = label
+        """How log lines name this session (the server's command or URL)."""
+        self._tools: dict[str, dict[str, Any]] | None = None
+        self._paging: dict[str, dict[str, Any]] = {}
+        self._unchecked: set[str] = set()
+        self._outputs: dict[str, dict[str, Any]] = {}
+        self._guard: Guard | None = None
+        self._out_checker: Checker | None = None
+        self._pending: OrderedDict[str, _Call | str] = OrderedDict()
+        self._streak = 0
+        """Calls refused in a row: the attempt number the guard's per-turn budget counts."""
+        self.counts: dict[str, int] = {}
+        """What happened so far, by kind (``accepted``, ``repaired``, ``refused``, ...)."""
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The tools the server listed (empty before its first ``tools/list`` answer)."""
+        return list(self._tools or ())
+
+    def _count(self, what: str) -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+    # -- client -> server ------------------------------------------------------------------
+
+    def from_client(self, raw: bytes) -> Step:
+        """What to do with one message the client sent (one line, or one POST body)."""
+        try:
+            msg = loads(raw)
+        except ValueError as exc:
+            return Step(reply=_error(None, PARSE_ERROR, f"toolmend mcp-guard: the message is not JSON: {exc}"))
+        if isinstance(msg, list):
+            return Step(reply=_error(None, INVALID_REQUEST, "toolmend mcp-guard: JSON-RPC batches are not "
+                                     "supported (MCP removed them); send one message at a time"))  # fmt: skip
+        if not isinstance(msg, dict):
+            return Step(reply=_error(None, INVALID_REQUEST, "toolmend mcp-guard: a JSON-RPC message must be "
+                                     f"an object, got {type(msg).__name__}"))  # fmt: skip
+        method = msg.get("method")
+        has_id = "id" in msg and method is not None
+        if not has_id or method not in ("tools/call", "tools/list"):
+            return Step(forward=raw)
+        key = _id_key(msg["id"])
+        if key is None:
+            return Step(reply=_error(None, INVALID_REQUEST, "toolmend mcp-guard: a request's id must be a "
+                                     "string or a number"))  # fmt: skip
+        if method == "tools/list":
+            params = msg.get("params")
+            cursor = params.get("cursor") if isinstance(params, dict) else None
+            self._remember(key, "tools/list:more" if cursor else "tools/list")
+            return Step(forward=raw)
+        return self._call(msg, key, raw)
+
+    def _remember(self, key: str, what: _Call | str) -> None:
+        self._pending[key] = what
+        while len(self._pending) > _MAX_PENDING:
+            self._pending.popitem(last=False)
+
+    def _call(self, msg: dict[str, Any], key: str, raw: bytes) -> Step:
+        rid = msg["id"]
+        params = msg.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            return Step(reply=_error(rid, INVALID_PARAMS, "tools/call needs params.name, a string"))
+        name = params["name"]
+        args = params.get("arguments")
+        if args is None:
+            args = {}
+        if self._tools is None or name in self._unchecked:
+            # No tools/list seen yet (or a tool whose schema the checker cannot use): nothing to
+            # check against, so the call goes on as it came.
+            self._count("unchecked")
+            self._remember(key, _Call(name, args))
+            return Step(forward=raw)
+        guard = self._guard_now()
+        if not isinstance(args, dict):
+            text = (f"The call to {name} was not run: its arguments must be a JSON object, got "
+                    f"{type(args).__name__}. Call it again with the arguments as an object.")  # fmt: skip
+            return self._refuse(rid, name, args, text)
+        attempt = min(self._streak, self.policy.max_reasks_per_turn)
+        decision = guard.decide(Turn.from_native("", [{"id": str(rid), "name": name, "arguments": args}]),
+                                attempt=attempt)  # fmt: skip
+        if decision.action in ("accept", "repaired") and decision.calls:
+            self._streak = 0
+            call = decision.calls[0]
+            if decision.action == "accept":
+                self._count("accepted")
+                self._remember(key, _Call(name, args))
+                return Step(forward=raw)
+            fixed = call.model_dump(mode="json")["arguments"]
+            self._count("repaired")
+            _log.info("%stools/call %s repaired: %s", self._where(), name,
+                      "; ".join(f"{fx.action} {fx.path or fx.before}".strip() for fx in decision.fixes))  # fmt: skip
+            self._remember(key, _Call(call.name, fixed))
+            return Step(forward=dumpb({**msg, "params": {**params, "name": call.name, "arguments": fixed}}))
+        unknown = [f for f in decision.findings if f.code == "wrong_tool_name"]
+        if unknown:
+            self._count("unknown_tool")
+            self.conversation.record(name, args, ok=False)
+            closest = list(unknown[0].data.get("closest") or [])
+            near = f" Closest: {', '.join(closest)}." if closest else ""
+            return Step(reply=_error(rid, INVALID_PARAMS, f"Unknown tool: {name!r}.{near} Tools on offer: "
+                                     f"{', '.join(self.tool_names)}.", {"tool": name, "closest": closest}))  # fmt: skip
+        tool = guard.checker.tools.get(name)
+        problem = call_problem_text(0, name, decision.findings, tool, self.tool_names,
+                                    escalated=decision.escalated, max_echo=self.policy.max_echo_chars)  # fmt: skip
+        _head, _, body = problem.partition("\n")
+        text = f"The call to {name} was not run.\n{body}"
+        if decision.action == "reask":
+            text += f"\nNothing was executed. Call {name} again with the corrected arguments."
+        else:
+            text += f"\nNothing was executed, and this call will not be: {decision.reason}."
+        return self._refuse(rid, name, args, text)
+
+    def _refuse(self, rid: Any, name: str, args: Any, text: str) -> Step:
+        self._streak += 1
+        self._count("refused")
+        self.conversation.record(name, args, ok=False)
+        _log.info("%stools/call %s refused: %s", self._where(), name, text.replace("\n", " "))
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+        return Step(reply=dumpb({"jsonrpc": "2.0", "id": rid, "result": result}))
+
+    def _guard_now(self) -> Guard:
+        if self._guard is None:
+            tools = [_input_view(t) for n, t in (self._tools or {}).items() if n not in self._unchecked]
+            self._guard = Guard(Checker.cached(tools), self.policy, conversation=self.conversation)
+        return self._guard
+
+    def _where(self) -> str:
+        return f"{self.label}: " if self.label else ""
+
+    # -- server -> client ------------------------------------------------------------------
+
+    def from_server(self, raw: bytes) -> bytes:
+        """The bytes the client gets for one message the server sent: ``raw`` itself, except a
+        ``tools/call`` result whose ``structuredContent`` breaks the tool's ``outputSchema``."""
+        if not self._pending:
+            return raw
+        try:
+            msg = loads(raw)
+        except ValueError:
+            return raw  # the client's SDK reports the server's malformed message as it is
+        if not isinstance(msg, dict) or "method" in msg or "id" not in msg:
+            return raw
+        key = _id_key(msg["id"])
+        what = self._pending.pop(key, None) if key is not None else None
+        if what is None:
+            return raw
+        result = msg.get("result")
+        if isinstance(what, str):
+            if isinstance(result, dict):
+                self._tools_listed(result, more=what.endswith(":more"))
+            return raw
+        if not isinstance(result, dict) or result.get("isError") is True:
+            self.conversation.record(what.name, what.arguments, ok=False)
+            return raw
+        problem = self._output_problem(what.name, result)
+        if problem is None:
+            self.conversation.record(what.name, what.arguments, ok=True)
+            return raw
+        self._count("bad_output")
+        self.conversation.record(what.name, what.arguments, ok=False)
+        _log.warning("%stools/call %s: %s", self._where(), what.name, problem)
+        content = result.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        new = {k: v for k, v in result.items() if k != "structuredContent"}
+        new["content"] = [*blocks, {"type": "text", "text": problem}]
+        new["isError"] = True
+        return dumpb({**msg, "result": new})
+
+    def _output_problem(self, name: str, result: Mapping[str, Any]) -> str | None:
+        schema = self._outputs.get(name)
+        if schema is None:
+            return None
+        head = f"The tool {name} ran, but its result does not match the outputSchema it declares:"
+        if "structuredContent" not in result:
+            return f"{head} it has no structuredContent."
+        value = result["structuredContent"]
+        if not isinstance(value, dict):
+            if schema.get("type") in (None, "object"):
+                return f"{head} structuredContent must be an object, got {type(value).__name__}."
+            return None
+        if self._out_checker is None:
+            return None
+        try:
+            findings = self._out_checker.check_arguments(name, value)
+        except (SpecError, ValueError):
+            return None
+        if not findings:
+            return None
+        lines = [f"- {f.path or '(the object)'}: {f.message}" for f in findings]
+        return "\n".join([head, *lines])
+
+    def _tools_listed(self, result: Mapping[str, Any], *, more: bool) -> None:
+        """Read a ``tools/list`` page: the tools, their schemas linted (warnings in the log)."""
+        listed = result.get("tools")
+        if not isinstance(listed, list):
+            _log.warning("%stools/list answer has no 'tools' list; calls stay unchecked", self._where())
+            return
+        page = dict(self._paging) if more else {}
+        for i, tool in enumerate(listed):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
+                _log.warning("%stools/list: tools[%d] has no name; it is ignored", self._where(), i)
+                continue
+            page[tool["name"]] = tool
+        self._paging = page
+        self._tools = page
+        self._unchecked = set()
+        self._outputs = {}
+        for name, tool in page.items():
+            problem = _lint(tool)
+            if problem:
+                _log.warning("%stool %r: %s; its calls pass unchecked", self._where(), name, problem)
+                self._unchecked.add(name)
+            out = tool.get("outputSchema")
+            if isinstance(out, dict):
+                try:
+                    Checker.cached([{"name": name, "inputSchema": out}]).verify()
+                    self._outputs[name] = out
+                except SpecError as exc:
+                    _log.warning("%stool %r: outputSchema unusable (%s); its results pass unchecked",
+                                 self._where(), name, exc)  # fmt: skip
+        outs = [{"name": n, "inputSchema": s} for n, s in self._outputs.items()]
+        self._out_checker = Checker.cached(outs) if outs else None
+        self._guard = None
+
+
+def _input_view(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """What the checker needs of an MCP tool: its name, description and input schema."""
+    out = {"name": tool["name"], "inputSchema": tool.get("inputSchema") or {"type": "object"}}
+    if isinstance(tool.get("description"), str):
+        out["description"] = tool["description"]
+    return out
+
+
+def _lint(tool: Mapping[str, Any]) -> str:
+    """What is wrong with a listed tool's ``inputSchema`` ("" when the checker can use it)."""
+    schema = tool.get("inputSchema")
+    if schema is None:
+        return "it has no inputSchema"
+    if not isinstance(schema, dict):
+        return f"its inputSchema is a {type(schema).__name__}, not a JSON Schema object"
+    if schema.get("type") != "object":
+        return f"its inputSchema has type {schema.get('type')!r}; MCP asks for 'object'"
+    try:
+        Checker.cached([_input_view(tool)]).verify()
+    except SpecError as exc:
+        return str(exc)
+    except (TypeError, ValueError) as exc:
+        return f"its inputSchema cannot be read ({exc})"
+    return ""
+
+
+def _id_key(rid: Any) -> str | None:
+    """A request id as a key: 1 and "1" are different ids."""
+    if isinstance(rid, bool) or not isinstance(rid, str | int | float):
+        return None
+    return dumpb(rid).decode()
+
+
+def _error(rid: Any, code: int, message: str, data: Any = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return dumpb({"jsonrpc": "2.0", "id": rid, "error": error})
+

@@ -1,0 +1,251 @@
+"""``toolmend mcp-guard`` between the official MCP SDK's client (``ClientSession``) and a real
+``MCPServer`` (the SDK's FastMCP), over streamable HTTP (all three in this process, on
+127.0.0.1) and over stdio (the guard's CLI starting the server as its subprocess)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+pytest.importorskip("mcp")
+uvicorn = pytest.importorskip("uvicorn")
+
+from aiohttp import web  # noqa: E402
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from toolmend.guard import GuardPolicy  # noqa: E402
+from toolmend.mcp import create_mcp_app  # noqa: E402
+
+_HERE = Path(__file__).resolve().parent
+_SPEC = importlib.util.spec_from_file_location("toolmend_test_mcp_server", _HERE / "mcp_server.py")
+assert _SPEC is not None and _SPEC.loader is not None
+server_module = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(server_module)
+SRC = _HERE.parents[1] / "src"
+
+
+@dataclass
+class Served:
+    url: str
+    """The guard's /mcp URL."""
+    upstream: str
+    calls: list[dict[str, Any]]
+    """Every tool call the server ran, in order."""
+
+
+@contextlib.asynccontextmanager
+async def served(policy: GuardPolicy | None = None) -> AsyncIterator[Served]:
+    """The test server on uvicorn and the guard (aiohttp) in front of it, both on 127.0.0.1."""
+    calls: list[dict[str, Any]] = []
+    app = server_module.build(calls).streamable_http_app()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        assert not task.done(), "the MCP server did not start"
+        await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    upstream = f"http://127.0.0.1:{port}/mcp"
+    runner = web.AppRunner(create_mcp_app(upstream, policy))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    guard_port = runner.addresses[0][1]
+    try:
+        yield Served(f"http://127.0.0.1:{guard_port}/mcp", upstream, calls)
+    finally:
+        await runner.cleanup()
+        server.should_exit = True
+        await task
+
+
+@contextlib.asynccontextmanager
+async def connect(url: str, **options: Any) -> AsyncIterator[ClientSession]:
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write, **options) as session:
+        await session.initialize()
+        yield session
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+
+
+async def test_clean_call_passes_unchanged_and_runs_once() -> None:
+    async with served() as s, connect(s.url) as session:
+        tools = await session.list_tools()
+        assert {t.name for t in tools.tools} >= {"add", "get_weather", "forecast", "lookup"}
+        result = await session.call_tool("add", {"a": 2, "b": 3})
+        assert not result.is_error
+        assert result.structured_content == {"result": 5}
+        assert s.calls == [{"tool": "add", "arguments": {"a": 2, "b": 3}}]
+
+
+async def test_safe_repairs_reach_the_server_repaired_and_once() -> None:
+    async with served() as s, connect(s.url) as session:
+        await session.list_tools()
+        result = await session.call_tool("add", {"a": "3", "b": 4})  # a string number
+        assert not result.is_error and result.structured_content == {"result": 7}
+        weather = await session.call_tool("get_weather", {"City": "Oslo"})  # a misspelt key
+        assert text_of(weather) == "Oslo: sunny for 1 day(s)"
+        renamed = await session.call_tool("get_wether", {"city": "Bergen", "days": 2})  # a misspelt tool
+        assert text_of(renamed) == "Bergen: sunny for 2 day(s)"
+        assert s.calls == [
+            {"tool": "add", "arguments": {"a": 3, "b": 4}},
+            {"tool": "get_weather", "arguments": {"city": "Oslo", "days": 1}},
+            {"tool": "get_weather", "arguments": {"city": "Bergen", "days": 2}},
+        ]
+
+
+async def test_a_missing_argument_is_a_tool_error_naming_it_and_never_runs() -> None:
+    async with served() as s, connect(s.url) as session:
+        await session.list_tools()
+        result = await session.call_tool("add", {"b": 1})
+        assert result.is_error
+        text = text_of(result)
+        assert "add was not run" in text and "'a'" in text and "integer" in text
+        bad = await session.call_tool("add", {"a": "three"})
+        assert bad.is_error and "'a' must be integer" in text_of(bad)
+        assert s.calls == []
+
+
+async def test_an_unknown_tool_names_the_closest_and_is_never_renamed() -> None:
+    async with served() as s, connect(s.url) as session:
+        await session.list_tools()
+        with pytest.raises(MCPError) as raised:
+            await session.call_tool("weather", {"city": "Oslo"})
+        message = str(raised.value)
+        assert "Unknown tool: 'weather'" in message and "get_weather" in message
+        with pytest.raises(MCPError, match="Unknown tool: 'multiply'"):
+            await session.call_tool("multiply", {"a": 1, "b": 2})
+        assert s.calls == []
+
+
+async def test_structured_content_is_checked_against_the_declared_output_schema() -> None:
+    async with served() as s:
+        # Without the guard the SDK's own client refuses the server's answer outright.
+        async with connect(s.upstream) as direct:
+            await direct.list_tools()
+            with pytest.raises(RuntimeError, match="Invalid structured content"):
+                await direct.call_tool("loose_forecast", {"city": "Oslo"})
+        async with connect(s.url) as session:
+            await session.list_tools()
+            good = await session.call_tool("forecast", {"city": "Oslo"})
+            assert not good.is_error and good.structured_content == {"city": "Oslo", "celsius": 21.5}
+            bad = await session.call_tool("loose_forecast", {"city": "Oslo"})
+            assert bad.is_error and bad.structured_content is None
+            text = text_of(bad)
+            assert "does not match the outputSchema" in text and "celsius" in text
+            assert '"celsius": "warm"' in text  # the server's own content is kept
+        assert [c["tool"] for c in s.calls] == ["loose_forecast", "forecast", "loose_forecast"]
+
+
+# Logging notifications are deprecated from protocol 2026-07-28 on; this session speaks 2025-11-25.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_resources_prompts_notifications_and_server_errors_pass_through() -> None:
+    logs: list[Any] = []
+    progress: list[tuple[float, float | None]] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params.data)
+
+    async def on_progress(done: float, total: float | None, _message: str | None) -> None:
+        progress.append((done, total))
+
+    async with served() as s, connect(s.url, logging_callback=on_log) as session:
+        await session.list_tools()
+        resource = await session.read_resource("note://hello")
+        assert resource.contents[0].text == "hello from a resource"
+        prompt = await session.get_prompt("greet", {"name": "Ada"})
+        assert prompt.messages[0].content.text == "Greet Ada warmly."
+        counted = await session.call_tool("slow_count", {"n": 3}, progress_callback=on_progress)
+        assert text_of(counted) == "counted to 3"
+        assert logs == ["counting to 3"] and progress == [(1, 3), (2, 3), (3, 3)]
+        failed = await session.call_tool("lookup", {"key": "k1"})
+        assert failed.is_error and "no record for key 'k1' in the test database" in text_of(failed)
+        with pytest.raises(MCPError) as raised:
+            await session.read_resource("note://missing")
+        assert "note://missing" in str(raised.value)
+        assert [c["tool"] for c in s.calls] == ["slow_count", "lookup"]
+
+
+async def test_the_loop_breaker_stops_a_call_that_keeps_failing() -> None:
+    async with served(GuardPolicy(max_repeated_failures=3)) as s, connect(s.url) as session:
+        await session.list_tools()
+        for _ in range(3):
+            result = await session.call_tool("lookup", {"key": "k"})
+            assert result.is_error and "no record" in text_of(result)
+        stopped = await session.call_tool("lookup", {"key": "k"})
+        assert stopped.is_error
+        assert "failed 3 times in a row" in text_of(stopped) and "Do not repeat this call" in text_of(stopped)
+        other = await session.call_tool("lookup", {"key": "other"})  # other arguments: a new call
+        assert "no record for key 'other'" in text_of(other)
+        assert [c["arguments"]["key"] for c in s.calls] == ["k", "k", "k", "other"]
+
+
+async def test_malformed_messages_get_json_rpc_errors() -> None:
+    async with served() as s, aiohttp.ClientSession() as http:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        async with http.post(s.url, data=b"{not json", headers=headers) as resp:
+            assert resp.status == 400
+            assert (await resp.json())["error"]["code"] == -32700
+        async with http.post(s.url, data=b"[1, 2]", headers=headers) as resp:
+            assert (await resp.json())["error"]["code"] == -32600
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"arguments": {}}}
+        async with http.post(s.url, data=json.dumps(call), headers=headers) as resp:
+            body = await resp.json()
+            assert body["id"] == 7 and body["error"]["code"] == -32602 and "params.name" in body["error"]["message"]
+        async with http.get(s.url.replace("/mcp", "/other")) as resp:
+            assert resp.status == 404 and "error" in await resp.json()
+    assert s.calls == []
+
+
+async def test_an_unreachable_upstream_is_a_json_rpc_error() -> None:
+    runner = web.AppRunner(create_mcp_app("http://127.0.0.1:9/mcp"))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/mcp"
+    try:
+        async with aiohttp.ClientSession() as http:
+            ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            async with http.post(url, json=ping) as resp:
+                body = await resp.json()
+                assert resp.status == 502 and body["id"] == 1
+                assert "could not be reached" in body["error"]["message"]
+    finally:
+        await runner.cleanup()
+
+
+async def test_stdio_through_the_cli(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolmend", "mcp-guard", "--", sys.executable, str(_HERE / "mcp_server.py"), str(log)],
+        env=env,
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        assert "add" in {t.name for t in tools.tools}
+        repaired = await session.call_tool("add", {"a": "40", "b": 2})
+        assert repaired.structured_content == {"result": 42}
+        missing = await session.call_tool("get_weather", {"days": 2})
+        assert missing.is_error and "'city'" in text_of(missing)
+        resource = await session.read_resource("note://hello")
+        assert resource.contents[0].text == "hello from a resource"
+        with pytest.raises(MCPError, match="Unknown tool"):
+            await session.call_tool("subtract", {"a": 1})
+    ran = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ran == [{"tool": "add", "arguments": {"a": 40, "b": 2}}]
