@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from toolmend.guard import GuardPolicy
+from toolmend.guard import SESSION_HEADER, Conversation, Conversations, GuardPolicy
 from toolmend.serve import _json as fastjson
 from toolmend.serve._anthropic import anthropic_error, count_tokens_handler, messages_handler
 from toolmend.serve._assembler import ContentGate, StreamAssembler
@@ -104,6 +104,7 @@ class _Proxy:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.metrics = Metrics()
+        self.conversations = Conversations()
         self.upstream = Upstream(
             config.upstream,
             api_key=config.upstream_api_key,
@@ -243,6 +244,7 @@ class _Exchange:
         self.outcome = "error"
         self.status = 200
         self.verdict: Verdict | None = None
+        self.conversation: Conversation | None = None
         self.raw_upstream: Any = None
         self.original: dict[str, Any] | None = None
         self.final: dict[str, Any] | None = None
@@ -273,8 +275,11 @@ class _Exchange:
 
     async def decide(self, answer: Answer) -> Verdict:
         t = time.perf_counter()
-        verdict = await judge(self.body, answer, self.reask, policy=self.config.policy,
-                              shadow=self.config.shadow, strict=self.config.strict)  # fmt: skip
+        self.conversation = self.proxy.conversations.for_request(
+            self.body["messages"], session=self.request.headers.get(SESSION_HEADER)
+        )
+        verdict = await judge(self.body, answer, self.reask, policy=self.config.policy, shadow=self.config.shadow,
+                              strict=self.config.strict, conversation=self.conversation)  # fmt: skip
         self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
         self.verdict = verdict
         self.outcome = verdict.outcome
@@ -536,6 +541,8 @@ class _Exchange:
     def record(self) -> None:
         proxy, m = self.proxy, self.proxy.metrics
         seconds = time.perf_counter() - self.started
+        if self.conversation is not None and self.status == 200:
+            proxy.conversations.remember(self.body["messages"], self.final, self.conversation)
         stream = "true" if self.is_stream else "false"
         m.inc("toolmend_requests_total", stream=stream, outcome=self.outcome)
         m.observe("toolmend_request_seconds", seconds, stream=stream)

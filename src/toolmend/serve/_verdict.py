@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from toolmend._schema import Message, ToolCall
 from toolmend.formats import to_openai_tool_calls
-from toolmend.guard import AllowedCalls, Guard, GuardPolicy, Reply, Turn, drive
+from toolmend.guard import AllowedCalls, Conversation, Guard, GuardPolicy, Reply, Turn, drive
 from toolmend.serve._assembler import ContentGate
 from toolmend.serve._protocol import openai_error, request_checker, tool_names
 
@@ -177,9 +177,13 @@ async def judge(
     policy: GuardPolicy,
     shadow: bool = False,
     strict: bool = False,
+    conversation: Conversation | None = None,
 ) -> Verdict:
     """The verdict on ``answer`` to the request ``body`` (see the module docstring). Never raises
     on model output; a failed re-ask raises the :class:`~toolmend._errors.ModelError` it got.
+
+    ``conversation`` is the request's :class:`~toolmend.guard.Conversation`: its re-ask budget
+    is the policy's per-run one, and the failures its history shows feed the loop breaker.
 
     ``strict`` (``--strict``) is the policy's ``strict``; rescuing calls printed as text is the
     policy's ``rescue``, applied to what the answer held back from the client (``answer.held``).
@@ -212,7 +216,9 @@ async def judge(
         if allowed.mode == "required":
             # The model did call; max_tokens cut the call off. The answer ends as "length".
             allowed = replace(allowed, mode="auto")
-    guard = Guard(request_checker(body["tools"]), first)
+    if conversation is not None and policy.max_repeated_failures:
+        conversation.observe_openai(body.get("messages") or ())
+    guard = Guard(request_checker(body["tools"]), first, conversation=conversation)
     turn = _turn(content or "", calls)
     verdict = Verdict("accepted", content or None, calls, finish or "stop")
     verdict.fixes = fixes
@@ -302,6 +308,10 @@ async def judge(
     if verdict.reasks and outcome.status in ("accepted", "repaired"):
         verdict.outcome = "recovered"
     verdict.recovery_s = time.perf_counter() - started
+    if verdict.reasks and not outcome.calls and outcome.turn.text:
+        # The model answered a re-ask in words (the loop breaker asks it to stop calling): that is
+        # the answer the client gets.
+        verdict.content = outcome.turn.text
     _finish(verdict, original, outcome.calls, answer)
     return verdict
 
