@@ -5,6 +5,7 @@ request answered exactly once.
 
     .venv/bin/python benchmarks/proxy_overhead.py [--concurrency 64] [--requests 2000] [--rounds 3]
         [--latency-ms 100] [--jitter 0.5] [--memory 20000] [--stacks] [--only chat|messages]
+        [--mcp 500 [--mcp-only]]
 
 Processes: the scripted upstream (tests/serve/scripted_upstream.py: aiohttp.web, one valid call
 per answer, its id carrying the request's marker), ``toolmend serve`` in front of it, the bare
@@ -31,6 +32,10 @@ the pass-through's.
 proxy CPU per clean request through ``toolmend serve`` and through a bare pass-through of the
 same protocol (tests/serve/messages_upstream.py as the upstream), streamed and not, in one run.
 ``--only messages`` runs that part alone, ``--only chat`` everything else.
+
+``--mcp N`` also measures ``toolmend mcp-guard --upstream`` against a bare MCP pass-through,
+both in front of the tests' MCP server (the official SDK's MCPServer on uvicorn; needs ``mcp``):
+CPU per clean ``tools/call``, N calls per relay per round (``--mcp-only``: that alone).
 
 ``--stacks`` also measures a bare pass-through on Starlette + uvicorn (``pip install starlette
 uvicorn``), the other server stack considered, against the same upstream (non-streamed only).
@@ -538,6 +543,145 @@ def _responses_rows(
                   f"bare pass-through {bare[mode]:.3f} ms ({toolmend[mode] / bare[mode]:.2f}x)", flush=True)  # fmt: skip
     return rows
 
+# -- the MCP guard ---------------------------------------------------------------------------
+
+MCP_SERVER = ROOT / "tests" / "mcp" / "mcp_server.py"
+
+
+def _wait_port(port: int, proc: subprocess.Popen[Any], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited: {proc.stderr.read() if proc.stderr else ''}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"port {port} did not open")
+
+
+def _probe_mcp_bare(upstream: str, port: int) -> None:
+    """The floor for an MCP relay: each POST forwarded with the MCP headers, its answer (JSON or
+    an event stream) relayed piece by piece, nothing parsed."""
+    import aiohttp
+    from aiohttp import web
+
+    keep = ("accept", "content-type", "mcp-session-id", "mcp-protocol-version", "last-event-id")
+
+    async def start(app: web.Application) -> None:
+        app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+
+    async def relay(request: web.Request) -> web.StreamResponse:
+        headers = {k: v for k, v in request.headers.items() if k.lower() in keep}
+        async with request.app["s"].request(request.method, upstream, data=await request.read(),
+                                            headers=headers) as r:  # fmt: skip
+            back = {k: v for k, v in r.headers.items() if k.lower() in ("content-type", "mcp-session-id")}
+            out = web.StreamResponse(status=r.status, headers=back)
+            await out.prepare(request)
+            async for piece in r.content.iter_any():
+                await out.write(piece)
+            await out.write_eof()
+            return out
+
+    app = web.Application()
+    app.on_startup.append(start)
+    app.router.add_route("POST", "/mcp", relay)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, handler_cancellation=True)
+
+
+async def _mcp_load(url: str, calls: int, concurrency: int) -> dict[str, Any]:
+    """One MCP session over raw HTTP (initialize, tools/list), then ``calls`` clean ``tools/call``
+    requests from ``concurrency`` clients; each answer must carry its own sum."""
+    import aiohttp
+
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    counts = {"sent": 0, "answered": 0, "failures": 0}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+                "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
+        async with http.post(url, json=init, headers=accept) as r:
+            await r.read()
+            headers = {**accept, "Mcp-Session-Id": r.headers.get("Mcp-Session-Id", ""),
+                       "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        async with http.post(url, json=note, headers=headers) as r:
+            await r.read()
+        async with http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers) as r:
+            await r.read()
+        work = iter(range(calls))
+
+        async def worker() -> None:
+            for i in work:
+                body = {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                        "params": {"name": "add", "arguments": {"a": i, "b": 1}}}  # fmt: skip
+                counts["sent"] += 1
+                async with http.post(url, json=body, headers=headers) as r:
+                    text = (await r.read()).decode()
+                if r.status == 200 and f'"structuredContent":{{"result":{i + 1}}}' in text.replace(" ", ""):
+                    counts["answered"] += 1
+                else:
+                    counts["failures"] += 1
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return counts
+
+
+def _mcp_overhead(args: argparse.Namespace) -> bool:
+    """CPU per clean ``tools/call`` of ``toolmend mcp-guard --upstream`` next to a bare MCP
+    pass-through, both in front of the same real MCP server (the SDK's MCPServer on uvicorn, the
+    tests' server), measured in one run, alternating which goes first; True when every call was
+    answered once and right."""
+    procs: list[subprocess.Popen[Any]] = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    try:
+        up_port = _free_port()
+        up = subprocess.Popen([sys.executable, str(MCP_SERVER), "--http", str(up_port)], stderr=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, text=True, env=env, start_new_session=True)  # fmt: skip
+        procs.append(up)
+        _wait_port(up_port, up)
+        upstream = f"http://127.0.0.1:{up_port}/mcp"
+        targets = []
+        g_port = _free_port()
+        guard = subprocess.Popen([sys.executable, "-m", "toolmend", "mcp-guard", "--upstream", upstream, "--port",
+                                  str(g_port)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                                 env=env, start_new_session=True)  # fmt: skip
+        procs.append(guard)
+        _wait_port(g_port, guard)
+        targets.append(("toolmend mcp-guard", f"http://127.0.0.1:{g_port}/mcp", guard.pid))
+        b_port = _free_port()
+        bare = subprocess.Popen([sys.executable, __file__, "--probe", "mcp-bare", "--upstream", upstream, "--port",
+                                 str(b_port)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                                env=env, start_new_session=True)  # fmt: skip
+        procs.append(bare)
+        _wait_port(b_port, bare)
+        targets.append(("bare MCP pass-through (aiohttp)", f"http://127.0.0.1:{b_port}/mcp", bare.pid))
+        for _what, url, _pid in targets:  # warm-up: imports, pools, the compiled checker
+            asyncio.run(_mcp_load(url, 20, 4))
+        cpu = {what: 0.0 for what, _, _ in targets}
+        tally = {what: Counter[str]() for what, _, _ in targets}
+        for r in range(args.rounds):
+            for what, url, pid in targets if r % 2 == 0 else targets[::-1]:
+                before = _cpu_s(pid)
+                counts = asyncio.run(_mcp_load(url, args.mcp, min(args.concurrency, 16)))
+                cpu[what] += _cpu_s(pid) - before
+                tally[what].update(counts)
+        print(f"\nMCP: {args.rounds} rounds x {args.mcp} clean tools/call per relay (concurrency "
+              f"{min(args.concurrency, 16)}), upstream: the SDK's MCPServer over streamable HTTP (event streams)")  # fmt: skip
+        print("\n| relay | CPU ms per tools/call | sent | answered | failed |")
+        print("|---|---|---|---|---|")
+        for what, _, _ in targets:
+            t = tally[what]
+            print(f"| {what} | {1000 * cpu[what] / max(t['sent'], 1):.3f} | {t['sent']} | {t['answered']} | "
+                  f"{t['failures']} |")  # fmt: skip
+        guard_ms, bare_ms = (1000 * cpu[w] / max(tally[w]["sent"], 1) for w, _, _ in targets)
+        print(f"MCP guard CPU added per clean tools/call over the bare pass-through: {guard_ms - bare_ms:+.3f} ms")
+        return all(t["answered"] == t["sent"] and not t["failures"] for t in tally.values())
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(
@@ -567,14 +711,24 @@ def main() -> None:
         "--only", choices=["chat", "messages"],
         help="run one part only: chat (chat completions and /v1/responses) or messages (default: both)",
     )  # fmt: skip
-    parser.add_argument("--probe", choices=["aiohttp", "starlette", "messages"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--mcp", type=int, default=0, metavar="N",
+        help="also measure toolmend mcp-guard: N clean tools/call per relay per round (0: skip)",
+    )  # fmt: skip
+    parser.add_argument("--mcp-only", action="store_true", help="measure only the MCP guard (with --mcp N)")
+    parser.add_argument(
+        "--probe", choices=["aiohttp", "starlette", "messages", "mcp-bare"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
-        probes = {"aiohttp": _probe_aiohttp, "starlette": _probe_starlette, "messages": _probe_messages}
+        probes = {"aiohttp": _probe_aiohttp, "starlette": _probe_starlette, "messages": _probe_messages,
+                  "mcp-bare": _probe_mcp_bare}  # fmt: skip
         probes[args.probe](args.upstream, args.port)
         return
+    if args.mcp_only:
+        sys.exit(0 if _mcp_overhead(args) else 1)
     if not 0 <= args.jitter <= 1 or args.latency_ms < 0:
         parser.error("--latency-ms must be >= 0 and --jitter within [0, 1]")
     BOOST[0] = args.boost
@@ -663,6 +817,8 @@ def main() -> None:
             checks[f"no memory growth (RSS +{growth:.1f} MiB over the last three quarters, limit 5)"] = (
                 growth < 5
             )
+        if args.mcp:
+            checks["every MCP tools/call answered once and right"] = _mcp_overhead(args)
         for what, ok in checks.items():
             print(f"check: {what}: {'PASS' if ok else 'FAIL'}")
         print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -3,7 +3,8 @@ SDK's FastMCP): tools with and without structured output, a tool that fails with
 one that logs and reports progress, a resource and a prompt.
 
 ``python mcp_server.py LOG`` serves over stdio; every tool call it runs is appended to the file
-LOG as one JSON line, so a test can count what reached the server.
+LOG as one JSON line, so a test can count what reached the server. ``python mcp_server.py --http
+PORT`` serves streamable HTTP at ``http://127.0.0.1:PORT/mcp`` (benchmarks/proxy_overhead.py).
 """
 
 from __future__ import annotations
@@ -103,4 +104,9 @@ def build(calls: list[dict[str, Any]] | Path) -> MCPServer:
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1])).run()
+    if sys.argv[1] == "--http":  # streamable HTTP on 127.0.0.1:PORT/mcp, calls kept in memory only
+        import uvicorn
+
+        uvicorn.run(build([]).streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="error")
+    else:
+        build(Path(sys.argv[1])).run()
