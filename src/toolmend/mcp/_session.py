@@ -100,6 +100,12 @@ class McpSession:
         """What happened so far, by kind (``accepted``, ``repaired``, ``refused``, ...)."""
 
     @property
+    def listing(self) -> bool:
+        """Whether a ``tools/list`` request awaits the server's answer (a transport holds the
+        client's next messages until it arrives, so that calls sent right behind it are checked)."""
+        return any(isinstance(v, str) for v in self._pending.values()) if self._pending else False
+
+    @property
     def tool_names(self) -> list[str]:
         """The tools the server listed (empty before its first ``tools/list`` answer)."""
         return list(self._tools or ())

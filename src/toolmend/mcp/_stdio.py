@@ -30,6 +30,7 @@ MAX_LINE = 64 * 2**20
 """The longest message either side may send (bytes); a longer one is dropped (the client gets a
 JSON-RPC error)."""
 _GRACE_S = 5.0
+_LIST_WAIT_S = 30.0
 
 Write = Callable[[bytes], Awaitable[None]]
 
@@ -78,9 +79,15 @@ async def relay_stdio(
     assert proc.stdin is not None and proc.stdout is not None
     server_in, server_out = proc.stdin, proc.stdout
     session = McpSession(policy, conversation=conversation, label=" ".join(argv)[:80])
+    listed = asyncio.Event()
 
     async def client_to_server() -> None:
         async for line in _lines(client_in):
+            if session.listing:
+                # A client that sends calls right behind tools/list gets them checked against it.
+                listed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(listed.wait(), _LIST_WAIT_S)
             if line is None:
                 await write_client(_error(None, INVALID_REQUEST, f"toolmend mcp-guard: a message longer than "
                                           f"{MAX_LINE} bytes was dropped") + b"\n")  # fmt: skip
@@ -103,6 +110,8 @@ async def relay_stdio(
                 _log.warning("toolmend mcp-guard: the server sent a line longer than %d bytes; dropped", MAX_LINE)
                 continue
             await write_client(session.from_server(line) + b"\n")
+            if not session.listing:
+                listed.set()
 
     inbound = asyncio.create_task(client_to_server())
     outbound = asyncio.create_task(server_to_client())
