@@ -114,7 +114,7 @@ class Conversation:
             return None
         return Finding(
             code="duplicate_call",
-            message=f"{name} with these arguments failed {n} times in a row in this conversation",
+            message=f"{name} with these arguments failed {n} time{'s' if n != 1 else ''} in a row in this conversation",
             call=call,
             suggestion="It was not sent again. Do not repeat this call: change its arguments, call "
             "another tool, or answer the user with what you have.",
