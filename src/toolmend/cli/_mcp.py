@@ -54,11 +54,14 @@ def mcp_guard_command(
         guard_policy = guard_policy.model_copy(update={"strict": True})
     logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.WARNING)
     if upstream is not None:
-        url = urlparse(upstream)
-        if url.scheme not in ("http", "https") or not url.netloc:
-            fail(f"--upstream {upstream!r}: expected an http(s) URL such as http://127.0.0.1:8000/mcp")
-        from toolmend.mcp import run_http
+        try:
+            url = urlparse(upstream)
+        except ValueError:
+            fail("--upstream: not a URL; expected one such as http://127.0.0.1:8000/mcp")
+        from toolmend.mcp._streamable import run_http, shown_url
 
+        if url.scheme not in ("http", "https") or not url.netloc:
+            fail(f"--upstream {shown_url(upstream)!r}: expected an http(s) URL such as http://127.0.0.1:8000/mcp")
         if host not in ("127.0.0.1", "localhost", "::1"):
             typer.echo(f"toolmend mcp-guard: warning: listening on {host}: anyone who can reach this port "
                        "can call the upstream's tools through it", err=True)  # fmt: skip

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -31,7 +32,7 @@ from toolmend._jsontext import dumpb, loads
 from toolmend.guard import SESSION_HEADER, Conversations, GuardPolicy
 from toolmend.mcp._session import PARSE_ERROR, McpSession, _error
 
-__all__ = ["MCP_PATH", "create_mcp_app", "run_http"]
+__all__ = ["MCP_PATH", "create_mcp_app", "run_http", "shown_url"]
 
 MCP_PATH = "/mcp"
 _log = logging.getLogger("toolmend.mcp")
@@ -51,6 +52,8 @@ class _Relay:
 
     def __init__(self, upstream: str, policy: GuardPolicy, *, max_sessions: int = 1024) -> None:
         self.upstream = upstream
+        self.shown = shown_url(upstream)
+        """The upstream as messages and logs show it: without a user or password."""
         self.policy = policy
         self.conversations = Conversations(limit=max_sessions)
         self.sessions: OrderedDict[str, McpSession] = OrderedDict()
@@ -70,7 +73,7 @@ class _Relay:
         found = self.sessions.get(key)
         if found is None:
             found = self.sessions[key] = McpSession(self.policy, conversation=self.conversations.get(key),
-                                                    label=self.upstream)  # fmt: skip
+                                                    label=self.shown)  # fmt: skip
             while len(self.sessions) > self.max_sessions:
                 self.sessions.popitem(last=False)
         else:
@@ -100,7 +103,7 @@ class _Relay:
             resp = await self._http.request(request.method, self.upstream, data=body,
                                             headers=self.headers(request), allow_redirects=False)  # fmt: skip
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            message = f"toolmend mcp-guard: the upstream MCP server {self.upstream} could not be reached ({exc})"
+            message = f"toolmend mcp-guard: the upstream MCP server {self.shown} could not be reached ({exc})"
             _log.warning("%s", message)
             return web.Response(body=_error(rid, _INTERNAL_ERROR, message), status=502,
                                 content_type="application/json")  # fmt: skip
@@ -129,6 +132,22 @@ class _Relay:
         with contextlib.suppress(ConnectionError):
             await out.write_eof()
         return out
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its ``user:password@``.
+
+    >>> shown_url("http://me:secret@127.0.0.1:8000/mcp")
+    'http://127.0.0.1:8000/mcp'
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(an unreadable URL)"
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
 
 def _code(reply: bytes) -> int | None:
@@ -218,6 +237,6 @@ def run_http(
     print_line: Any = print,
 ) -> None:  # fmt: skip
     """Serve the guard at ``http://host:port/mcp`` until interrupted."""
-    print_line(f"toolmend mcp-guard: http://{host}:{port}{MCP_PATH} -> {upstream}")
+    print_line(f"toolmend mcp-guard: http://{host}:{port}{MCP_PATH} -> {shown_url(upstream)}")
     web.run_app(create_mcp_app(upstream, policy), host=host, port=port, print=None, access_log=None,
                 handler_cancellation=True)  # fmt: skip
