@@ -239,18 +239,34 @@ class Conversations:
 
 def history_key(messages: Iterable[Any]) -> str | None:
     """The key of the conversation ``messages`` belong to: a hash of the turns up to the first
-    assistant message (roles, text and that message's tool-call ids, what every client sends back
-    unchanged), or ``None`` when there is no assistant message yet."""
+    assistant turn (roles, text and that turn's tool-call ids, what every client sends back
+    unchanged), or ``None`` when there is no assistant turn yet.
+
+    Chat Completions messages, Anthropic Messages (``tool_use`` blocks) and Responses input items
+    (a ``function_call`` item is an assistant turn) are all read:
+
+    >>> user = {"role": "user", "content": "hi"}
+    >>> chat = history_key([user, {"role": "assistant", "content": None, "tool_calls": [{"id": "t1"}]}])
+    >>> anthropic = history_key([user, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]}])
+    >>> responses = history_key([user, {"type": "function_call", "call_id": "t1", "name": "f"}])
+    >>> chat == anthropic == responses, history_key([user]) is None
+    (True, True)
+    """
     parts: list[Any] = []
     for m in messages:
         if not isinstance(m, Mapping):
             return None
-        role = m.get("role")
-        content = _text(m.get("content"))
-        if role == "assistant":
+        role = m.get("role") or m.get("type")
+        content = m.get("content")
+        if role in ("assistant", "function_call"):
             ids = [c.get("id") for c in m.get("tool_calls") or () if isinstance(c, Mapping)]
-            parts.append([role, content, ids])
+            if isinstance(content, list):
+                ids += [b.get("id") for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+            if role == "function_call":
+                ids.append(m.get("call_id"))
+                content = None
+            parts.append(["assistant", _text(content), ids])
             digest = hashlib.blake2b(dumps(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
             return "history:" + digest
-        parts.append([role, content])
+        parts.append([role, _text(content)])
     return None
