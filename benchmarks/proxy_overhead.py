@@ -545,7 +545,7 @@ def _responses_rows(
 
 # -- the MCP guard ---------------------------------------------------------------------------
 
-MCP_SERVER = ROOT / "tests" / "mcp" / "mcp_server.py"
+MCP_SERVER = ROOT / "tests" / "mcp_guard" / "mcp_server.py"
 
 
 def _wait_port(port: int, proc: subprocess.Popen[Any], timeout: float = 90) -> None:
@@ -606,7 +606,9 @@ async def _mcp_load(url: str, calls: int, concurrency: int) -> dict[str, Any]:
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         async with http.post(url, json=note, headers=headers) as r:
             await r.read()
-        async with http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers) as r:
+        async with http.post(
+            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers
+        ) as r:
             await r.read()
         work = iter(range(calls))
 
@@ -674,7 +676,9 @@ def _mcp_overhead(args: argparse.Namespace) -> bool:
             print(f"| {what} | {1000 * cpu[what] / max(t['sent'], 1):.3f} | {t['sent']} | {t['answered']} | "
                   f"{t['failures']} |")  # fmt: skip
         guard_ms, bare_ms = (1000 * cpu[w] / max(tally[w]["sent"], 1) for w, _, _ in targets)
-        print(f"MCP guard CPU added per clean tools/call over the bare pass-through: {guard_ms - bare_ms:+.3f} ms")
+        print(
+            f"MCP guard CPU added per clean tools/call over the bare pass-through: {guard_ms - bare_ms:+.3f} ms"
+        )
         return all(t["answered"] == t["sent"] and not t["failures"] for t in tally.values())
     finally:
         for proc in procs:

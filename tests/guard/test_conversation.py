@@ -55,7 +55,10 @@ def test_the_loop_breaker_off_and_bad_settings() -> None:
     conv = Conversation()
     for _ in range(9):
         conv.record("add", {"a": 1}, ok=False)
-    assert Guard(ADD, GuardPolicy(max_repeated_failures=0), conversation=conv).decide(_turn('{"a": 1}')).action == "accept"
+    assert (
+        Guard(ADD, GuardPolicy(max_repeated_failures=0), conversation=conv).decide(_turn('{"a": 1}')).action
+        == "accept"
+    )
     with pytest.raises(ConfigError, match="max_repeated_failures must be at least 0"):
         GuardPolicy(max_repeated_failures=-1)
 

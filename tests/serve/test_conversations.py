@@ -30,7 +30,9 @@ def _failing_history(times: int) -> list[dict[str, Any]]:
     for i in range(times):
         out.append({"role": "assistant", "content": None,
                     "tool_calls": [call("get_weather", {"city": "Oslo"}, f"h{i}")]})  # fmt: skip
-        out.append({"role": "tool", "tool_call_id": f"h{i}", "content": "Error: the weather service timed out"})
+        out.append(
+            {"role": "tool", "tool_call_id": f"h{i}", "content": "Error: the weather service timed out"}
+        )
     return out
 
 
@@ -86,7 +88,9 @@ def test_the_re_ask_budget_is_the_conversations(serve: Any) -> None:
 def test_a_conversation_is_recognised_by_its_earlier_turns(serve: Any) -> None:
     """Without a header, the next request of a conversation carries the proxy's first answer (its
     tool-call ids), and that is the conversation the budget belongs to."""
-    proxy = serve(Scene(body=BAD), Scene(body=GOOD), Scene(body=BAD), policy=GuardPolicy(max_reasks_per_run=1))
+    proxy = serve(
+        Scene(body=BAD), Scene(body=GOOD), Scene(body=BAD), policy=GuardPolicy(max_reasks_per_run=1)
+    )
     client = _client(proxy)
     first = client.chat.completions.create(model="m", messages=[USER], tools=[WEATHER])
     answer = first.choices[0].message.model_dump(exclude_none=True)

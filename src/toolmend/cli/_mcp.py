@@ -36,11 +36,17 @@ def mcp_guard_command(
     upstream: Annotated[
         str | None, typer.Option("--upstream", help="The upstream MCP URL, e.g. http://127.0.0.1:8000/mcp.")
     ] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to bind with --upstream (default: loopback).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on with --upstream.", min=1, max=65535)] = 8710,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind with --upstream (default: loopback).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on with --upstream.", min=1, max=65535)
+    ] = 8710,
     policy: Annotated[Path | None, typer.Option("--policy", help="GuardPolicy as TOML or JSON.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a call rather than repair it.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each repaired or refused call.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log each repaired or refused call.")
+    ] = False,
 ) -> None:
     """Guard an MCP server's tools/call: check, repair, or answer what is wrong without calling it."""
     if bool(command) == bool(upstream):
@@ -61,7 +67,9 @@ def mcp_guard_command(
         from toolmend.mcp._streamable import run_http, shown_url
 
         if url.scheme not in ("http", "https") or not url.netloc:
-            fail(f"--upstream {shown_url(upstream)!r}: expected an http(s) URL such as http://127.0.0.1:8000/mcp")
+            fail(
+                f"--upstream {shown_url(upstream)!r}: expected an http(s) URL such as http://127.0.0.1:8000/mcp"
+            )
         if host not in ("127.0.0.1", "localhost", "::1"):
             typer.echo(f"toolmend mcp-guard: warning: listening on {host}: anyone who can reach this port "
                        "can call the upstream's tools through it", err=True)  # fmt: skip

@@ -86,7 +86,9 @@ class Conversation:
         self._failures: dict[str, int] = {}
 
     def __repr__(self) -> str:
-        return f"Conversation(key={self.key!r}, reasks_used={self.reasks_used}, failing={len(self._failures)})"
+        return (
+            f"Conversation(key={self.key!r}, reasks_used={self.reasks_used}, failing={len(self._failures)})"
+        )
 
     @property
     def has_failures(self) -> bool:
@@ -167,7 +169,9 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+        return "".join(
+            p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        )
     return "" if content is None else str(content)
 
 
@@ -261,12 +265,16 @@ def history_key(messages: Iterable[Any]) -> str | None:
         if role in ("assistant", "function_call"):
             ids = [c.get("id") for c in m.get("tool_calls") or () if isinstance(c, Mapping)]
             if isinstance(content, list):
-                ids += [b.get("id") for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+                ids += [
+                    b.get("id") for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"
+                ]
             if role == "function_call":
                 ids.append(m.get("call_id"))
                 content = None
             parts.append(["assistant", _text(content), ids])
-            digest = hashlib.blake2b(dumps(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+            digest = hashlib.blake2b(
+                dumps(parts).encode("utf-8", "surrogatepass"), digest_size=16
+            ).hexdigest()
             return "history:" + digest
         parts.append([role, _text(content)])
     return None

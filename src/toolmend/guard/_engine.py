@@ -272,9 +272,9 @@ class Guard:
         work.kept = list(kept)
         self._check(work)
         if self.conversation.has_failures:
-            valid = {i: c for i, c in enumerate(work.calls) if c is not None and i not in work.per_call}
-            for f in self._loops(list(valid.values())):
-                i = list(valid)[f.call or 0]
+            passing = {i: c for i, c in enumerate(work.calls) if c is not None and i not in work.per_call}
+            for f in self._loops(list(passing.values())):
+                i = list(passing)[f.call or 0]
                 work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i}))
         if empty and not work.whole:
             work.whole.append(_EMPTY)

@@ -82,8 +82,13 @@ class GuardPolicy(BaseModel):
     @classmethod
     def _check(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            for key in ("max_reasks_per_turn", "max_reasks_per_run", "escalate_after", "transport_retries",
-                        "max_repeated_failures"):
+            for key in (
+                "max_reasks_per_turn",
+                "max_reasks_per_run",
+                "escalate_after",
+                "transport_retries",
+                "max_repeated_failures",
+            ):
                 value = data.get(key)
                 if isinstance(value, int) and value < 0:
                     raise ConfigError(f"{key} must be at least 0, got {value}")

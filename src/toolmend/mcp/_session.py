@@ -120,7 +120,9 @@ class McpSession:
         try:
             msg = loads(raw)
         except ValueError as exc:
-            return Step(reply=_error(None, PARSE_ERROR, f"toolmend mcp-guard: the message is not JSON: {exc}"))
+            return Step(
+                reply=_error(None, PARSE_ERROR, f"toolmend mcp-guard: the message is not JSON: {exc}")
+            )
         if isinstance(msg, list):
             return Step(reply=_error(None, INVALID_REQUEST, "toolmend mcp-guard: JSON-RPC batches are not "
                                      "supported (MCP removed them); send one message at a time"))  # fmt: skip
@@ -353,4 +355,3 @@ def _error(rid: Any, code: int, message: str, data: Any = None) -> bytes:
     if data is not None:
         error["data"] = data
     return dumpb({"jsonrpc": "2.0", "id": rid, "error": error})
-

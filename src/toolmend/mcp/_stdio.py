@@ -107,7 +107,9 @@ async def relay_stdio(
     async def server_to_client() -> None:
         async for line in _lines(server_out):
             if line is None:
-                _log.warning("toolmend mcp-guard: the server sent a line longer than %d bytes; dropped", MAX_LINE)
+                _log.warning(
+                    "toolmend mcp-guard: the server sent a line longer than %d bytes; dropped", MAX_LINE
+                )
                 continue
             await write_client(session.from_server(line) + b"\n")
             if not session.listing:
@@ -119,10 +121,8 @@ async def relay_stdio(
         done, _ = await asyncio.wait({inbound, outbound}, return_when=asyncio.FIRST_COMPLETED)
         if inbound in done:
             # The client is gone: the server may still flush answers; then it must end.
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(outbound), _GRACE_S)
-            except TimeoutError:
-                pass
         for task in (inbound, outbound):
             if task.done() and not task.cancelled() and task.exception() is not None:
                 _log.warning("toolmend mcp-guard: relay stopped: %s", task.exception())
@@ -214,4 +214,3 @@ def run_stdio(argv: Sequence[str], *, policy: GuardPolicy | None = None) -> int:
         return await relay_stdio(argv, reader, write, policy=policy, env=dict(os.environ))
 
     return asyncio.run(main())
-

@@ -120,7 +120,11 @@ class _Relay:
             resp.release()
 
     async def _stream(
-        self, request: web.Request, resp: aiohttp.ClientResponse, headers: Mapping[str, str], session: McpSession
+        self,
+        request: web.Request,
+        resp: aiohttp.ClientResponse,
+        headers: Mapping[str, str],
+        session: McpSession,
     ) -> web.StreamResponse:
         out = web.StreamResponse(status=resp.status, headers=headers)
         await out.prepare(request)
@@ -201,7 +205,9 @@ def _relay_event(event: bytes, session: McpSession) -> bytes:
     return b"\n".join([*rest, b"data: " + out])
 
 
-def create_mcp_app(upstream: str, policy: GuardPolicy | None = None, *, max_body: int = 64 * 2**20) -> web.Application:
+def create_mcp_app(
+    upstream: str, policy: GuardPolicy | None = None, *, max_body: int = 64 * 2**20
+) -> web.Application:
     """The aiohttp application that guards ``upstream`` (the upstream's full MCP URL)."""
     relay = _Relay(upstream, policy or GuardPolicy())
     app = web.Application(client_max_size=max_body, middlewares=[_shaped])
@@ -228,7 +234,9 @@ async def _shaped(request: web.Request, handler: Any) -> web.StreamResponse:
         return web.Response(body=body, status=exc.status, content_type="application/json", headers=headers)
     except Exception:
         _log.exception("toolmend mcp-guard: internal error")
-        body = _error(None, _INTERNAL_ERROR, "toolmend mcp-guard failed on this request; its log has the details")
+        body = _error(
+            None, _INTERNAL_ERROR, "toolmend mcp-guard failed on this request; its log has the details"
+        )
         return web.Response(body=body, status=500, content_type="application/json")
 
 

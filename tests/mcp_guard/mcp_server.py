@@ -107,6 +107,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "--http":  # streamable HTTP on 127.0.0.1:PORT/mcp, calls kept in memory only
         import uvicorn
 
-        uvicorn.run(build([]).streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="error")
+        uvicorn.run(
+            build([]).streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="error"
+        )
     else:
         build(Path(sys.argv[1])).run()

@@ -204,7 +204,11 @@ async def test_malformed_messages_get_json_rpc_errors() -> None:
         call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"arguments": {}}}
         async with http.post(s.url, data=json.dumps(call), headers=headers) as resp:
             body = await resp.json()
-            assert body["id"] == 7 and body["error"]["code"] == -32602 and "params.name" in body["error"]["message"]
+            assert (
+                body["id"] == 7
+                and body["error"]["code"] == -32602
+                and "params.name" in body["error"]["message"]
+            )
         async with http.get(s.url.replace("/mcp", "/other")) as resp:
             assert resp.status == 404 and "error" in await resp.json()
     assert s.calls == []

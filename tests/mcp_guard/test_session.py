@@ -13,7 +13,10 @@ import pytest
 from toolmend.guard import GuardPolicy
 from toolmend.mcp import McpSession
 
-ADD = {"name": "add", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}
+ADD = {
+    "name": "add",
+    "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+}
 
 
 def _b(obj: Any) -> bytes:
@@ -39,11 +42,18 @@ def _call(session: McpSession, name: str, arguments: Any, rid: Any = 9) -> Any:
     return step, json.loads(step.forward or step.reply)
 
 
-def test_unusable_schemas_are_warnings_and_their_calls_pass_unchecked(caplog: pytest.LogCaptureFixture) -> None:
+def test_unusable_schemas_are_warnings_and_their_calls_pass_unchecked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     s = McpSession()
-    broken = {"name": "broken", "inputSchema": {"type": "object", "properties": {"a": {"type": "no-such-type"}}}}
+    broken = {
+        "name": "broken",
+        "inputSchema": {"type": "object", "properties": {"a": {"type": "no-such-type"}}},
+    }
     with caplog.at_level(logging.WARNING, logger="toolmend.mcp"):
-        _listed(s, [ADD, broken, {"name": "bare"}, {"name": "listy", "inputSchema": {"type": "array"}}, "junk"])
+        _listed(
+            s, [ADD, broken, {"name": "bare"}, {"name": "listy", "inputSchema": {"type": "array"}}, "junk"]
+        )
     text = caplog.text
     assert "tool 'broken'" in text and "tool 'bare': it has no inputSchema" in text
     assert "tool 'listy': its inputSchema has type 'array'" in text and "tools[4] has no name" in text
@@ -104,7 +114,9 @@ def test_arguments_that_are_not_an_object_are_a_tool_error() -> None:
     s = McpSession()
     _listed(s, [ADD])
     step, msg = _call(s, "add", [1, 2])
-    assert msg["result"]["isError"] and "must be a JSON object, got list" in msg["result"]["content"][0]["text"]
+    assert (
+        msg["result"]["isError"] and "must be a JSON object, got list" in msg["result"]["content"][0]["text"]
+    )
     step, msg = _call(s, "add", ...)  # no arguments at all: the required 'a' is missing
     assert msg["result"]["isError"] and "'a'" in msg["result"]["content"][0]["text"]
 
@@ -116,7 +128,12 @@ def test_other_messages_and_broken_server_lines_pass_as_they_came() -> None:
                 b'{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"x://y"}}'):  # fmt: skip
         assert s.from_client(raw).forward is raw
     _call(s, "add", {"a": 1}, rid=4)
-    for raw in (b"not json", b"[1]", b'{"jsonrpc":"2.0","id":4}', b'{"jsonrpc":"2.0","id":4,"error":{"code":1}}'):
+    for raw in (
+        b"not json",
+        b"[1]",
+        b'{"jsonrpc":"2.0","id":4}',
+        b'{"jsonrpc":"2.0","id":4,"error":{"code":1}}',
+    ):
         assert s.from_server(raw) is raw
 
 
