@@ -22,7 +22,7 @@ pytest.importorskip("mcp")
 uvicorn = pytest.importorskip("uvicorn")
 
 from aiohttp import web  # noqa: E402
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client  # noqa: E402
+from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from toolmend.guard import GuardPolicy  # noqa: E402
@@ -253,3 +253,21 @@ async def test_stdio_through_the_cli(tmp_path: Path) -> None:
             await session.call_tool("subtract", {"a": 1})
     ran = [json.loads(line) for line in log.read_text().splitlines()]
     assert ran == [{"tool": "add", "arguments": {"a": 40, "b": 2}}]
+
+
+async def test_the_sdks_default_client_speaks_the_stateless_protocol_through_the_guard() -> None:
+    """``mcp.Client(url)`` probes ``server/discover`` and speaks protocol 2026-07-28: no session,
+    routing headers (``Mcp-Method``, ``Mcp-Name``) the server checks against the body; a call the
+    guard renames gets a matching ``Mcp-Name``."""
+    async with served() as s, Client(s.url) as client:
+        assert client.protocol_version == "2026-07-28"
+        await client.list_tools()
+        assert (await client.call_tool("add", {"a": "4", "b": 1})).structured_content == {"result": 5}
+        renamed = await client.call_tool("get_wether", {"city": "Oslo"})
+        assert not renamed.is_error and text_of(renamed) == "Oslo: sunny for 1 day(s)"
+        missing = await client.call_tool("add", {"b": 1})
+        assert missing.is_error and "'a'" in text_of(missing)
+        assert s.calls == [
+            {"tool": "add", "arguments": {"a": 4, "b": 1}},
+            {"tool": "get_weather", "arguments": {"city": "Oslo", "days": 1}},
+        ]

@@ -53,6 +53,8 @@ _log = logging.getLogger("toolmend.mcp")
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+"""Where a request of protocol 2026-07-28 and later states its version (no handshake)."""
 _MAX_PENDING = 10_000
 """Requests awaiting the server's answer that a session keeps track of (the oldest go first)."""
 
@@ -60,10 +62,12 @@ _MAX_PENDING = 10_000
 @dataclass(slots=True)
 class Step:
     """What to do with one client message: ``forward`` these bytes to the server, or ``reply``
-    these to the client (never both)."""
+    these to the client (never both). ``name`` is set when the forwarded call names another tool
+    than the client's (a misspelling repaired), for transports that repeat the name in a header."""
 
     forward: bytes | None = None
     reply: bytes | None = None
+    name: str | None = None
 
 
 @dataclass(slots=True)
@@ -94,6 +98,7 @@ class McpSession:
         self._guard: Guard | None = None
         self._out_checker: Checker | None = None
         self._pending: OrderedDict[str, _Call | str] = OrderedDict()
+        self._modern = False
         self._streak = 0
         """Calls refused in a row: the attempt number the guard's per-turn budget counts."""
         self.counts: dict[str, int] = {}
@@ -155,6 +160,9 @@ class McpSession:
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
             return Step(reply=_error(rid, INVALID_PARAMS, "tools/call needs params.name, a string"))
         name = params["name"]
+        meta = params.get("_meta")
+        # From 2026-07-28 on a result must say it is complete; earlier clients may refuse the key.
+        self._modern = isinstance(meta, dict) and _VERSION_META in meta
         args = params.get("arguments")
         if args is None:
             args = {}
@@ -184,7 +192,8 @@ class McpSession:
             _log.info("%stools/call %s repaired: %s", self._where(), name,
                       "; ".join(f"{fx.action} {fx.path or fx.before}".strip() for fx in decision.fixes))  # fmt: skip
             self._remember(key, _Call(call.name, fixed))
-            return Step(forward=dumpb({**msg, "params": {**params, "name": call.name, "arguments": fixed}}))
+            forward = dumpb({**msg, "params": {**params, "name": call.name, "arguments": fixed}})
+            return Step(forward=forward, name=call.name if call.name != name else None)
         unknown = [f for f in decision.findings if f.code == "wrong_tool_name"]
         if unknown:
             self._count("unknown_tool")
@@ -209,7 +218,9 @@ class McpSession:
         self._count("refused")
         self.conversation.record(name, args, ok=False)
         _log.info("%stools/call %s refused: %s", self._where(), name, text.replace("\n", " "))
-        result = {"content": [{"type": "text", "text": text}], "isError": True}
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+        if self._modern:
+            result["resultType"] = "complete"
         return Step(reply=dumpb({"jsonrpc": "2.0", "id": rid, "result": result}))
 
     def _guard_now(self) -> Guard:

@@ -89,6 +89,7 @@ class _Relay:
         session = self.session(request)
         body: bytes | None = None
         rid: Any = None
+        renamed: str | None = None
         if request.method == "POST":
             raw = await request.read()
             step = session.from_client(raw)
@@ -97,11 +98,17 @@ class _Relay:
                 return web.Response(body=step.reply, status=status, content_type="application/json")
             body = step.forward
             rid = _request_id(raw)
+            if step.name is not None:
+                renamed = step.name
         elif request.method == "DELETE":
             self.sessions.pop(request.headers.get(_SESSION_ID) or "", None)
         try:
-            resp = await self._http.request(request.method, self.upstream, data=body,
-                                            headers=self.headers(request), allow_redirects=False)  # fmt: skip
+            headers = self.headers(request)
+            if renamed is not None:
+                # Protocol 2026-07-28 repeats the tool's name in Mcp-Name; the server checks the two agree.
+                headers = {k: (renamed if k.lower() == "mcp-name" else v) for k, v in headers.items()}
+            resp = await self._http.request(request.method, self.upstream, data=body, headers=headers,
+                                            allow_redirects=False)  # fmt: skip
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             message = f"toolmend mcp-guard: the upstream MCP server {self.shown} could not be reached ({exc})"
             _log.warning("%s", message)
