@@ -98,6 +98,8 @@ class Conversation:
     def record(self, name: str, arguments: Any, *, ok: bool) -> None:
         """Note that the call ``name(arguments)`` failed (``ok=False``: the tool reported an error,
         or the guard refused it) or succeeded, which clears its count."""
+        if ok and not self._failures:
+            return  # nothing to clear: a clean run costs no signature
         sig = call_signature(name, arguments)
         if ok:
             self._failures.pop(sig, None)

@@ -177,6 +177,12 @@ class McpSession:
             text = (f"The call to {name} was not run: its arguments must be a JSON object, got "
                     f"{type(args).__name__}. Call it again with the arguments as an object.")  # fmt: skip
             return self._refuse(rid, name, args, text)
+        if not self.conversation.has_failures and not guard.checker.check_arguments(name, args):
+            # The hot path: a clean call costs the checker's generated test, nothing more.
+            self._streak = 0
+            self._count("accepted")
+            self._remember(key, _Call(name, args))
+            return Step(forward=raw)
         attempt = min(self._streak, self.policy.max_reasks_per_turn)
         decision = guard.decide(Turn.from_native("", [{"id": str(rid), "name": name, "arguments": args}]),
                                 attempt=attempt)  # fmt: skip
