@@ -130,25 +130,19 @@ class Conversation:
         self.reasks_used = 0
         self._failures.clear()
 
+    def observe(self, calls: Iterable[tuple[str, Any, bool]]) -> None:
+        """Replace the failures with those of ``calls``, each ``(name, arguments, ok)`` in the
+        order they were made (a conversation's history, read in any protocol's shape)."""
+        self._failures.clear()
+        for name, arguments, ok in calls:
+            self.record(name, arguments, ok=ok)
+
     def observe_openai(self, messages: Sequence[Any]) -> None:
         """Read the failures from an OpenAI chat history: each assistant tool call and the
         ``tool`` message that answered it (an error result, as :func:`~toolmend.guard.classify_fault`
         reads it, is a failure; any other result clears the call's count). The history is the
         truth, so what was recorded before is replaced."""
-        self._failures.clear()
-        calls: dict[str, tuple[str, Any]] = {}
-        for m in messages:
-            if not isinstance(m, Mapping):
-                continue
-            role = m.get("role")
-            if role == "assistant":
-                for c in m.get("tool_calls") or ():
-                    fn = c.get("function") if isinstance(c, Mapping) else None
-                    if isinstance(fn, Mapping) and isinstance(c.get("id"), str):
-                        calls[c["id"]] = (str(fn.get("name") or ""), _arguments(fn.get("arguments")))
-            elif role == "tool" and m.get("tool_call_id") in calls:
-                name, args = calls.pop(m["tool_call_id"])
-                self.record(name, args, ok=classify_fault(_text(m.get("content")))[0] is None)
+        self.observe(_openai_calls(messages))
 
     @classmethod
     def from_openai(cls, messages: Sequence[Any]) -> Conversation:
@@ -156,6 +150,23 @@ class Conversation:
         conv = cls()
         conv.observe_openai(messages)
         return conv
+
+
+def _openai_calls(messages: Sequence[Any]) -> Iterable[tuple[str, Any, bool]]:
+    """``(name, arguments, ok)`` for each call of an OpenAI chat history that a tool answered."""
+    calls: dict[str, tuple[str, Any]] = {}
+    for m in messages:
+        if not isinstance(m, Mapping):
+            continue
+        role = m.get("role")
+        if role == "assistant":
+            for c in m.get("tool_calls") or ():
+                fn = c.get("function") if isinstance(c, Mapping) else None
+                if isinstance(fn, Mapping) and isinstance(c.get("id"), str):
+                    calls[c["id"]] = (str(fn.get("name") or ""), _arguments(fn.get("arguments")))
+        elif role == "tool" and m.get("tool_call_id") in calls:
+            name, args = calls.pop(m["tool_call_id"])
+            yield name, args, classify_fault(_text(m.get("content")))[0] is None
 
 
 def _arguments(raw: Any) -> Any:
@@ -257,6 +268,12 @@ def history_key(messages: Iterable[Any]) -> str | None:
     >>> responses = history_key([user, {"type": "function_call", "call_id": "t1", "name": "f"}])
     >>> chat == anthropic == responses, history_key([user]) is None
     (True, True)
+    >>> store = Conversations()  # a Responses answer filed, then found from the next input
+    >>> conv = store.for_request([user])
+    >>> store.remember([user], {"type": "function_call", "call_id": "t1", "name": "f"}, conv)
+    >>> store.for_request([user, {"type": "function_call", "call_id": "t1", "name": "f"},
+    ...                    {"type": "function_call_output", "call_id": "t1", "output": "ok"}]) is conv
+    True
     """
     parts: list[Any] = []
     for m in messages:
@@ -270,7 +287,7 @@ def history_key(messages: Iterable[Any]) -> str | None:
                 ids += [
                     b.get("id") for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"
                 ]
-            if role == "function_call":
+            if m.get("call_id") is not None:  # a Responses function_call item
                 ids.append(m.get("call_id"))
                 content = None
             parts.append(["assistant", _text(content), ids])
