@@ -543,6 +543,7 @@ def _responses_rows(
                   f"bare pass-through {bare[mode]:.3f} ms ({toolmend[mode] / bare[mode]:.2f}x)", flush=True)  # fmt: skip
     return rows
 
+
 # -- the MCP guard ---------------------------------------------------------------------------
 
 MCP_SERVER = ROOT / "tests" / "mcp_guard" / "mcp_server.py"
