@@ -230,6 +230,10 @@ class _Proxy:
 class _Exchange:
     """One chat-completion request on its way through."""
 
+    conversation: Conversation | None = None
+    """The request's conversation, once :meth:`decide` has found it (a class default: a subclass
+    with an ``__init__`` of its own has it too)."""
+
     def __init__(
         self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float, raw: bytes
     ) -> None:
@@ -244,7 +248,6 @@ class _Exchange:
         self.outcome = "error"
         self.status = 200
         self.verdict: Verdict | None = None
-        self.conversation: Conversation | None = None
         self.raw_upstream: Any = None
         self.original: dict[str, Any] | None = None
         self.final: dict[str, Any] | None = None
