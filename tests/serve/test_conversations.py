@@ -98,3 +98,32 @@ def test_a_conversation_is_recognised_by_its_earlier_turns(serve: Any) -> None:
                {"role": "user", "content": "And in two days?"}]  # fmt: skip
     with pytest.raises(openai.UnprocessableEntityError, match="budget of 1 re-ask"):
         client.chat.completions.create(model="m", messages=history, tools=[WEATHER])
+
+
+def test_responses_breaks_the_loop_too(serve: Any) -> None:
+    """/v1/responses decides through the same exchange: its history's failures count alike."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "responses_upstream", Path(__file__).parent / "responses_upstream.py"
+    )
+    assert spec is not None and spec.loader is not None
+    ru = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ru)
+    weather = {"type": "function", "name": "get_weather", "parameters": WEATHER["function"]["parameters"]}
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Oslo?"}]
+    for i in range(3):
+        items.append({"type": "function_call", "call_id": f"h{i}", "name": "get_weather",
+                      "arguments": '{"city": "Oslo"}'})  # fmt: skip
+        items.append(
+            {"type": "function_call_output", "call_id": f"h{i}", "output": "Error: service timed out"}
+        )
+    proxy = serve(
+        Scene(body=ru.response(ru.fcall("get_weather", {"city": "Oslo"}, "c9"))),
+        Scene(body=ru.response(ru.message("The weather service is down."))),
+    )
+    out = _client(proxy).responses.create(model="m", input=items, tools=[weather])
+    assert out.output_text == "The weather service is down."
+    told = [i for i in proxy.upstream.bodies[1]["input"] if i.get("type") == "function_call_output"][-1]
+    assert told["call_id"] == "c9" and "failed 3 times in a row" in told["output"]

@@ -258,6 +258,11 @@ def final_output(
         out.append(item)
     if not placed:
         out.extend(items)
+    if text_changed and content:
+        # The text came from a re-ask's answer (the loop breaker asks the model to stop calling):
+        # the first answer had no message item to carry it.
+        out.append({"id": "msg_" + secrets.token_hex(12), "type": "message", "role": "assistant",
+                    "status": "completed", "content": [{"type": "output_text", "text": content, "annotations": []}]})  # fmt: skip
     return out
 
 
