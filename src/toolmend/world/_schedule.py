@@ -106,7 +106,7 @@ def scheduled_fault_response(kind: ScheduledKind, tool: str) -> ToolResponse:
             tool=tool,
         )
     if kind == "wrong_shape":
-        raise ValueError("a wrong_shape fault wraps the real answer; the episode builds it")
+        raise ConfigError("a wrong_shape fault wraps the real answer; the episode builds it")
     return fault_response(kind, tool)
 
 
