@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from toolmend._errors import ConfigError, MissingExtraError
+from toolmend._errors import ConfigError, MissingExtraError, ToolmendError
 from toolmend._jsontext import read_json
 
 __all__ = ["BertEncoder", "default_model_dir"]
@@ -78,7 +78,7 @@ class BertEncoder:
         try:
             config = _json(folder / "config.json")
             pooling = _json(folder / "1_Pooling" / "config.json")
-        except (OSError, ConfigError, ValueError):
+        except (OSError, ToolmendError, ValueError):
             return False
         return (
             config.get("model_type") == "bert"
