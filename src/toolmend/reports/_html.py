@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Any
 
 from toolmend._jsontext import dumps, escape_surrogates
-from toolmend.reports._plots import bar_chart, line_chart
+from toolmend.reports._plots import available, bar_chart, line_chart
 from toolmend.reports._samples import browser_data
 from toolmend.reports._tables import Report, charts, flips_shown, provenance
 from toolmend.reports._tables import format_number as _num
@@ -103,6 +103,9 @@ def render_html(
     in the sample data it is that JSON escape, which the browser reads back losslessly."""
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
+    # The light install has no matplotlib: the page is complete without figures and says so.
+    no_figures = plots and not available()
+    plots = plots and not no_figures
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -112,6 +115,11 @@ def render_html(
         '<p class="facts">Rates are percentages (0–100, one decimal place); counts are counts.</p>',
         _table(*report.runs_table(), numeric_from=4),
     ]
+    if no_figures:
+        parts.append(
+            "<p class=\"facts\">Figures are left out: they need matplotlib "
+            "(<code>pip install 'toolmend[viz]'</code>).</p>"
+        )
     parts += [f'<p class="warn">{escape(n)}</p>' for n in report.status_notes()]
     for v in views:
         rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(val)}</td></tr>" for k, val in provenance(v))
