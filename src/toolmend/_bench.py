@@ -73,6 +73,7 @@ from toolmend.formats._calls import parse_calls
 from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models._cache import default_cache_dir
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
+from toolmend.runs._progress import STATUS_LOGGER
 from toolmend.runs._redact import REDACTED
 from toolmend.strategies._noisy import sample_tools
 
@@ -203,6 +204,8 @@ class BenchResult:
     mode: Mode
     summary: RunSummary
     settings: BenchSettings | None = None
+    in_process: bool = False
+    """The model answered in this process (the checklist critic, scripted): no HTTP request."""
 
     @property
     def failed(self) -> int:
@@ -310,7 +313,10 @@ def _resolve(benchmark: str | Benchmark, settings: BenchSettings, cache_root: Pa
         path = Path(settings.data)
     elif suite is not None:
         seed = settings.data_seed
-        path = suite.build(seed, cache_root / "suites" / name / f"seed-{seed}")
+        folder = cache_root / "suites" / name / f"seed-{seed}"
+        # The first step of a run on a suite, and the longest on an empty cache: say so at once.
+        logging.getLogger(STATUS_LOGGER).info("preparing: the %s suite (seed %d) in %s", name, seed, folder)
+        path = suite.build(seed, folder)
     else:
         path = shared_dir() / bench.default_data
     if not path.exists():
@@ -669,7 +675,13 @@ async def _execute(
         )
         raise
     return BenchResult(
-        run_dir=run.path, benchmark=name, model=llm.name, mode=mode_, summary=summary, settings=settings
+        run_dir=run.path,
+        benchmark=name,
+        model=llm.name,
+        mode=mode_,
+        summary=summary,
+        settings=settings,
+        in_process=bool(getattr(llm, "in_process", False)),
     )
 
 

@@ -14,6 +14,7 @@ local path (or its hub name, if it is already in the Hugging Face cache) to repr
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,6 +119,9 @@ class Embedder:
     def _load(self) -> Any:
         if self._model is not None:
             return self._model
+        # A run's display shows this (toolmend.runs' status logger): the first embedding of a
+        # run on an empty cache is a visible pause otherwise.
+        logging.getLogger("toolmend.status").info("preparing: loading the embedding model %s", self.model_id)
         folder = default_model_dir() if self._spec is None else Path(self._location or self.model_id).expanduser()
         # The bundled MiniLM (and any mean-pooled BERT folder) runs as a numpy forward pass: no
         # torch. A GPU request, or any other architecture, goes to sentence-transformers.
