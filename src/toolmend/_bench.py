@@ -57,6 +57,7 @@ from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
     BENCHMARKS,
+    STRATEGIES,
     SUITES,
     Benchmark,
     Generate,
@@ -595,6 +596,15 @@ async def _arun(
 
 
 def _strategies(spec: str | None, options: dict[str, Any] | None) -> tuple[str, list[Strategy]]:
+    if isinstance(spec, str) and options:
+        # Each option checked against the type its strategy's factory declares, so that
+        # `-S max_refine=abc` names the option and the type instead of failing inside.
+        from toolmend.strategies._base import _factory
+
+        options = dict(options)
+        for name in (n.strip() for n in spec.split("+")):
+            if name in STRATEGIES:
+                options.update(_typed(_factory(name), options, name, "strategy_options"))
     try:
         return resolve_strategies(spec, options)
     except ToolmendError:
@@ -722,7 +732,9 @@ def _make_model(
         raise OptionError("{} do not fit " + model, "model_options", detail=str(exc)) from exc
 
 
-def _typed(fn: Callable[..., Any], options: dict[str, Any], owner: str) -> dict[str, Any]:
+def _typed(
+    fn: Callable[..., Any], options: dict[str, Any], owner: str, field: str = "model_options"
+) -> dict[str, Any]:
     """``options`` checked against the types of ``fn``'s parameters (``"0.3"`` → ``0.3``), so
     that ``noise=high`` is an error naming it, not a failure deep inside."""
     try:
@@ -741,7 +753,7 @@ def _typed(fn: Callable[..., Any], options: dict[str, Any], owner: str) -> dict[
             where, msg = first_error(exc)
             at = f"{key}.{where}" if where else key
             raise OptionError(
-                f"{{}} {at} of {owner}: {msg[:1].lower()}{msg[1:]}", "model_options", detail=f"got {value!r}"
+                f"{{}} {at} of {owner}: {msg[:1].lower()}{msg[1:]}", field, detail=f"got {value!r}"
             ) from exc
         except Exception:  # a type pydantic cannot check: left to the constructor
             continue
