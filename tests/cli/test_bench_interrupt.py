@@ -141,7 +141,9 @@ def test_sigint_on_the_main_job_prints_a_hint_that_finishes_it(tmp_path: Path) -
     before = (run / "samples.jsonl").read_bytes().count(b"\n")
     assert proc.returncode == 130, stderr
     assert before < MAIN_JOB_SAMPLES, "must be stopped midway"
-    (hint,) = [line.split("continue with: ", 1)[1] for line in stderr.splitlines() if "continue with: " in line]
+    (hint,) = [
+        line.split("continue with: ", 1)[1] for line in stderr.splitlines() if "continue with: " in line
+    ]
     words = shlex.split(hint)
     assert words[:2] == ["toolmend", "bench"]
     done = subprocess.run(
@@ -149,7 +151,10 @@ def test_sigint_on_the_main_job_prints_a_hint_that_finishes_it(tmp_path: Path) -
         cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "CI": "1"}, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"{MAIN_JOB_SAMPLES} of {MAIN_JOB_SAMPLES} samples scored ({MAIN_JOB_SAMPLES - before} new)" in done.stdout
+    assert (
+        f"{MAIN_JOB_SAMPLES} of {MAIN_JOB_SAMPLES} samples scored ({MAIN_JOB_SAMPLES - before} new)"
+        in done.stdout
+    )
     # The checklist critic answers in this process: replies, not HTTP attempts.
     assert "replies computed here (no HTTP)" in done.stdout and "HTTP attempts" not in done.stdout
     assert RunDir(run).results() is not None and (run / "report.html").exists()

@@ -27,7 +27,9 @@ CRITIC_METRICS = {
 def _critic_run(root: Path) -> Path:
     """A run of the critic suite as the runner writes it (metrics in percent, as CriticTool's are),
     with no category and no finding on any sample."""
-    run = RunDir.create(root, Manifest(benchmark="critic", model="checklist", config={"bench": {"mode": "compat"}}))
+    run = RunDir.create(
+        root, Manifest(benchmark="critic", model="checklist", config={"bench": {"mode": "compat"}})
+    )
     with run.writer() as w:
         for i in range(4):
             w.append(SampleRecord(id=f"c{i}", outputs=[f'{{"name": "t{i}"}}'], scores={"tool": float(i % 2)}))
@@ -92,7 +94,9 @@ def test_columns_no_sample_fills_are_left_out(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("benchmark", ["bfcl"])
 def test_a_benchmark_without_definitions_keeps_its_table(tmp_path: Path, benchmark: str) -> None:
-    run = RunDir.create(tmp_path, Manifest(benchmark=benchmark, model="m", config={"bench": {"mode": "compat"}}))
+    run = RunDir.create(
+        tmp_path, Manifest(benchmark=benchmark, model="m", config={"bench": {"mode": "compat"}})
+    )
     with run.writer() as w:
         w.append(SampleRecord(id="a", outputs=["x"], scores={"accuracy": 1.0}))
     run.write_results({"metrics": {"n_samples": 1, "accuracy": 1.0}, "n_samples": 1})

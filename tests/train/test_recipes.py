@@ -286,5 +286,7 @@ def test_rows_longer_than_max_length_are_counted_before_training(
     long = len(_render(tokenizer, long_row["prompt"], _tools(long_row["tools"])))
     assert short + 8 < long
     with caplog.at_level("WARNING", logger="toolmend.status"):
-        prepare("sft", model=tiny_model, data=mixed, out=tmp_path / "m", config={**SMALL, "max_length": short + 8})
+        prepare(
+            "sft", model=tiny_model, data=mixed, out=tmp_path / "m", config={**SMALL, "max_length": short + 8}
+        )
     assert any("1 of 2 rows" in r.getMessage() for r in caplog.records)

@@ -64,9 +64,7 @@ def footer(result: BenchResult, wall_s: float) -> str:
     if result.in_process:
         asked = f"{s.requests} replies computed here (no HTTP), {s.cache_hits} from the cache"
     else:
-        asked = (
-            f"{s.requests} requests ({s.attempts} HTTP attempts), {s.cache_hits} cache hits, {s.retries} retries"
-        )
+        asked = f"{s.requests} requests ({s.attempts} HTTP attempts), {s.cache_hits} cache hits, {s.retries} retries"
     timing = f"{wall_s:.1f} s (samples {s.wall_s:.1f} s)"
     return f"{head}{asked}, {s.usage.input_tokens}+{s.usage.output_tokens} tokens, {timing}"
 

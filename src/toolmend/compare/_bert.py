@@ -87,7 +87,11 @@ class BertEncoder:
             and bool(pooling.get("pooling_mode_mean_tokens"))
             and not any(
                 pooling.get(k)
-                for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
+                for k in (
+                    "pooling_mode_cls_token",
+                    "pooling_mode_max_tokens",
+                    "pooling_mode_mean_sqrt_len_tokens",
+                )
             )
             and (folder / _WEIGHTS).is_file()
             and (folder / _TOKENIZER).is_file()
@@ -99,14 +103,21 @@ class BertEncoder:
             from tokenizers import Tokenizer
         except ImportError as exc:  # both are core dependencies; a broken install still gets one line
             raise MissingExtraError(
-                "tokenizers and safetensors", "", "the numpy embedding model", command="pip install tokenizers safetensors"
+                "tokenizers and safetensors",
+                "",
+                "the numpy embedding model",
+                command="pip install tokenizers safetensors",
             ) from exc
         config = _json(folder / "config.json")
         self.heads = int(config["num_attention_heads"])
         self.layers = int(config["num_hidden_layers"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         st_config = folder / "sentence_bert_config.json"
-        max_seq = int(_json(st_config).get("max_seq_length", _DEFAULT_MAX_SEQ)) if st_config.is_file() else _DEFAULT_MAX_SEQ
+        max_seq = (
+            int(_json(st_config).get("max_seq_length", _DEFAULT_MAX_SEQ))
+            if st_config.is_file()
+            else _DEFAULT_MAX_SEQ
+        )
         self.max_seq = min(max_seq, int(config.get("max_position_embeddings", 512)))
         tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))
         # tokenizer.json carries its own padding/truncation (128, fixed); sentence-transformers
@@ -152,7 +163,9 @@ class BertEncoder:
         head_dim = self.dim // self.heads
         scale = np.float32(1.0 / math.sqrt(head_dim))
         # Padded keys get the most negative float: exp() makes them exactly 0, as torch's mask does.
-        bias = np.where(mask[:, None, None, :] > 0, np.float32(0.0), np.finfo(np.float32).min).astype(np.float32)
+        bias = np.where(mask[:, None, None, :] > 0, np.float32(0.0), np.finfo(np.float32).min).astype(
+            np.float32
+        )
 
         def split(t: np.ndarray) -> np.ndarray:
             return t.reshape(batch, length, self.heads, head_dim).transpose(0, 2, 1, 3)
@@ -166,7 +179,10 @@ class BertEncoder:
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, self.dim)
-            x = self._norm(self._dense(context, f"{layer}.attention.output.dense") + x, f"{layer}.attention.output.LayerNorm")
+            x = self._norm(
+                self._dense(context, f"{layer}.attention.output.dense") + x,
+                f"{layer}.attention.output.LayerNorm",
+            )
             hidden = self._dense(x, f"{layer}.intermediate.dense")
             hidden = hidden * np.float32(0.5) * (np.float32(1.0) + erf(hidden / np.float32(math.sqrt(2.0))))
             x = self._norm(self._dense(hidden, f"{layer}.output.dense") + x, f"{layer}.output.LayerNorm")

@@ -122,7 +122,9 @@ class Embedder:
         # A run's display shows this (toolmend.runs' status logger): the first embedding of a
         # run on an empty cache is a visible pause otherwise.
         logging.getLogger("toolmend.status").info("preparing: loading the embedding model %s", self.model_id)
-        folder = default_model_dir() if self._spec is None else Path(self._location or self.model_id).expanduser()
+        folder = (
+            default_model_dir() if self._spec is None else Path(self._location or self.model_id).expanduser()
+        )
         # The bundled MiniLM (and any mean-pooled BERT folder) runs as a numpy forward pass: no
         # torch. A GPU request, or any other architecture, goes to sentence-transformers.
         if self.device in (None, "cpu") and folder.is_dir() and BertEncoder.supports(folder):
@@ -131,7 +133,9 @@ class Embedder:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise MissingExtraError("sentence-transformers", "embed", f"embedding model {self.model_id!r}") from exc
+            raise MissingExtraError(
+                "sentence-transformers", "embed", f"embedding model {self.model_id!r}"
+            ) from exc
         location = str(folder) if self._spec is None else (self._location or self.model_id)
         try:
             with _quiet_loading():

@@ -101,7 +101,9 @@ def _metrics_table(report: Report) -> str:
     for row in rows:
         name = row[0]
         text = report.definition(name)
-        label = f'<abbr class="tm-metric" title="{escape(text)}">{escape(name)}</abbr>' if text else escape(name)
+        label = (
+            f'<abbr class="tm-metric" title="{escape(text)}">{escape(name)}</abbr>' if text else escape(name)
+        )
         marked = name == report.answer
         if marked:
             label += '<span class="tm-badge">headline</span>'
@@ -175,7 +177,7 @@ def render_html(
     ]
     if no_figures:
         parts.append(
-            "<p class=\"facts\">Figures are left out: they need matplotlib "
+            '<p class="facts">Figures are left out: they need matplotlib '
             "(<code>pip install 'toolmend[viz]'</code>).</p>"
         )
     parts += [f'<p class="warn">{escape(n)}</p>' for n in report.status_notes()]
