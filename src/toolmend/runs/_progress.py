@@ -128,7 +128,7 @@ class RunningStats:
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds left, once :data:`ETA_AFTER` samples are done and a second has passed.
+        """Seconds left, once :data:`ETA_AFTER` samples are done.
 
         The rate is the session's own (from :meth:`start`-time on, start-up work included),
         unless the rate since the first finished sample is slower: samples that finish in one
@@ -138,8 +138,6 @@ class RunningStats:
             return None
         now = time.perf_counter()
         elapsed = now - self._start
-        if elapsed < 1.0:
-            return None
         left = self.total - self.done
         since_start = left * elapsed / self.new
         since_first = left * (now - self._first) / (self.new - 1)
