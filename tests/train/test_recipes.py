@@ -261,3 +261,32 @@ def test_dynamic_sampling_drops_only_tied_groups(
     assert output["completion_mask"].sum(dim=1).tolist() == [0, 0, 3, 3]
     assert int(output["num_items_in_batch"]) == 6  # the dapo normaliser counts kept tokens only
     assert trainer.dropped_groups == 1
+
+
+def test_rows_longer_than_max_length_are_counted_before_training(
+    tiny_model: Path, data: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The world builder's rows with every tool offered are thousands of tokens; with a
+    max_length their prompts fill, TRL would drop every row (num_samples=0). Refused first, with
+    the count and the fix; when only some rows are too long, a warning says how many."""
+    with pytest.raises(ConfigError) as err:
+        prepare("sft", model=tiny_model, data=data["sft"], out=tmp_path, config={**SMALL, "max_length": 8})
+    text = str(err.value)
+    assert "2 of 2 rows" in text and "max_length=8" in text and "--set max_length=" in text
+    assert "--max-tools" in text
+    long_row = _rows("sft", limit=1)[0]
+    short_row = {**long_row, "prompt": [{"role": "user", "content": "hi"}], "tools": None}
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", [long_row, short_row])
+    from transformers import AutoTokenizer
+
+    from toolmend.train._recipes import _render, _tools
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    short = len(_render(tokenizer, short_row["prompt"], None))
+    long = len(_render(tokenizer, long_row["prompt"], _tools(long_row["tools"])))
+    assert short + 8 < long
+    with caplog.at_level("WARNING", logger="toolmend.status"):
+        prepare(
+            "sft", model=tiny_model, data=mixed, out=tmp_path / "m", config={**SMALL, "max_length": short + 8}
+        )
+    assert any("1 of 2 rows" in r.getMessage() for r in caplog.records)

@@ -102,6 +102,12 @@ class Benchmark(ABC):
     """The call format replies are scored in; native tool calls are written back in it."""
     headline: ClassVar[str | None] = None
     """The per-sample score the progress bar shows and reports rank samples by."""
+    summary_metric: ClassVar[str | None] = None
+    """The aggregate metric that answers "how good is it" (CriticTool: ``overall``), which a
+    report puts first and marks; ``None``: the :attr:`headline` score's mean."""
+    metric_help: ClassVar[Mapping[str, str]] = {}
+    """One-line definitions of the aggregate metrics, by name or shell-style pattern
+    (``*/detect``); a report shows them beside each metric and in its glossary."""
     detail_keys: ClassVar[tuple[str, ...]] = ()
     count_keys: ClassVar[tuple[str, ...]] = ()
     """Names of aggregate metrics that count things rather than rate them, as shell-style

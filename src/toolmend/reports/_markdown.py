@@ -34,7 +34,14 @@ def render_markdown(report: Report) -> str:
     ``\\uXXXX`` escape, as the terminal shows it: the file is UTF-8)."""
     views = report.views
     title = views[0].benchmark if len({v.benchmark for v in views}) == 1 else "runs"
-    lines = [f"# toolmend report: {title}", "", "Rates are percentages (0–100, one decimal place).", ""]
+    lines = [f"# toolmend report: {title}", ""]
+    answer = report.answer_line()
+    if answer is not None:
+        # The answer first: the one number, then what it means.
+        lines += [f"**Headline — {answer}**", ""]
+        if report.definition(report.answer or ""):
+            lines += [f"{report.answer}: {report.definition(report.answer or '')}", ""]
+    lines += ["Rates are percentages (0–100, one decimal place).", ""]
     lines += _table(*report.runs_table())
     lines += [n + "\n" for n in report.status_notes()]
     for v in views:
@@ -79,7 +86,13 @@ def render_markdown(report: Report) -> str:
             if facts:
                 lines += [_cell(facts), ""]
             for i, out in enumerate(w.outputs):
-                if len(w.outputs) > 1:
-                    lines += [f"output {i + 1}:", ""]
+                lines += [f"reply {i + 1}:" if len(w.outputs) > 1 else "reply:", ""]
                 lines += _fence(out) + [""]
+            if w.gold:
+                lines += ["gold:", ""]
+                for g in w.gold:
+                    lines += _fence(g) + [""]
+    if report.definitions:
+        lines += ["## Glossary", ""]
+        lines += [f"- **{m}**: {text}" for m, text in report.definitions.items()] + [""]
     return escape_surrogates("\n".join(lines).rstrip() + "\n")

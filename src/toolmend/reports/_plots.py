@@ -16,9 +16,16 @@ from typing import Any
 
 from toolmend._errors import MissingExtraError
 
-__all__ = ["bar_chart", "line_chart"]
+__all__ = ["available", "bar_chart", "line_chart"]
 
 _COLOURS = ("#3b6ea5", "#e07b39", "#4f9d69", "#b65f9a", "#8c7a3f", "#5b5b5b")
+
+
+def available() -> bool:
+    """Whether matplotlib is installed (the ``viz`` extra); without it a report has no figures."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _pyplot() -> Any:

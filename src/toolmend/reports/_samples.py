@@ -56,7 +56,15 @@ class _Pool:
 
 
 def dataset_samples(view: RunView) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """``id → {prompt, tools, gold}`` rebuilt from the run's dataset, and a note when that failed."""
+    """``id → {prompt, tools, gold}`` rebuilt from the run's dataset, and a note when that failed
+    (read once per view: the worst samples and the browser both ask)."""
+    cached: tuple[dict[str, dict[str, Any]], str | None] | None = view.__dict__.get("_dataset_samples")
+    if cached is None:
+        cached = view.__dict__["_dataset_samples"] = _dataset_samples(view)
+    return cached
+
+
+def _dataset_samples(view: RunView) -> tuple[dict[str, dict[str, Any]], str | None]:
     m = view.manifest
     settings = dict((m.config.get("bench") or {}) if m else {})
     if m is None or m.dataset is None or not settings:

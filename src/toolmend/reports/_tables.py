@@ -7,11 +7,13 @@ place (:mod:`toolmend.runs._scale`); counts stay counts.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmend.benchmarks import benchmark_class
 from toolmend.reports._data import RunView
 from toolmend.reports._samples import is_correct
 from toolmend.reports._stats import DeltaCI, PairedTest, bootstrap_ci, paired_test
@@ -59,6 +61,8 @@ class WorstSample:
     score_key: str
     facts: dict[str, str]
     outputs: list[str]
+    gold: list[str] = field(default_factory=list)
+    """What a perfect model would have replied (empty where the run's data cannot be read)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,14 @@ class Report:
     comparisons: list[Comparison] = field(default_factory=list)
     per_error_type: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     """Run label → error type → metric → value (0–100): CriticTool's ``<error_type>/<metric>``."""
+    answer: str | None = None
+    """The metric the report leads with (the benchmark's summary metric, else its headline),
+    first in :attr:`metrics`; ``None`` where no run has it."""
+    definitions: dict[str, str] = field(default_factory=dict)
+    """Metric → one-line definition, for the metrics the benchmarks define."""
+
+    def definition(self, metric: str) -> str:
+        return self.definitions.get(metric, "")
 
     @property
     def labels(self) -> list[str]:
@@ -157,7 +169,8 @@ class Report:
         return head, rows
 
     def metrics_table(self) -> Table:
-        """One row per metric, one column per run (rates 0–100, one decimal)."""
+        """One row per metric, one column per run (rates 0–100, one decimal), the answer first;
+        a last column with each metric's definition where the benchmark gives them."""
         rows = [
             [
                 m,
@@ -168,7 +181,23 @@ class Report:
             ]
             for m in self.metrics
         ]
-        return ["metric", *self.labels], rows
+        if not self.definitions:
+            return ["metric", *self.labels], rows
+        for row in rows:
+            text = self.definition(row[0])
+            row.append(f"headline: {text}" if row[0] == self.answer else text)
+        return ["metric", *self.labels, "what it measures"], rows
+
+    def answer_line(self) -> str | None:
+        """``overall: 71.6 (checklist)`` — the answer metric of every run, or ``None``."""
+        if self.answer is None:
+            return None
+        values = [
+            f"{format_metric(self.answer, v.metrics.get(self.answer), percent=self.answer in v.percent, benchmark=v.benchmark)}"
+            + (f" ({v.label})" if len(self.views) > 1 else "")
+            for v in self.views
+        ]
+        return f"{self.answer}: {', '.join(values)}"
 
     def breakdown_table(self, b: Breakdown) -> Table:
         """One row per group: its sample count and mean score (0–100) in each run."""
@@ -398,9 +427,46 @@ def _worst(views: list[RunView], k: int) -> list[WorstSample]:
                     score_key=v.primary or "score",
                     facts=facts,
                     outputs=[_clip(o) for o in rec.outputs],
+                    gold=_gold_of(v, rec.id),
                 )
             )
     return rows
+
+
+def _gold_of(view: RunView, sid: str) -> list[str]:
+    from toolmend.reports._samples import dataset_samples
+
+    gold = dataset_samples(view)[0].get(sid, {}).get("gold")
+    if gold is None:
+        return []
+    return [_clip(g if isinstance(g, str) else str(g)) for g in ([gold] if isinstance(gold, str) else gold)]
+
+
+def _definitions(views: list[RunView], metrics: list[str]) -> tuple[str | None, dict[str, str]]:
+    """The answer metric and the definitions of ``metrics``, from the runs' benchmark classes."""
+    classes = [c for v in views if (c := benchmark_class(v.benchmark)) is not None]
+    answer = next((c.summary_metric for c in classes if c.summary_metric in metrics), None)
+    answer = answer or next((c.headline for c in classes if c.headline in metrics), None)
+
+    def find(metric: str) -> str:
+        for c in classes:
+            found = c.metric_help.get(metric) or next(
+                (text for pattern, text in c.metric_help.items() if fnmatch.fnmatchcase(metric, pattern)), ""
+            )
+            if found:
+                return found
+        return ""
+
+    out: dict[str, str] = {}
+    for m in metrics:
+        text = find(m)
+        group, sep, base = m.rpartition("/")
+        if not text and sep and (text := find(base)):
+            # `<group>/<metric>` (CriticTool's per-error-type scores): the metric over one group.
+            text = f"{text.rstrip('.')}; {group} samples only."
+        if text:
+            out[m] = text
+    return answer, out
 
 
 def build_report(views: list[RunView], *, worst: int = 10) -> Report:
@@ -430,7 +496,12 @@ def build_report(views: list[RunView], *, worst: int = 10) -> Report:
                 b.mean[row.group][i] = to_pct(row.mean)
     kept = [b for b in breakdowns.values() if len(b.groups) >= 2]
     comparisons = [c for v in views[1:] if (c := _compare(views[0], v)) is not None]
+    answer, definitions = _definitions(views, metrics)
+    if answer is not None:
+        metrics = [answer, *(m for m in metrics if m != answer)]
     return Report(
+        answer=answer,
+        definitions=definitions,
         views=views,
         metrics=metrics,
         plotted=plotted,

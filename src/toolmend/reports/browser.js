@@ -139,12 +139,12 @@
     list.slice(state.page * PAGE, (state.page + 1) * PAGE).forEach(function (s) {
       var tr = el("tr", "tm-row"); tr.dataset.id = s.id;
       tr.appendChild(el("td", null, s.id));
-      tr.appendChild(el("td", null, s.g.category || ""));
-      tr.appendChild(el("td", null, (s._g.error_type || []).filter(function (x) { return x !== "none"; }).join(", ")));
+      if (SHOW.category) tr.appendChild(el("td", null, s.g.category || ""));
+      if (SHOW.etype) tr.appendChild(el("td", null, errorTypes(s).join(", ")));
       s.r.forEach(function (e) {
         tr.appendChild(el("td", "num tm-score", e ? (e.x ? "error" : pct(e.s)) : ""));
       });
-      tr.appendChild(el("td", null, (s._chg ? "changed " : "") + s._codes.join(" ")));
+      if (SHOW.flags) tr.appendChild(el("td", null, flagsOf(s)));
       tr.addEventListener("click", function () { show(s); });
       body.appendChild(tr);
     });
@@ -233,8 +233,20 @@
     for (var i = 0; i < S.length; i++) if (S[i].id === id) { show(S[i]); return; }
   }
 
+  // A column no sample fills is left out (a run with no categories, no findings).
+  function errorTypes(s) { return (s._g.error_type || []).filter(function (x) { return x !== "none"; }); }
+  function flagsOf(s) { return (s._chg ? "changed " : "") + s._codes.join(" "); }
+  var SHOW = {
+    category: S.some(function (s) { return !!s.g.category; }),
+    etype: S.some(function (s) { return errorTypes(s).length > 0; }),
+    flags: S.some(function (s) { return flagsOf(s) !== ""; })
+  };
   var head = $("tm-head");
-  R.forEach(function (r) { head.insertBefore(el("th", "num", r.label), head.lastChild); });
+  [["category", "tm-h-category"], ["etype", "tm-h-etype"], ["flags", "tm-h-flags"]].forEach(function (c) {
+    if (!SHOW[c[0]]) head.removeChild($(c[1]));
+  });
+  var runsBefore = SHOW.flags ? $("tm-h-flags") : null;
+  R.forEach(function (r) { head.insertBefore(el("th", "num", r.label), runsBefore); });
   $("tm-search").addEventListener("input", function (ev) { state.q = ev.target.value.toLowerCase(); state.page = 0; render(); });
   var sortSel = $("tm-sort");
   [["id", "id"], ["score-asc", "score ↑"], ["score-desc", "score ↓"]].concat(R.length > 1 ? [["delta-asc", "Δ (last − first) ↑"], ["delta-desc", "Δ ↓"]] : [])

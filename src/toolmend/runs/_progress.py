@@ -22,7 +22,15 @@ from typing import IO, Protocol
 from toolmend.runs._record import SampleRecord
 from toolmend.runs._scale import format_pct, to_pct
 
-__all__ = ["NoProgress", "PlainProgress", "Progress", "RichProgress", "RunningStats", "make_progress"]
+__all__ = [
+    "NoProgress",
+    "PlainProgress",
+    "Progress",
+    "RichProgress",
+    "RunningStats",
+    "make_progress",
+    "show_status",
+]
 
 
 ETA_AFTER = 5
@@ -32,13 +40,19 @@ STATUS_LOGGER = "toolmend.status"
 """Long preparation steps log here (``preparing: embedding 1200 tools``); a running display shows them."""
 
 
+_SHOWN: list[_StatusLines] = []
+"""Status handlers installed, innermost last: only that one prints (a progress display started
+inside a command that shows status lines takes them over, and gives them back when it closes)."""
+
+
 class _StatusLines(logging.Handler):
     def __init__(self, emit: Callable[[str], None]) -> None:
         super().__init__(logging.INFO)
         self._print = emit
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._print(record.getMessage())
+        if _SHOWN and _SHOWN[-1] is self:
+            self._print(record.getMessage())
 
 
 def _showing_status(emit: Callable[[str], None]) -> _StatusLines:
@@ -46,12 +60,31 @@ def _showing_status(emit: Callable[[str], None]) -> _StatusLines:
     logger = logging.getLogger(STATUS_LOGGER)
     logger.setLevel(logging.INFO)
     logger.addHandler(handler)
+    _SHOWN.append(handler)
     return handler
 
 
 def _hide_status(handler: _StatusLines | None) -> None:
     if handler is not None:
         logging.getLogger(STATUS_LOGGER).removeHandler(handler)
+        if handler in _SHOWN:
+            _SHOWN.remove(handler)
+
+
+def show_status(emit: Callable[[str], None]) -> Callable[[], None]:
+    """Print the status lines (``preparing: …``) through ``emit`` until the returned function is
+    called; a progress display started meanwhile shows them itself.
+
+    >>> import logging
+    >>> lines: list[str] = []
+    >>> stop = show_status(lines.append)
+    >>> logging.getLogger(STATUS_LOGGER).info("preparing: the suite")
+    >>> stop()
+    >>> lines
+    ['preparing: the suite']
+    """
+    handler = _showing_status(emit)
+    return lambda: _hide_status(handler)
 
 
 class RunningStats:
@@ -95,14 +128,20 @@ class RunningStats:
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds left, once :data:`ETA_AFTER` samples are done: the rate is taken from the first
-        finished sample on, so start-up work (loading a model, embedding tools) does not count."""
+        """Seconds left, once :data:`ETA_AFTER` samples are done.
+
+        The rate is the session's own (from :meth:`start`-time on, start-up work included),
+        unless the rate since the first finished sample is slower: samples that finish in one
+        batch (scored together) must not read as "no time left" while most are still to come.
+        """
         if self.total is None or self._first is None or self.new < ETA_AFTER:
             return None
-        elapsed = time.perf_counter() - self._first
-        if elapsed <= 0:
-            return None
-        return max(0.0, (self.total - self.done) * elapsed / (self.new - 1))
+        now = time.perf_counter()
+        elapsed = now - self._start
+        left = self.total - self.done
+        since_start = left * elapsed / self.new
+        since_first = left * (now - self._first) / (self.new - 1)
+        return max(0.0, since_start, since_first)
 
     def line(self) -> str:
         total = f"/{self.total}" if self.total is not None else ""

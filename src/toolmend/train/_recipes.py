@@ -38,6 +38,7 @@ It does not re-sample to refill the batch.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -466,6 +467,8 @@ def prepare(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{config_class.__name__}: {exc}") from None
 
+    if kind == "sft":
+        _check_lengths(rows, tokenizer, getattr(trl_config, "max_length", None), data)
     if kind == "kto" and trl_config.per_device_train_batch_size < 2:
         raise ConfigError("KTO needs per_device_train_batch_size >= 2 (its KL estimate uses the other rows)")
     peft_config = None
@@ -497,6 +500,33 @@ def prepare(
         trainer.dynamic_sampling = dynamic_sampling
         _check_grpo_rendering(trainer, tokenizer, rows[0], model_dir)
     return Prepared(kind, trainer, Path(out))
+
+
+def _check_lengths(rows: list[dict[str, Any]], tokenizer: Any, max_length: int | None, data: Any) -> None:
+    """Rows whose prompt alone fills ``max_length`` tokens keep no completion token after
+    truncation: the trainer drops them as fully masked, and with all of them gone it fails deep
+    inside (``num_samples=0``). They are counted here, before any training, with the fix."""
+    if not max_length or not rows or not isinstance(rows[0].get("prompt"), list):
+        return
+    lengths = [len(_render(tokenizer, r["prompt"], _tools(r.get("tools")))) for r in rows]
+    long = [n for n in lengths if n >= max_length]
+    if not long:
+        return
+    where = data if isinstance(data, str | Path) else "the data"
+    message = (
+        f"{len(long)} of {len(rows)} rows of {where} have a prompt of {max_length:,} tokens or more "
+        f"(the longest {max(long):,}), so nothing of their completion is left within max_length="
+        f"{max_length:,} and training would drop them; raise it (--set max_length={_round_up(max(lengths))}) "
+        "or offer fewer tools per row (toolmend build ... --max-tools 4)"
+    )
+    if len(long) == len(rows):
+        raise ConfigError(message)
+    logging.getLogger("toolmend.status").warning("warning: %s", message)
+
+
+def _round_up(n: int, step: int = 256) -> int:
+    """``n`` plus room for a completion, rounded up to a multiple of ``step``."""
+    return -(-(n + step) // step) * step
 
 
 def _kto_weights(options: dict[str, Any], rows: list[dict[str, Any]]) -> None:

@@ -86,6 +86,30 @@ class CriticToolBenchmark(Benchmark):
     default_data = "data/critictool"
     reply_format = "json"
     headline = "tool"
+    summary_metric = "overall"
+    metric_help = {
+        "overall": "Weighted sum of detect, category, tool, args, retry, break, skip_finish_tool and "
+        "skip_finish_args (weights 0.1 0.1 0.15 0.15 0.05 0.15 0.15 0.15); the number to compare critics by.",
+        "detect": "Erroneous steps the critic flagged as wrong, and error-free steps it let pass.",
+        "category": "Flagged errors whose error category the critic named correctly.",
+        "tool": "Steps where the critic's corrected (or kept) call names the gold tool.",
+        "args": "Similarity of the corrected call's arguments to the gold arguments (embedding cosine).",
+        "parse_rate": "Replies that parse in CriticTool's reply format.",
+        "retry": "After a transient tool failure, the critic retried the call (skip and finish modes merged).",
+        "break": "After retries stopped helping, the critic stopped retrying (skip and finish merged).",
+        "skip_finish_tool": "After giving up on a failing tool, the next call (skip) or the finish "
+        "action (finish) is the gold one.",
+        "skip_finish_args": "After skipping a failing tool, the next call's arguments match the gold ones.",
+        "skip_retry": "retry, in the skip external mode only.",
+        "skip_break": "break, in the skip external mode only.",
+        "skip_tool": "After skipping a failing tool, the next call names the gold tool.",
+        "skip_args": "skip_finish_args: the skip mode is its only source.",
+        "skip_parse_rate": "parse_rate over the skip mode's replies.",
+        "finish_retry": "retry, in the finish external mode only.",
+        "finish_break": "break, in the finish external mode only.",
+        "finish_tool": "After giving up on a failing tool, the critic finishes (the gold action).",
+        "finish_parse_rate": "parse_rate over the finish mode's replies.",
+    }
     detail_keys = ("part", "error_type", "external_mode", "variant")
     percent_scale = True
 
