@@ -204,6 +204,16 @@ def port_free(port: int) -> bool:
     return True
 
 
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def ports(line: str) -> list[int]:
+    """The loopback ports a server's start-up line names: it is ready once they accept connections."""
+    return [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", line)]
+
+
 def weather_model(body: dict[str, Any]) -> Any:
     """The fake upstream's model: a call with a string for an integer and a misnamed key."""
     from fake_openai_server import Reply  # type: ignore[import-not-found]
@@ -263,7 +273,7 @@ class Page:
             printed = log.read_text(encoding="utf-8", errors="replace")
             if process.poll() is not None:
                 pytest.fail(f"{where}: `{command.text}` exited {process.returncode}:\n{printed[-4000:]}")
-            if want and not missing_lines(want, printed):
+            if want and not missing_lines(want, printed) and all(listening(p) for p in ports(want[0])):
                 return
             time.sleep(0.2)
         pytest.fail(f"{where}: `{command.text}` did not print {want!r} within 120 s")
