@@ -1,7 +1,7 @@
 """Write docs/results.md from docs/results.yaml (the one place the figures are kept).
 
-    python scripts/results_page.py           # rewrite the page
-    python scripts/results_page.py --check   # exit 1 if the page is not what the file gives
+python scripts/results_page.py           # rewrite the page
+python scripts/results_page.py --check   # exit 1 if the page is not what the file gives
 """
 
 from __future__ import annotations
@@ -45,7 +45,12 @@ def render(data: dict[str, Any]) -> str:
             raise ValueError(f"{SOURCE.name}: result {number}: unknown machine {entry['machine']!r}")
         if entry["section"] != section:
             section = entry["section"]
-            lines += [f"## {section}", "", "| figure | value | model | command | machine | date |", "|---|---|---|---|---|---|"]
+            lines += [
+                f"## {section}",
+                "",
+                "| figure | value | model | command | machine | date |",
+                "|---|---|---|---|---|---|",
+            ]
         lines.append(
             f"| {cell(entry['figure'])} | **{cell(entry['value'])}** | {cell(entry['model'])} | "
             f"`{cell(entry['command'])}` | {cell(entry['machine'])} | {cell(entry['date'])} |"

@@ -296,7 +296,9 @@ class Page:
             self.start(cmds[0], block.where)
             return
         exits = block.exits or [0] * len(cmds)
-        assert len(exits) == len(cmds), f"{block.where}: exit= names {len(exits)} statuses for {len(cmds)} commands"
+        assert len(exits) == len(cmds), (
+            f"{block.where}: exit= names {len(exits)} statuses for {len(cmds)} commands"
+        )
         for command, expect in zip(cmds, exits, strict=True):
             printed = self.run(command.text, block.where, expect)
             missing = missing_lines(command.shown, printed)
@@ -339,7 +341,9 @@ class Page:
 
 
 def needs_upstream(page: list[Block]) -> bool:
-    return any(f"127.0.0.1:{UPSTREAM_PORT}" in b.text for b in page if b.lang in RUN and b.skip_reason is None)
+    return any(
+        f"127.0.0.1:{UPSTREAM_PORT}" in b.text for b in page if b.lang in RUN and b.skip_reason is None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +394,9 @@ def test_every_marker_is_known_and_every_skip_says_why() -> None:
             elif not re.fullmatch(r"(exit=[\d,]+|background)", block.marker):
                 problems.append(f"{block.where}: unknown marker {block.marker!r}")
             elif block.lang not in RUN:
-                problems.append(f"{block.where}: a marker on a block that is not run ({block.lang or 'no language'})")
+                problems.append(
+                    f"{block.where}: a marker on a block that is not run ({block.lang or 'no language'})"
+                )
     assert problems == []
 
 

@@ -41,12 +41,18 @@ def test_the_results_file_names_every_field(tmp_path: Path) -> None:
 
 def test_the_main_jobs_figures_are_the_pinned_ones() -> None:
     """The results page and tests/benchmarks/test_critic_main_job.py cannot drift apart."""
-    spec = importlib.util.spec_from_file_location("main_job", ROOT / "tests" / "benchmarks" / "test_critic_main_job.py")
+    spec = importlib.util.spec_from_file_location(
+        "main_job", ROOT / "tests" / "benchmarks" / "test_critic_main_job.py"
+    )
     assert spec is not None and spec.loader is not None
     pinned = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pinned)
     data = yaml.safe_load((ROOT / "docs" / "results.yaml").read_text(encoding="utf-8"))
-    values = {r["figure"].split(" ")[0]: r["value"] for r in data["results"] if r["command"] == "toolmend bench critic"}
+    values = {
+        r["figure"].split(" ")[0]: r["value"]
+        for r in data["results"]
+        if r["command"] == "toolmend bench critic"
+    }
     head = pinned.HEADLINE
     assert values["CriticTool"] == f"{head['overall']:.2f}"
     assert values["Detect"] == " / ".join(f"{head[k]:.2f}" for k in ("detect", "category", "tool", "args"))
@@ -55,7 +61,11 @@ def test_the_main_jobs_figures_are_the_pinned_ones() -> None:
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="the docs extra (scripts/install.sh installs it)")
     pytest.importorskip("mkdocstrings", reason="the docs extra (scripts/install.sh installs it)")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        NO_MKDOCS_2_WARNING="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+    )
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,

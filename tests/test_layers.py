@@ -155,7 +155,9 @@ def violations(edges: list[Edge], layers: list[list[str]]) -> list[str]:
     for here, there, where, line in edges:
         for name in (here, there):
             if name not in rank:
-                out.append(f"{where}:{line}: {name!r} is in no layer (add it to LAYERS and docs/architecture.md)")
+                out.append(
+                    f"{where}:{line}: {name!r} is in no layer (add it to LAYERS and docs/architecture.md)"
+                )
         if here in rank and there in rank and rank[there] >= rank[here]:
             how = "its own layer" if rank[there] == rank[here] else "a higher layer"
             out.append(f"{where}:{line}: {here} imports {there}, {how}")

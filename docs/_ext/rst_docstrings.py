@@ -19,7 +19,9 @@ PROMPT = re.compile(r"^(\s*)>>> ")
 
 def markdown(text: str) -> str:
     """``text`` with its roles made code spans and its doctest runs fenced."""
-    text = ROLE.sub(lambda m: f"`{m.group(1).rsplit('.', 1)[-1] if m.group(0).count('~') else m.group(1)}`", text)
+    text = ROLE.sub(
+        lambda m: f"`{m.group(1).rsplit('.', 1)[-1] if m.group(0).count('~') else m.group(1)}`", text
+    )
     out: list[str] = []
     lines = text.splitlines()
     i = 0
