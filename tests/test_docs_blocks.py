@@ -9,7 +9,8 @@ What a block is comes from its fence's language:
   seconds may differ); a line holding ``…`` or ``...`` stands for output left out.
 - ``bash`` / ``sh``: a script, run by ``bash -e``.
 - ``python``: a script, run by the venv's Python; a block holding ``>>>`` runs as a doctest.
-- ``json`` / ``toml`` / ``yaml``: must parse. Any other fence (none, ``text``) is output: not run.
+- ``json`` / ``toml`` / ``yaml``: must parse, unless it holds ``…`` (an abridged example). Any
+  other fence (none, ``text``) is output: not run.
 
 Every command exits 0 unless a marker says otherwise. A marker is an HTML comment on the line
 before the fence (invisible on the rendered page):
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from toolmend._shared import shared_dir
 
@@ -331,13 +333,21 @@ class Page:
             self.run(f"bash -e {script.name}", block.where, (block.exits or [0])[0])
         elif block.lang == "python":
             self.python(block)
-        elif block.lang == "json":
-            json.loads(block.text)
-        elif block.lang == "toml":
-            tomllib.loads(block.text)
-        elif block.lang == "yaml":
-            yaml = pytest.importorskip("yaml")
-            yaml.safe_load(block.text)
+        elif "…" in block.text:
+            return  # an abridged data example: shown, not parsed
+        else:
+            self.data(block)
+
+    def data(self, block: Block) -> None:
+        try:
+            if block.lang == "json":
+                json.loads(block.text)
+            elif block.lang == "toml":
+                tomllib.loads(block.text)
+            elif block.lang == "yaml":
+                yaml.safe_load(block.text)
+        except (ValueError, yaml.YAMLError) as exc:  # JSONDecodeError and TOMLDecodeError are ValueErrors
+            pytest.fail(f"{block.where}: the {block.lang} block does not parse: {exc}")
 
 
 def needs_upstream(page: list[Block]) -> bool:
