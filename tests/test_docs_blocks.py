@@ -18,15 +18,24 @@ before the fence (invisible on the rendered page):
 - ``<!-- docs-test: skip: REASON -->`` leaves a block out; the reason is required (a GPU, the
   network, a long training run, a server the reader brings). Keep these few.
 - ``<!-- docs-test: exit=1,0 -->`` gives the exit statuses of the block's commands, in order.
-- ``<!-- docs-test: background -->`` starts the block's one command as a server, waits until its
-  first shown output line appears, and stops it when the page ends.
+- ``<!-- docs-test: background -->`` starts each of the block's commands as a server and goes on
+  once it is ready: its first shown output line has appeared and the loopback ports that line (or
+  the command's ``--port``) names accept connections. A command ending in `` &`` is started the
+  same way without a marker. Servers are stopped when the page ends.
+- ``<!-- docs-test: file=NAME -->`` saves the block as the file ``NAME`` instead of running it (a
+  request body, a script the page runs later); a ``python`` block whose first line is a comment
+  naming a file (``# upstream.py``) is saved the same way.
+- ``<!-- docs-test: upstream -->`` starts, before the page's first block, a stand-in model server
+  at ``127.0.0.1:8000`` (vLLM's default port), an OpenAI-compatible one whose model answers every
+  request that offers tools with one call, ``get_weather(city="Oslo", days="3", Unit="celsius")``,
+  which the guard can repair.
+
+Flags combine with commas (``background, upstream``).
 
 Each page runs in a scratch folder holding links to ``examples/`` and ``benchmarks/``, with the
 shared data beside it as ``../shared``, ``.venv/bin/toolmend`` and ``.venv/bin/python`` (also on
 ``PATH``, so docs pages may say plain ``toolmend``) running this interpreter, a private cache and
-``CI=1``. A page that talks to a model server at ``127.0.0.1:8000`` (vLLM's default port) gets a
-fake OpenAI-compatible one there, whose model answers every request that offers tools with one
-call, ``get_weather(city="Oslo", days="3", Unit="celsius")``, which the guard can repair.
+``CI=1``. A command may run for ``COMMAND_TIMEOUT`` seconds at most.
 """
 
 from __future__ import annotations
@@ -56,8 +65,8 @@ MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 RUN = {"console", "bash", "sh", "python", "json", "toml", "yaml"}
 UPSTREAM_PORT, SERVE_PORT = 8000, 8700
-COMMAND_TIMEOUT = 900
-LINKED = ("examples", "benchmarks")
+COMMAND_TIMEOUT = 300
+LINKED = ("examples", "benchmarks", "tests")
 
 
 @dataclass
@@ -77,6 +86,24 @@ class Block:
     def skip_reason(self) -> str | None:
         match = re.match(r"skip\s*:\s*(.*)", self.marker)
         return match.group(1).strip() if match else None
+
+    @property
+    def flags(self) -> set[str]:
+        return (
+            set()
+            if self.skip_reason is not None
+            else {f.strip() for f in self.marker.split(",") if f.strip()}
+        )
+
+    @property
+    def file(self) -> str | None:
+        """The file name this block is saved as, if it is one (see the module docstring)."""
+        for flag in self.flags:
+            if flag.startswith("file="):
+                return flag[5:]
+        first = self.text.lstrip("\n").split("\n", 1)[0]
+        match = re.fullmatch(r"#\s*([\w.-]+\.py)\s*", first) if self.lang == "python" else None
+        return match.group(1) if match else None
 
     @property
     def exits(self) -> list[int]:
@@ -270,15 +297,20 @@ class Page:
             )
         self.background.append(process)
         want = [line for line in command.shown if "…" not in line and "..." not in line][:1]
+        named = ports(want[0]) if want else []
+        named += [int(p) for p in re.findall(r"--port[ =](\d+)", command.text)]
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             printed = log.read_text(encoding="utf-8", errors="replace")
             if process.poll() is not None:
                 pytest.fail(f"{where}: `{command.text}` exited {process.returncode}:\n{printed[-4000:]}")
-            if want and not missing_lines(want, printed) and all(listening(p) for p in ports(want[0])):
+            shown = not want or not missing_lines(want, printed)
+            if shown and (want or named) and all(listening(p) for p in named):
                 return
+            if not want and not named and time.monotonic() > deadline - 115:
+                return  # nothing to wait for: give it five seconds to start
             time.sleep(0.2)
-        pytest.fail(f"{where}: `{command.text}` did not print {want!r} within 120 s")
+        pytest.fail(f"{where}: `{command.text}` was not ready ({want!r}, ports {named}) within 120 s")
 
     def stop(self) -> None:
         for process in self.background:
@@ -293,15 +325,18 @@ class Page:
     def console(self, block: Block) -> None:
         cmds = commands(block)
         assert cmds, f"{block.where}: a console block with no '$ ' command"
-        if "background" in block.marker:
-            assert len(cmds) == 1, f"{block.where}: a background block holds one command"
-            self.start(cmds[0], block.where)
+        if "background" in block.flags:
+            for command in cmds:
+                self.start(command, block.where)
             return
         exits = block.exits or [0] * len(cmds)
         assert len(exits) == len(cmds), (
             f"{block.where}: exit= names {len(exits)} statuses for {len(cmds)} commands"
         )
         for command, expect in zip(cmds, exits, strict=True):
+            if command.text.rstrip().endswith("&"):
+                self.start(Command(command.text.rstrip().rstrip("&").rstrip(), command.shown), block.where)
+                continue
             printed = self.run(command.text, block.where, expect)
             missing = missing_lines(command.shown, printed)
             assert not missing, (
@@ -325,7 +360,9 @@ class Page:
             self.run(f"python {name}", block.where)
 
     def block(self, block: Block) -> None:
-        if block.lang == "console":
+        if block.file is not None:
+            (self.repo / block.file).write_text(block.text, encoding="utf-8")
+        elif block.lang == "console":
             self.console(block)
         elif block.lang in {"bash", "sh"}:
             script = self.repo / f".block-{block.line}.sh"
@@ -351,9 +388,7 @@ class Page:
 
 
 def needs_upstream(page: list[Block]) -> bool:
-    return any(
-        f"127.0.0.1:{UPSTREAM_PORT}" in b.text for b in page if b.lang in RUN and b.skip_reason is None
-    )
+    return any("upstream" in b.flags for b in page)
 
 
 @pytest.fixture(scope="module")
@@ -368,7 +403,7 @@ def page_ids() -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=page_ids())
 def test_every_block_of_the_page_runs(page: Path, tmp_path: Path, docs_cache: Path) -> None:
-    found = [b for b in blocks(page) if b.lang in RUN and b.skip_reason is None]
+    found = [b for b in blocks(page) if b.skip_reason is None and (b.lang in RUN or b.file)]
     if not found:
         pytest.skip("no block to run")
     repo, env = scratch(tmp_path, docs_cache)
@@ -391,6 +426,9 @@ def test_every_block_of_the_page_runs(page: Path, tmp_path: Path, docs_cache: Pa
 # ---- rules for the pages themselves -------------------------------------------------------------
 
 
+FLAG = r"exit=[\d,]+|background|upstream|file=[\w./-]+"
+
+
 def test_every_marker_is_known_and_every_skip_says_why() -> None:
     problems = []
     for page in PAGES:
@@ -401,9 +439,9 @@ def test_every_marker_is_known_and_every_skip_says_why() -> None:
                 reason = block.skip_reason or ""
                 if len(reason.split()) < 3:
                     problems.append(f"{block.where}: a skip marker needs a reason of a few words")
-            elif not re.fullmatch(r"(exit=[\d,]+|background)", block.marker):
-                problems.append(f"{block.where}: unknown marker {block.marker!r}")
-            elif block.lang not in RUN:
+            elif unknown := [f for f in block.flags if not re.fullmatch(FLAG, f)]:
+                problems.append(f"{block.where}: unknown marker {', '.join(unknown)!r}")
+            elif block.lang not in RUN and block.file is None:
                 problems.append(
                     f"{block.where}: a marker on a block that is not run ({block.lang or 'no language'})"
                 )
@@ -457,3 +495,19 @@ def test_the_parser_reads_markers_commands_and_output(tmp_path: Path) -> None:
     assert missing_lines(cmds[0].shown, "out   12.25 s\n") == []
     assert missing_lines(cmds[0].shown, "out 1.5 ms\n") == ["out 1.5 s"]
     assert (second.lang, second.text) == ("python", "print(1)\n")
+
+
+def test_flags_files_and_background_commands(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- docs-test: background, upstream -->\n```console\n$ serve --port 8123\n```\n"
+        "```python\n# upstream.py\nprint(1)\n```\n"
+        "<!-- docs-test: file=req.json -->\n```json\n{}\n```\n"
+        "<!-- docs-test: skip: no server here at all -->\n```bash\nserve\n```\n",
+        encoding="utf-8",
+    )
+    server, script, request, skipped = blocks(page)
+    assert server.flags == {"background", "upstream"} and needs_upstream([server])
+    assert (script.file, request.file, server.file) == ("upstream.py", "req.json", None)
+    assert skipped.flags == set() and skipped.skip_reason == "no server here at all"
+    assert ports("toolmend serve: http://127.0.0.1:8700/v1 -> http://127.0.0.1:8000/v1") == [8700, 8000]
