@@ -92,7 +92,7 @@ class Block:
         return (
             set()
             if self.skip_reason is not None
-            else {f.strip() for f in self.marker.split(",") if f.strip()}
+            else {f.strip() for f in re.split(r",\s*(?=[a-z])", self.marker) if f.strip()}
         )
 
     @property
@@ -501,12 +501,14 @@ def test_flags_files_and_background_commands(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
         "<!-- docs-test: background, upstream -->\n```console\n$ serve --port 8123\n```\n"
+        "<!-- docs-test: exit=1,0, upstream -->\n```console\n$ a\n$ b\n```\n"
         "```python\n# upstream.py\nprint(1)\n```\n"
         "<!-- docs-test: file=req.json -->\n```json\n{}\n```\n"
         "<!-- docs-test: skip: no server here at all -->\n```bash\nserve\n```\n",
         encoding="utf-8",
     )
-    server, script, request, skipped = blocks(page)
+    server, both, script, request, skipped = blocks(page)
+    assert both.flags == {"exit=1,0", "upstream"} and both.exits == [1, 0]
     assert server.flags == {"background", "upstream"} and needs_upstream([server])
     assert (script.file, request.file, server.file) == ("upstream.py", "req.json", None)
     assert skipped.flags == set() and skipped.skip_reason == "no server here at all"
