@@ -107,7 +107,7 @@ class Block:
 
     @property
     def exits(self) -> list[int]:
-        match = re.search(r"exit=([\d,]+)", self.marker)
+        match = re.search(r"exit=(\d+(?:,\d+)*)", self.marker)
         return [int(n) for n in match.group(1).split(",")] if match else []
 
 
@@ -426,7 +426,7 @@ def test_every_block_of_the_page_runs(page: Path, tmp_path: Path, docs_cache: Pa
 # ---- rules for the pages themselves -------------------------------------------------------------
 
 
-FLAG = r"exit=[\d,]+|background|upstream|file=[\w./-]+"
+FLAG = r"exit=\d+(?:,\d+)*|background|upstream|file=[\w./-]+"
 
 
 def test_every_marker_is_known_and_every_skip_says_why() -> None:
