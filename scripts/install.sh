@@ -31,7 +31,8 @@ fi
 # The dev group holds the test clients too: openai, langchain-openai, openai-agents (the Agents SDK
 # drives toolmend serve's /v1/responses in tests/serve/test_responses_agents.py), anthropic (the
 # Anthropic adapter's and /v1/messages' tests).
-.venv/bin/python -m pip install -q -e ".[embed,viz,train,bfcl]" --group dev
+# docs: the site's strict build is a test (tests/test_docs_site.py); about 50 s of the install.
+.venv/bin/python -m pip install -q -e ".[embed,viz,train,bfcl,docs]" --group dev
 # BFCL multi-turn: the data and executable classes of bfcl-eval, without its pinned dependencies
 # (the classes need only the standard library and mpmath, from the bfcl extra above).
 .venv/bin/python -m pip install -q --no-deps "bfcl-eval==2026.3.23"

@@ -5,7 +5,7 @@ relative — except those under ``if TYPE_CHECKING:`` (annotations only). So doe
 registration target (``REGISTRY.add_lazy("name", "toolmend.pkg.module:attr")``, any string of that
 ``module:attr`` shape): loading it later is an import of the module that wrote it. A package never
 imports a package of its own layer or a higher one, so no two packages import each other. The order is
-written here and in README.md's architecture section (a test keeps the two equal).
+written here and in docs/architecture.md (a test keeps the two equal).
 
 The owner rule: each concern in :data:`OWNERS` (a library, a parser, a way of splitting text)
 appears in the source of its one owner module and nowhere else, except in files listed with
@@ -44,7 +44,7 @@ LAYERS: list[list[str]] = [
     ["cli"],
     ["__init__", "__main__"],
 ]
-"""Lowest first. A new package goes into this list, and into README.md's architecture section."""
+"""Lowest first. A new package goes into this list, and into docs/architecture.md."""
 
 Edge = tuple[str, str, str, int]
 """(importing package, imported package, importing module's file, line)."""
@@ -155,7 +155,9 @@ def violations(edges: list[Edge], layers: list[list[str]]) -> list[str]:
     for here, there, where, line in edges:
         for name in (here, there):
             if name not in rank:
-                out.append(f"{where}:{line}: {name!r} is in no layer (add it to LAYERS and README.md)")
+                out.append(
+                    f"{where}:{line}: {name!r} is in no layer (add it to LAYERS and docs/architecture.md)"
+                )
         if here in rank and there in rank and rank[there] >= rank[here]:
             how = "its own layer" if rank[there] == rank[here] else "a higher layer"
             out.append(f"{where}:{line}: {here} imports {there}, {how}")
@@ -186,10 +188,10 @@ def test_no_package_imports_upwards_or_sideways() -> None:
     assert violations(edges, LAYERS) == []
 
 
-def test_readme_states_the_same_layer_order() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_architecture_page_states_the_same_layer_order() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     match = re.search(r"Layers, lowest first: (.+?)\.\n", text)
-    assert match, "README.md's architecture section must state 'Layers, lowest first: ...'"
+    assert match, "docs/architecture.md must state 'Layers, lowest first: ...'"
     written = [[n.strip(" `") for n in group.split(",")] for group in match.group(1).split(" < ")]
     assert written == LAYERS
 

@@ -83,6 +83,7 @@ class FakeOpenAIServer:
         latency: float = 0.0,
         keep_bodies: bool = True,
         parse_tool_calls: bool = False,
+        port: int = 0,
     ) -> None:
         self.handler = handler
         self.parse_tool_calls = parse_tool_calls
@@ -104,7 +105,8 @@ class FakeOpenAIServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
-        self.port = 0
+        self.port = port
+        """0 until started for a free port; a fixed one for a page that names it (tests/test_docs_blocks.py)."""
 
     @property
     def base_url(self) -> str:
@@ -210,7 +212,7 @@ class FakeOpenAIServer:
         """Serve until :meth:`stop` (or forever when run as a process)."""
         self._stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _Connection(self), "127.0.0.1", 0, backlog=1024)
+        server = await loop.create_server(lambda: _Connection(self), "127.0.0.1", self.port, backlog=1024)
         self.port = server.sockets[0].getsockname()[1]
         if ready is not None:
             ready(self.port)

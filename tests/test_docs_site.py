@@ -1,0 +1,81 @@
+"""The docs site builds with ``mkdocs build --strict`` (every page in the navigation, every link
+resolves, the API reference renders from the docstrings), and the results page is what
+docs/results.yaml gives."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_results_page_is_generated_from_the_results_file() -> None:
+    results = load_script("results_page")
+    page = results.render(yaml.safe_load(results.SOURCE.read_text(encoding="utf-8")))
+    assert results.PAGE.read_text(encoding="utf-8") == page, "run: python scripts/results_page.py"
+
+
+def test_the_results_file_names_every_field(tmp_path: Path) -> None:
+    results = load_script("results_page")
+    data = yaml.safe_load(results.SOURCE.read_text(encoding="utf-8"))
+    del data["results"][0]["machine"]
+    with pytest.raises(ValueError, match="result 1 has no machine"):
+        results.render(data)
+
+
+def test_the_main_jobs_figures_are_the_pinned_ones() -> None:
+    """The results page and tests/benchmarks/test_critic_main_job.py cannot drift apart."""
+    spec = importlib.util.spec_from_file_location(
+        "main_job", ROOT / "tests" / "benchmarks" / "test_critic_main_job.py"
+    )
+    assert spec is not None and spec.loader is not None
+    pinned = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pinned)
+    data = yaml.safe_load((ROOT / "docs" / "results.yaml").read_text(encoding="utf-8"))
+    values = {
+        r["figure"].split(" ")[0]: r["value"]
+        for r in data["results"]
+        if r["command"] == "toolmend bench critic"
+    }
+    head = pinned.HEADLINE
+    assert values["CriticTool"] == f"{head['overall']:.2f}"
+    assert values["Detect"] == " / ".join(f"{head[k]:.2f}" for k in ("detect", "category", "tool", "args"))
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    pytest.importorskip("mkdocs", reason="the docs extra (scripts/install.sh installs it)")
+    pytest.importorskip("mkdocstrings", reason="the docs extra (scripts/install.sh installs it)")
+    env = dict(
+        os.environ,
+        NO_MKDOCS_2_WARNING="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-6000:]
+    assert (tmp_path / "site" / "reference" / "index.html").is_file()
+    api = (tmp_path / "site" / "reference" / "index.html").read_text(encoding="utf-8")
+    assert "run_bench" in api and "GuardPolicy" in api
+    assert (tmp_path / "site" / "results" / "index.html").is_file()
