@@ -247,3 +247,27 @@ def test_the_cli_writes_the_folder_and_refuses_other_sources(tmp_path: Path) -> 
     assert refused.exit_code == 2 and "--source world" in refused.output
     bad = runner.invoke(app, ["build", "refine", "--format", "verl", "--out", str(tmp_path / "r")])
     assert bad.exit_code == 2 and "not refine" in bad.output
+
+
+def test_the_gpu_script_overrides_compose_with_verls_trainer_config() -> None:
+    """examples/verl/run_grpo.sh cannot run here (no GPU); every option it passes must at least be
+    a key of verl's PPO trainer config (Hydra refuses unknown ones), with the values it sets."""
+    from hydra import compose, initialize_config_dir
+
+    script = (Path(__file__).resolve().parents[2] / "examples" / "verl" / "run_grpo.sh").read_text(encoding="utf-8")
+    block = script[script.index("verl.trainer.main_ppo") :].splitlines()[1:]
+    values = {"$DATA": "data/verl-rl", "$MODEL": "Qwen/Qwen3-0.6B", "$STEPS": "3", "$GPUS": "1"}
+    overrides = []
+    for line in block:
+        line = line.strip().removesuffix("\\").strip()
+        if not line or line.startswith('"$@"'):
+            continue
+        key, _, value = line.partition("=")
+        for name, given in values.items():
+            value = value.replace(name, given)
+        overrides.append(f"{key}={value.strip(chr(34)).strip(chr(39))}")
+    with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
+        cfg = compose(config_name="ppo_trainer", overrides=overrides)
+    assert cfg.algorithm.adv_estimator == "grpo" and cfg.actor_rollout_ref.rollout.name == "vllm"
+    assert cfg.actor_rollout_ref.rollout.multi_turn.tool_config_path == "data/verl-rl/tools.yaml"
+    assert cfg.reward.custom_reward_function.path == "pkg://toolmend.integrations.verl"
