@@ -139,18 +139,21 @@ async def test_a_replica_killed_mid_run_loses_no_request(replicas: list[Replica]
     victim = replicas[1]
     done: list[str] = []
 
-    async def one(model: OpenAIModel, i: int) -> str:
+    async def one(model: OpenAIModel, i: int) -> Any:
         out = await model.generate(ask(f"q{i}"))
         done.append(out.text)
         if len(done) == 20:
             victim.kill()  # SIGKILL while it has requests in flight
-        return out.text
+        return out
 
     async with OpenAIModel("m", base_url=urls, max_connections=3, retry=QUICK, cache=None) as model:
-        texts = await asyncio.gather(*(one(model, i) for i in range(90)))
+        outs = await asyncio.gather(*(one(model, i) for i in range(90)))
+        texts = [o.text for o in outs]
         pool = model.replicas
     assert pool is not None
     assert victim.exited
+    # The requests it had in flight were sent again, to another replica, and counted as retries.
+    assert sum(o.retries for o in outs) >= 1
     questions = [_who(t)[2] for t in texts]
     assert sorted(questions) == sorted(f"q{i}" for i in range(90))  # every request answered once
     assert victim.port in Counter(_who(t)[0] for t in done[:20])  # it served until it died

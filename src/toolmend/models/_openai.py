@@ -383,7 +383,8 @@ class OpenAIModel(Model):
                 pool.release(replica, None, counted=False)
                 raise
             pool.release(replica, None)
-            return completion
+            # The sends that failed over count as retries, so the totals match the servers' logs.
+            return completion.model_copy(update={"retries": len(tried) - 1}) if len(tried) > 1 else completion
 
     async def _send(self, base: str, body: dict[str, Any], names: ToolNameMap) -> Completion:
         url = f"{base}/chat/completions"
