@@ -4,7 +4,8 @@ verl's ``tool_agent`` loop (0.9) creates, executes and releases an instance for 
 call, passing the trajectory's ``AgentData``; so the world's state cannot live in an instance.
 It lives in the trajectory: each executed call is logged in ``agent_data.extra_fields
 ["toolmend_calls"]``, and every call replays the log in a fresh world for the task (worlds are
-small and seeded: a replay of ten calls costs about a millisecond) before it runs. The log
+small and seeded: about 10 ms a call on a 2-core CPU, most of it grading setup, whatever the
+length of the log) before it runs. The log
 reaches :func:`~toolmend.integrations.verl.compute_score` through ``extra_info`` (verl adds the
 trajectory's extra fields to it), which grades the same calls. Without ``agent_data`` (a loop
 that keeps one instance per trajectory), the instance keeps the log.
