@@ -305,17 +305,18 @@ class OpenAIModel(Model):
                     await session.close()
             self._http, self._proxy = {}, {}
             self._http_loop = loop
-        session = self._http.get(base)
-        if session is None:
-            # One pool per server, of its share of the connections; the semaphores (Model's, and
-            # the replica pool's bound) cap the attempts, so no request ever waits for a pool slot
-            # and the connect timeout is the socket's own.
-            session = self._http[base] = client_session(
-                limit=self.max_connections // self.replica_count,
-                headers={**_JSON, **self._headers},
-                timeout=client_timeout(total=None, connect=min(self.timeout, 30.0), read=self.timeout),
-            )
-            self._proxy[base] = _env_proxy(base)
+        known = self._http.get(base)
+        if known is not None:
+            return known
+        # One pool per server, of its share of the connections; the semaphores (Model's, and
+        # the replica pool's bound) cap the attempts, so no request ever waits for a pool slot
+        # and the connect timeout is the socket's own.
+        session = self._http[base] = client_session(
+            limit=self.max_connections // self.replica_count,
+            headers={**_JSON, **self._headers},
+            timeout=client_timeout(total=None, connect=min(self.timeout, 30.0), read=self.timeout),
+        )
+        self._proxy[base] = _env_proxy(base)
         return session
 
     async def _post(

@@ -22,7 +22,7 @@ the checker enforces.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict
@@ -57,7 +57,7 @@ class _FullSchema(BaseModel):
     function: _Function
 
 
-class WorldTool(BaseTool):  # type: ignore[misc]
+class WorldTool(BaseTool):
     """One of toolmend's world tools in verl's tool lifecycle (see the module docstring)."""
 
     def __init__(self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None) -> None:
@@ -68,7 +68,7 @@ class WorldTool(BaseTool):  # type: ignore[misc]
         if spec is None:
             raise ConfigError(f"{name!r} is not a world tool; the tools YAML names one per entry")
         self.config = dict(config or {})
-        self.tool_schema = _FullSchema.model_validate(to_openai_tool(spec))
+        self.tool_schema = cast(OpenAIFunctionToolSchema, _FullSchema.model_validate(to_openai_tool(spec)))
         self.name = name
         self.invalid_penalty = float(self.config.get("invalid_penalty", 0.1))
         self._instances: dict[str, dict[str, Any]] = {}
