@@ -232,7 +232,11 @@ def main() -> None:
             f"{'client':>8} {'samples':>8} {'wall s':>7} {'samples/s':>10} {'ratio':>6} {'peak RSS MiB':>13}"
             f" {'client CPU ms':>14} {'CPU ceiling':>12} {'server CPU ms':>14}"
         )
-        reference = [("model", args.sizes[0])] if len(servers) > 1 else [("bare", args.sizes[0]), ("model", args.sizes[0])]
+        reference = (
+            [("model", args.sizes[0])]
+            if len(servers) > 1
+            else [("bare", args.sizes[0]), ("model", args.sizes[0])]
+        )
         runs = [] if args.no_reference else reference
         runs += [("harness", n) for n in args.sizes]
         for mode, n in runs:

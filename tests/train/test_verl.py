@@ -55,8 +55,10 @@ def _tokenizer(texts: list[str]) -> Any:
     core.decoder = decoders.ByteLevel()
     specials = ["<|im_start|>", "<|im_end|>", "<pad>"]
     core.train_from_iterator(
-        texts, trainers.BpeTrainer(vocab_size=600, special_tokens=specials,
-                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),  # fmt: skip
     )
     return PreTrainedTokenizerFast(
         tokenizer_object=core, chat_template=TEMPLATE, eos_token="<|im_end|>", pad_token="<pad>"
@@ -126,7 +128,9 @@ async def test_world_tools_run_a_gold_trajectory_through_verls_tool_loop(exporte
     assert create["function"]["parameters"]["properties"]["title"]["minLength"] == 1
     loop, tokenizer = _loop(tools), exported["tokenizer"]
     parser = ToolParser.get_tool_parser("hermes", tokenizer)
-    row = next(r for r in exported["rows"] if r["extra_info"]["task_id"] == "world-0-mail_open_from_contact-1")
+    row = next(
+        r for r in exported["rows"] if r["extra_info"]["task_id"] == "world-0-mail_open_from_contact-1"
+    )
     env = WorldEnv(faults="none")
     env.reset(row["extra_info"]["task_id"])
     replies = env.gold_replies()
@@ -149,10 +153,14 @@ async def test_world_tools_run_a_gold_trajectory_through_verls_tool_loop(exporte
     fresh = _agent_data(row)
     await loop._call_tool(FunctionCall(name="todo_create", arguments=json.dumps({"title": "Buy oat milk"})),
                           fresh.tools_kwargs, fresh)  # fmt: skip
-    listed, _, _ = await loop._call_tool(FunctionCall(name="todo_list", arguments="{}"), fresh.tools_kwargs, fresh)
+    listed, _, _ = await loop._call_tool(
+        FunctionCall(name="todo_list", arguments="{}"), fresh.tools_kwargs, fresh
+    )
     assert "Buy oat milk" in (listed.text or "")
     other = _agent_data(row)  # another trajectory of the same task starts from the task's world
-    unseen, _, _ = await loop._call_tool(FunctionCall(name="todo_list", arguments="{}"), other.tools_kwargs, other)
+    unseen, _, _ = await loop._call_tool(
+        FunctionCall(name="todo_list", arguments="{}"), other.tools_kwargs, other
+    )
     assert "Buy oat milk" not in (unseen.text or "")
 
     # An invalid call: the checker's coded error body, and the step penalty.
@@ -162,7 +170,9 @@ async def test_world_tools_run_a_gold_trajectory_through_verls_tool_loop(exporte
     assert body["error"]["details"][0]["code"] == "empty_value" and reward == pytest.approx(-0.1)
 
 
-async def test_compute_score_loads_and_scores_the_way_verls_reward_loop_does(exported: dict[str, Any]) -> None:
+async def test_compute_score_loads_and_scores_the_way_verls_reward_loop_does(
+    exported: dict[str, Any],
+) -> None:
     import torch
     from verl import DataProto
 
@@ -172,7 +182,9 @@ async def test_compute_score_loads_and_scores_the_way_verls_reward_loop_does(exp
     assert fn is not None
     tokenizer = exported["tokenizer"]
     manager = NaiveRewardManager(config, tokenizer, compute_score=fn)
-    row = next(r for r in exported["rows"] if r["extra_info"]["task_id"] == "world-0-mail_open_from_contact-1")
+    row = next(
+        r for r in exported["rows"] if r["extra_info"]["task_id"] == "world-0-mail_open_from_contact-1"
+    )
     tools = {t.name: t for t in initialize_tools_from_config(str(exported["root"] / "rl" / "tools.yaml"))}
     loop, parser = _loop(list(tools.values())), ToolParser.get_tool_parser("hermes", tokenizer)
 
@@ -206,7 +218,10 @@ async def test_compute_score_loads_and_scores_the_way_verls_reward_loop_does(exp
     assert -1.0 < partial["reward_score"] < gold["reward_score"]
     # An invalid call lowers the valid share.
     broken = await rollout(['<tool_call>{"name": "mail_read", "arguments": {}}</tool_call>', "Done."])
-    assert broken["reward_extra_info"]["invalid_calls"] == 1.0 and broken["reward_extra_info"]["valid_share"] == 0.0
+    assert (
+        broken["reward_extra_info"]["invalid_calls"] == 1.0
+        and broken["reward_extra_info"]["valid_share"] == 0.0
+    )
     assert broken["reward_score"] < partial["reward_score"]
 
 
@@ -222,7 +237,9 @@ async def test_sft_rows_replay_their_earlier_turns_before_the_rollout(exported: 
     loop, agent = _loop(tools), _agent_data(later)
     for call in gold:
         response, _, _ = await loop._call_tool(
-            FunctionCall(name=call["name"], arguments=json.dumps(call["arguments"])), agent.tools_kwargs, agent
+            FunctionCall(name=call["name"], arguments=json.dumps(call["arguments"])),
+            agent.tools_kwargs,
+            agent,
         )
         assert '"error"' not in (response.text or "")
     info = {**later["extra_info"], **agent.extra_fields}
@@ -236,14 +253,18 @@ async def test_sft_rows_replay_their_earlier_turns_before_the_rollout(exported: 
 
 def test_the_cli_writes_the_folder_and_refuses_other_sources(tmp_path: Path) -> None:
     runner = CliRunner()
-    result = runner.invoke(app, ["build", "kto", "--format", "verl", "--out", str(tmp_path / "k"), "--limit", "3"])
+    result = runner.invoke(
+        app, ["build", "kto", "--format", "verl", "--out", str(tmp_path / "k"), "--limit", "3"]
+    )
     assert result.exit_code == 0, result.output
     assert "reward.custom_reward_function.path=pkg://toolmend.integrations.verl" in result.output
     import pyarrow.parquet as pq
 
     rows = pq.read_table(tmp_path / "k" / "train.parquet").to_pylist()
     assert rows and all(r["extra_info"]["negatives"] for r in rows)
-    refused = runner.invoke(app, ["build", "sft", "--format", "verl", "--source", "bfcl", "--out", str(tmp_path / "b")])
+    refused = runner.invoke(
+        app, ["build", "sft", "--format", "verl", "--source", "bfcl", "--out", str(tmp_path / "b")]
+    )
     assert refused.exit_code == 2 and "--source world" in refused.output
     bad = runner.invoke(app, ["build", "refine", "--format", "verl", "--out", str(tmp_path / "r")])
     assert bad.exit_code == 2 and "not refine" in bad.output
@@ -254,7 +275,9 @@ def test_the_gpu_script_overrides_compose_with_verls_trainer_config() -> None:
     a key of verl's PPO trainer config (Hydra refuses unknown ones), with the values it sets."""
     from hydra import compose, initialize_config_dir
 
-    script = (Path(__file__).resolve().parents[2] / "examples" / "verl" / "run_grpo.sh").read_text(encoding="utf-8")
+    script = (Path(__file__).resolve().parents[2] / "examples" / "verl" / "run_grpo.sh").read_text(
+        encoding="utf-8"
+    )
     block = script[script.index("verl.trainer.main_ppo") :].splitlines()[1:]
     values = {"$DATA": "data/verl-rl", "$MODEL": "Qwen/Qwen3-0.6B", "$STEPS": "3", "$GPUS": "1"}
     overrides = []
@@ -266,7 +289,9 @@ def test_the_gpu_script_overrides_compose_with_verls_trainer_config() -> None:
         for name, given in values.items():
             value = value.replace(name, given)
         overrides.append(f"{key}={value.strip(chr(34)).strip(chr(39))}")
-    with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
+    with initialize_config_dir(
+        config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None
+    ):
         cfg = compose(config_name="ppo_trainer", overrides=overrides)
     assert cfg.algorithm.adv_estimator == "grpo" and cfg.actor_rollout_ref.rollout.name == "vllm"
     assert cfg.actor_rollout_ref.rollout.multi_turn.tool_config_path == "data/verl-rl/tools.yaml"

@@ -48,7 +48,10 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         ] = False,
         out_format: Annotated[
             str,
-            typer.Option("--format", help="trl (JSON Lines) or, for sft and kto, verl (a folder: parquet + tools YAML)."),
+            typer.Option(
+                "--format",
+                help="trl (JSON Lines) or, for sft and kto, verl (a folder: parquet + tools YAML).",
+            ),
         ] = "trl",
     ) -> None:
         from toolmend.train._data import build_rows
@@ -100,7 +103,9 @@ def _verl(kind: str, out: Path, source: str, seed: int, limit: int | None, max_t
     from toolmend.integrations.verl import export_verl
 
     if source != "world":
-        fail(f"--format verl needs --source world (verl's tool loop runs the calls in toolmend's world), not {source!r}")
+        fail(
+            f"--format verl needs --source world (verl's tool loop runs the calls in toolmend's world), not {source!r}"
+        )
     if limit is not None and limit < 1:
         fail(f"--limit must be 1 or more, got {limit}")
     if out.exists() and not out.is_dir():

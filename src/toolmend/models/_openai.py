@@ -253,7 +253,9 @@ class OpenAIModel(Model):
         # With replicas the pool is the breaker: one replica refusing connections is taken out,
         # and only every replica gone stops the run.
         self.breaker = (
-            Breaker(_redact_url(self.base_url), threshold=BREAKER_THRESHOLD) if self.replicas is None else None
+            Breaker(_redact_url(self.base_url), threshold=BREAKER_THRESHOLD)
+            if self.replicas is None
+            else None
         )
 
     def cache_identity(self) -> dict[str, Any]:
@@ -463,7 +465,9 @@ class OpenAIModel(Model):
         session = await self._session()
         try:
             async with asyncio.timeout(min(self.timeout, 10.0)):
-                async with session.get(f"{self.base_url}/models", proxy=self._proxy.get(self.base_url)) as response:
+                async with session.get(
+                    f"{self.base_url}/models", proxy=self._proxy.get(self.base_url)
+                ) as response:
                     if response.status != 200:
                         return None
                     payload = loads(await response.read())

@@ -58,7 +58,8 @@ class VerlExport(BaseModel):
 
 def _history_json(turns: Sequence[Sequence[ToolCall]]) -> str:
     return json.dumps(
-        [[c.model_dump(mode="json", exclude_defaults=True) for c in turn] for turn in turns], ensure_ascii=False
+        [[c.model_dump(mode="json", exclude_defaults=True) for c in turn] for turn in turns],
+        ensure_ascii=False,
     )
 
 
@@ -135,8 +136,16 @@ def verl_rows(
         tasks = tasks[:limit] if limit is not None else tasks
         rng = random.Random(f"toolmend-verl:{seed}")
         rows = [
-            _row(i, kind, t.id, t.seed, [{"role": "user", "content": t.query}], gold_json(t.calls),
-                 _offered_names(t, max_tools, rng), faults)  # fmt: skip
+            _row(
+                i,
+                kind,
+                t.id,
+                t.seed,
+                [{"role": "user", "content": t.query}],
+                gold_json(t.calls),
+                _offered_names(t, max_tools, rng),
+                faults,
+            )  # fmt: skip
             for i, t in enumerate(tasks)
         ]
         return rows, len(tasks)
@@ -173,12 +182,18 @@ def tools_yaml(faults: str = "none") -> str:
     which is YAML too (verl reads it with OmegaConf), so the schemas keep every constraint as
     toolmend states it and no YAML writer is needed."""
     entries = [
-        {"class_name": TOOL_CLASS, "config": {"type": "native", "faults": faults}, "tool_schema": to_openai_tool(t)}
+        {
+            "class_name": TOOL_CLASS,
+            "config": {"type": "native", "faults": faults},
+            "tool_schema": to_openai_tool(t),
+        }
         for t in WORLD_TOOLS.tools
     ]
-    return "# verl tools config: toolmend's world tools (toolmend build --format verl)\n" + json.dumps(
-        {"tools": entries}, ensure_ascii=False, indent=1
-    ) + "\n"
+    return (
+        "# verl tools config: toolmend's world tools (toolmend build --format verl)\n"
+        + json.dumps({"tools": entries}, ensure_ascii=False, indent=1)
+        + "\n"
+    )
 
 
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:

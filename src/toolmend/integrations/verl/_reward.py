@@ -91,7 +91,9 @@ def compute_score(
     if not own and not grade.success:
         world = cfg.min_reward
     else:
-        world = cfg.success_weight * grade.success + cfg.progress_weight * partial - cfg.harm_penalty * grade.harm
+        world = (
+            cfg.success_weight * grade.success + cfg.progress_weight * partial - cfg.harm_penalty * grade.harm
+        )
         world = max(cfg.min_reward, world)
     return {
         "score": float(world + (valid_share if own else 0.0)),

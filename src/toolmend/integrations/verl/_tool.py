@@ -116,15 +116,20 @@ class WorldTool(BaseTool):
             session["log"] = log
         invalid = step.source == "invalid"
         reward = -self.invalid_penalty if invalid else 0.0
-        return ToolResponse(text=message.content), reward, {"ok": step.ok, "invalid": invalid, "codes": step.codes}
+        return (
+            ToolResponse(text=message.content),
+            reward,
+            {"ok": step.ok, "invalid": invalid, "codes": step.codes},
+        )
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         session = self._instances[instance_id]
         log = self._log(instance_id, kwargs.get("agent_data"))
-        env, episode = replay(session["task"], session["faults"], [*session["history"], *calls_from_json(log)])
+        env, episode = replay(
+            session["task"], session["faults"], [*session["history"], *calls_from_json(log)]
+        )
         evidence = "\n".join(s.content for s in episode.steps if s.ok)
         return float(env.reward(answer=evidence))
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         self._instances.pop(instance_id, None)
-
