@@ -3,7 +3,7 @@ with a fixed latency, compared with the ideal ``connections / latency``; CPU per
 sides; and peak memory at 2,000 vs 10,000 samples to show it stays flat.
 
     .venv/bin/python benchmarks/harness_throughput.py [--latency 0.1] [--connections 64] [--sizes 2000 10000]
-        [--loop asyncio|uvloop] [--cache] [--no-reference]
+        [--loop asyncio|uvloop] [--cache] [--no-reference] [--replicas 3]
 
 Three clients run against the same server process, each in a fresh child process (so that its
 peak RSS and CPU time are its own):
@@ -16,6 +16,10 @@ CPU is process time (user + system, all threads), so it means the same on a load
 where wall-clock throughput does not: the "CPU ceiling" column is the throughput one core could
 sustain at that cost, and the server's own CPU per request (read from /proc) is printed too,
 since on a 2-core machine the two processes share the cores.
+
+``--replicas N`` starts N servers and gives the model every URL (``base_url=[...]``, as
+``--base-url`` given N times): ``--connections`` is then the bound per replica, the ideal is
+``N × connections / latency``, and the ``bare`` row is left out (it talks to one server).
 """
 
 from __future__ import annotations
@@ -96,9 +100,10 @@ def _toolmend(
 
     async def main() -> dict[str, float]:
         with tempfile.TemporaryDirectory() as tmp:
+            urls = base_url.split(",")
             model = OpenAIModel(
                 "bench",
-                base_url=base_url,
+                base_url=urls if len(urls) > 1 else urls[0],
                 max_connections=connections,
                 cache=ResponseCache(Path(tmp) / "cache") if cache else None,
             )
@@ -114,12 +119,13 @@ def _toolmend(
                 return record
 
             start, cpu = time.perf_counter(), time.process_time()
+            in_flight = connections * len(urls)
             if harness:
                 summary = await run_samples(
                     samples(),
                     solve,
                     RunDir(Path(tmp) / "run"),
-                    max_samples=connections,
+                    max_samples=in_flight,
                     progress=False,
                     total=n,
                 )
@@ -132,7 +138,7 @@ def _toolmend(
                         record = await solve(sample)
                         assert record.scores["ok"] == 1.0
 
-                await asyncio.gather(*(worker() for _ in range(connections)))
+                await asyncio.gather(*(worker() for _ in range(in_flight)))
             result = _figures(n, start, cpu)
             await model.aclose()
         return result
@@ -156,6 +162,11 @@ def _cpu_s(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _servers_cpu_s(servers: list[subprocess.Popen[str]]) -> float | None:
+    times = [_cpu_s(s.pid) for s in servers]
+    return None if any(t is None for t in times) else sum(t for t in times if t is not None)
 
 
 def _run_child(mode: str, base_url: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -188,6 +199,9 @@ def main() -> None:
         "--loop", choices=["asyncio", "uvloop"], default="asyncio", help="the clients' event loop"
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the bare and model rows")
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="servers sharing the load (--connections each)"
+    )
     parser.add_argument("--child", nargs=3, metavar=("MODE", "BASE_URL", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -195,17 +209,22 @@ def main() -> None:
         print(json.dumps(_child(mode, base_url, int(n), args)))
         return
 
-    server = subprocess.Popen(
-        [sys.executable, str(SERVER), "--latency", str(args.latency)], stdout=subprocess.PIPE, text=True
-    )
+    servers = [
+        subprocess.Popen(
+            [sys.executable, str(SERVER), "--latency", str(args.latency)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(max(1, args.replicas))
+    ]
     try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline().split()[1])
-        base_url = f"http://127.0.0.1:{port}/v1"
-        ideal = args.connections / args.latency
+        urls = []
+        for server in servers:
+            assert server.stdout is not None
+            urls.append(f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1")
+        base_url = ",".join(urls)
+        ideal = len(servers) * args.connections / args.latency
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(
-            f"latency {args.latency * 1000:.0f} ms, {args.connections} connections, "
+            f"latency {args.latency * 1000:.0f} ms, {len(servers)} server(s), {args.connections} connections each, "
             f"cache {'on' if args.cache else 'off'}, {args.loop} loop, {os.cpu_count()} cores, load average {load:.1f}"
         )
         print(f"ideal: {ideal:.0f} samples/s")
@@ -213,12 +232,17 @@ def main() -> None:
             f"{'client':>8} {'samples':>8} {'wall s':>7} {'samples/s':>10} {'ratio':>6} {'peak RSS MiB':>13}"
             f" {'client CPU ms':>14} {'CPU ceiling':>12} {'server CPU ms':>14}"
         )
-        runs = [] if args.no_reference else [("bare", args.sizes[0]), ("model", args.sizes[0])]
+        reference = (
+            [("model", args.sizes[0])]
+            if len(servers) > 1
+            else [("bare", args.sizes[0]), ("model", args.sizes[0])]
+        )
+        runs = [] if args.no_reference else reference
         runs += [("harness", n) for n in args.sizes]
         for mode, n in runs:
-            before = _cpu_s(server.pid)
+            before = _servers_cpu_s(servers)
             r = _run_child(mode, base_url, n, args)
-            after = _cpu_s(server.pid)
+            after = _servers_cpu_s(servers)
             # The server's CPU includes the child's warm-up requests; per request over all of them.
             server_ms = (
                 f"{(after - before) * 1000 / (n + WARMUP):.3f}" if before is not None and after else "–"
@@ -231,8 +255,9 @@ def main() -> None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"load average at the end: {load:.1f}")
     finally:
-        server.terminate()
-        server.wait()
+        for server in servers:
+            server.terminate()
+            server.wait()
 
 
 if __name__ == "__main__":

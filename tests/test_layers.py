@@ -38,6 +38,7 @@ LAYERS: list[list[str]] = [
     ["strategies"],
     ["benchmarks"],
     ["train"],
+    ["integrations"],
     ["runs"],
     ["_bench"],
     ["reports", "serve", "mcp"],

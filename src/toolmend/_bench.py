@@ -173,7 +173,9 @@ class RunOptions(BaseModel):
     max_connections: int | None = None
     """Requests (and samples) in flight (``None``: 16, or the model's smaller default, 4 for an
     ``openai/`` server on this machine)."""
-    base_url: str | None = None
+    base_url: str | list[str] | None = None
+    """The server's URL, or the URLs of several replicas of the model (kept sorted: their order
+    is not part of the run)."""
     api_key_env: str | None = None
     """The environment variable holding the API key (never the key)."""
     max_retries: int | None = None
@@ -634,6 +636,8 @@ async def _execute(
         # Connection settings of the session that created the run (a resume reuses those it is
         # not given); never the key itself, only the name of the variable it came from.
         connection = {k: getattr(opts, k) for k in CONNECTION}
+        if isinstance(connection["base_url"], list):
+            connection["base_url"] = sorted(connection["base_url"])
         manifest = Manifest(
             benchmark=name,
             model=llm.name,
@@ -669,9 +673,7 @@ async def _execute(
                 solve,
                 run,
                 # The model's own default where it has a smaller one (an openai/ server on this machine).
-                max_samples=_samples_in_flight(
-                    llm, opts.max_connections or min(DEFAULT_CONNECTIONS, llm.max_connections)
-                ),
+                max_samples=_samples_in_flight(llm, _connections(llm, opts.max_connections)),
                 retry_errors=opts.retry_errors,
                 progress=opts.progress if opts.progress is not None else False,
                 score_key=bench.headline,
@@ -706,6 +708,15 @@ _INLINE_PARSE = 4096
 def _long(prediction: Prediction) -> bool:
     texts = [prediction] if isinstance(prediction, str) else prediction
     return sum(len(t) for t in texts if isinstance(t, str)) > _INLINE_PARSE
+
+
+def _connections(model: Model, given: int | None) -> int:
+    """Requests in flight over the whole run: ``given`` (``--max-connections``) per server, or the
+    model's own bound where it is smaller than :data:`DEFAULT_CONNECTIONS` per server."""
+    servers = getattr(model, "replica_count", 1)
+    if given is not None:
+        return given * servers
+    return min(DEFAULT_CONNECTIONS * servers, model.max_connections)
 
 
 def _samples_in_flight(model: Model, max_connections: int) -> int:

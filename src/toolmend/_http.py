@@ -32,7 +32,7 @@ import re
 import ssl
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from datetime import UTC
 from functools import cache
 from typing import TypeVar
@@ -50,12 +50,15 @@ __all__ = [
     "ConnectError",
     "HTTPStatusError",
     "ModelFailure",
+    "Replica",
+    "Replicas",
     "RetryPolicy",
     "call_with_retries",
     "client_session",
     "client_timeout",
     "is_deterministic",
     "is_loopback",
+    "is_replica_failure",
     "is_retryable",
     "parse_retry_after",
     "retry_wait",
@@ -309,6 +312,153 @@ async def call_with_retries(
         if breaker is not None and breaker.failures:
             breaker.record(None)
         return result
+
+
+# -- replicas ------------------------------------------------------------------------------------
+
+
+def is_replica_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` says a server is unwell rather than that the request was bad: a refused or
+    dropped connection, a time-out, or a gateway/overload 5xx (``502``-``504``, ``520``-``529``).
+    A plain ``500`` is not: it may be the model's own answer (a malformed call a server could not
+    parse), which every replica would give alike.
+
+    >>> is_replica_failure(ConnectError("x", url="u", reason="refused"))
+    True
+    >>> is_replica_failure(HTTPStatusError("x", status=503)), is_replica_failure(HTTPStatusError("x", status=500))
+    (True, False)
+    >>> is_replica_failure(ModelError("bad request", retryable=False, status=400))
+    False
+    """
+    if isinstance(exc, ConnectError):
+        return True
+    if isinstance(exc, HTTPStatusError):
+        return exc.status is not None and exc.status > 501
+    return isinstance(exc, ModelError) and exc.retryable and exc.status is None
+
+
+class Replica:
+    """One server of a :class:`Replicas` pool: its URL, the requests it has in flight and its
+    health (failures in a row, and until when it is out)."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        self.url = url
+        self.limit = max(1, limit)
+        self.in_flight = 0
+        self.answered = 0
+        self.failures = 0
+        self.out_until = 0.0
+        self.reason = ""
+
+    def usable(self, now: float) -> bool:
+        """Whether it takes a request now: not taken out, and below its connection bound."""
+        return now >= self.out_until and self.in_flight < self.limit
+
+    def __repr__(self) -> str:
+        return f"Replica({self.url!r}, in_flight={self.in_flight}, failures={self.failures})"
+
+
+class Replicas:
+    """Several servers of one model, each with its own bound on requests in flight; a request goes
+    to the usable replica with the fewest outstanding requests (ties: the one listed first).
+
+    A replica that fails (:func:`is_replica_failure`) is taken out for a backoff that doubles with
+    each failure in a row (``backoff``'s schedule), and the caller sends the request to another
+    replica; an answer puts it back. When every replica has failed ``threshold`` times in a row
+    the pool gives up with an :class:`~toolmend.EndpointError` naming them all, as a
+    :class:`Breaker` does for one server. A request that finds every replica out or full waits for
+    the first one to come back or free a slot.
+
+    >>> pool = Replicas(["http://a/v1", "http://b/v1"], limit=2)
+    >>> first, second = asyncio.run(pool.acquire()), asyncio.run(pool.acquire())
+    >>> first.url, second.url  # least outstanding: the second request goes to the idle replica
+    ('http://a/v1', 'http://b/v1')
+    >>> pool.release(first, ConnectError("refused", url="http://a/v1", reason="connection refused"))
+    >>> asyncio.run(pool.acquire()).url  # a is out for its backoff; b takes everything meanwhile
+    'http://b/v1'
+    """
+
+    def __init__(
+        self,
+        urls: list[str],
+        *,
+        limit: int,
+        threshold: int = 4,
+        backoff: RetryPolicy | None = None,
+    ) -> None:
+        if not urls:
+            raise ValueError("Replicas needs at least one URL")
+        self.replicas = [Replica(u, limit) for u in urls]
+        self.threshold = max(1, threshold)
+        self.backoff = backoff or RetryPolicy(initial_wait=0.5, max_wait=30.0, jitter=0.25)
+        self._waiters: list[asyncio.Future[None]] = []
+
+    @property
+    def limit(self) -> int:
+        """Requests in flight over all replicas."""
+        return sum(r.limit for r in self.replicas)
+
+    @property
+    def dead(self) -> bool:
+        """Whether every replica has failed ``threshold`` times in a row."""
+        return all(r.failures >= self.threshold for r in self.replicas)
+
+    def check(self) -> None:
+        """Raise the pool's :class:`~toolmend.EndpointError` when every replica is gone."""
+        if self.dead:
+            listing = "; ".join(f"{r.url} ({r.reason})" for r in self.replicas)
+            raise EndpointError(
+                ", ".join(r.url for r in self.replicas),
+                f"every replica stopped answering ({self.threshold} failures in a row each: {listing}); "
+                "are they still running? Requests already answered are kept",
+            )
+
+    async def acquire(self, avoid: Collection[str] = ()) -> Replica | None:
+        """The replica for the next request, waiting while every one is full or (with nothing to
+        ``avoid``) out for its backoff. With ``avoid`` (URLs a request already failed on): ``None``
+        when every other replica is out, so that the caller falls back on its own retry schedule."""
+        while True:
+            self.check()
+            now = time.monotonic()
+            usable = [r for r in self.replicas if r.usable(now) and r.url not in avoid]
+            if usable:
+                chosen = min(usable, key=lambda r: r.in_flight)
+                chosen.in_flight += 1
+                return chosen
+            others = [r for r in self.replicas if r.url not in avoid]
+            if avoid and all(r.out_until > now for r in others):
+                return None
+            resting = [r.out_until - now for r in others if r.out_until > now]
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(woken)
+            try:
+                await asyncio.wait_for(woken, timeout=min(resting) if resting else None)
+            except TimeoutError:
+                pass
+            finally:
+                if woken in self._waiters:
+                    self._waiters.remove(woken)
+
+    def release(self, replica: Replica, exc: BaseException | None, *, counted: bool = True) -> None:
+        """Count the outcome of one request on ``replica``: an answer (``None``, or an error that
+        is not the server's, such as a 400) puts it back in service; a replica failure takes it
+        out for its backoff; ``counted=False`` (a request cancelled) says nothing either way.
+        Requests waiting for a replica look again."""
+        replica.in_flight = max(0, replica.in_flight - 1)
+        if not counted:
+            pass
+        elif exc is not None and is_replica_failure(exc):
+            replica.failures += 1
+            replica.reason = getattr(exc, "reason", "") or str(exc).rpartition(": ")[2][:120]
+            replica.out_until = time.monotonic() + retry_wait(self.backoff, replica.failures)
+        else:
+            replica.failures = 0
+            replica.out_until = 0.0
+            replica.answered += 1
+        waiters, self._waiters = self._waiters, []
+        for woken in waiters:
+            if not woken.done():
+                woken.set_result(None)
 
 
 # -- sessions ------------------------------------------------------------------------------------

@@ -32,6 +32,13 @@ def _categories(values: list[str] | None) -> list[str] | None:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
+def _base_urls(values: list[str] | None) -> str | list[str] | None:
+    """One ``--base-url`` as the string it always was; several (replicas) as a list."""
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else list(values)
+
+
 def _causes(result: BenchResult) -> str:
     """``infrastructure errors by cause: HTTP 500 ×2, timed out after 5 s ×1``."""
     counts = Counter(r.error.cause for r in load_run(result.run_dir).records if r.error is not None)
@@ -182,7 +189,15 @@ def bench_command(
         ),
     ] = None,
     mode: Annotated[str, typer.Option("--mode", help="compat (official numbers) or improved.")] = "compat",
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible server URL; repeat it for replicas of one model (requests go to "
+            "the least busy one, --max-connections each; a failed one is taken out and its requests "
+            "retried on another).",
+        ),
+    ] = None,
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
     ] = None,
@@ -292,7 +307,7 @@ def bench_command(
     }
     # Only what was given: a resume reuses the rest from the run (run_bench refuses a change).
     given: dict[str, Any] = {
-        "data": data, "limit": limit, "seed": seed, "base_url": base_url, "api_key_env": api_key_env,
+        "data": data, "limit": limit, "seed": seed, "base_url": _base_urls(base_url), "api_key_env": api_key_env,
         "cache_dir": cache_dir, "resume": resume, "categories": _categories(categories),
         "temperature": temperature, "max_retries": max_retries, "load_options": load_options or None,
         "model_options": model_options or None, "prompt_template": prompt_template, "strategy": strategy,

@@ -248,7 +248,8 @@ class Model(ABC):
         return completion.model_copy(
             update={
                 "latency_s": completion.latency_s or timing[0],
-                "retries": len(errors),
+                # A backend that resent the request itself (to another replica) counts those too.
+                "retries": len(errors) + completion.retries,
                 "model": completion.model or self.name,
             }
         )

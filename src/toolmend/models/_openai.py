@@ -31,6 +31,18 @@ cache key and of a run's record (:meth:`OpenAIModel.request_defaults`)::
 
     model = OpenAIModel("smollm2", base_url="http://127.0.0.1:8080/v1", max_tokens=256, tool_choice="auto")
 
+Several replicas of one model (``base_url=[url1, url2, ...]``, ``--base-url`` given several
+times) share the load: each request goes to the replica with the fewest requests outstanding,
+each replica has its own pool of ``max_connections`` (so the model sends up to that many times
+the number of replicas at once), and a replica that refuses connections, drops them or answers
+a gateway 5xx is taken out with a doubling backoff while its requests go to the others at once
+(:class:`~toolmend._http.Replicas`); the run stops only when every replica is gone. Which
+replica answered is nowhere in a run's identity: the cache key and the manifest hold the URLs
+sorted, so their order does not matter either::
+
+    model = OpenAIModel("Qwen/Qwen3-8B", base_url=["http://gpu1:8000/v1", "http://gpu2:8000/v1"],
+                        max_connections=64)
+
 ``context_length`` (or the server's own figure from ``/models``: llama.cpp's ``n_ctx_train``,
 vLLM's ``max_model_len``) lets a prompt that cannot fit fail before it is sent (see
 :func:`~toolmend.models._openai_wire.estimate_prompt_tokens`).
@@ -46,7 +58,7 @@ import os
 import socket
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -56,10 +68,13 @@ from toolmend._http import (
     Breaker,
     ConnectError,
     HTTPStatusError,
+    Replica,
+    Replicas,
     RetryPolicy,
     client_session,
     client_timeout,
     is_loopback,
+    is_replica_failure,
     parse_retry_after,
     timeout_hint,
 )
@@ -130,7 +145,7 @@ class OpenAIModel(Model):
         self,
         model: str,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         api_key_env: str | None = None,
         tool_mode: ToolMode = "native",
@@ -151,25 +166,32 @@ class OpenAIModel(Model):
             raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
         explicit_env = api_key_env is not None
         api_key_env = api_key_env or "OPENAI_API_KEY"
-        base = (base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL).rstrip("/")
+        given = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
+        if not given:
+            raise ConfigError("base_url is an empty list: give at least one server URL")
+        urls = [(u or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL).rstrip("/") for u in given]
+        base = urls[0]
         if max_connections is None:
-            max_connections = LOCAL_CONNECTIONS if is_loopback(base) else REMOTE_CONNECTIONS
-        super().__init__(f"openai/{model}", cache=cache, max_connections=max_connections, retry=retry)
+            local = all(is_loopback(u) for u in urls)
+            max_connections = LOCAL_CONNECTIONS if local else REMOTE_CONNECTIONS
+        per_replica = max_connections
+        super().__init__(
+            f"openai/{model}", cache=cache, max_connections=max_connections * len(urls), retry=retry
+        )
         if tool_mode not in ("native", "prompt"):
             raise ConfigError(f"tool_mode must be 'native' or 'prompt', got {tool_mode!r}")
         if "{tools}" not in tool_prompt:
             raise ConfigError("tool_prompt must contain the placeholder {tools}")
         self.model = model
         self.base_url = base
-        try:
-            parts = urllib.parse.urlsplit(self.base_url)
-            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
-        except ValueError as exc:
-            raise EndpointError(_redact_url(self.base_url), f"not a valid URL ({exc})") from None
-        if not valid:
-            raise EndpointError(
-                _redact_url(self.base_url), "not a valid URL: it needs http:// or https:// and a host"
-            )
+        parsed = [_parse_url(u) for u in urls]
+        if len(set(urls)) != len(urls):
+            twice = next(_redact_url(u) for u in urls if urls.count(u) > 1)
+            raise ConfigError(f"--base-url {twice} is given twice; each replica once")
+        logins = {_url_login(p) for p in parsed}
+        if len(logins) > 1:
+            raise ConfigError("the replicas' URLs carry different credentials; give every one the same")
+        parts = parsed[0]
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         # Credentials in the URL (a proxy with basic auth in front of the server) are sent as
         # basic auth and taken out of the URL, so that no message, cache key or manifest holds
@@ -177,7 +199,8 @@ class OpenAIModel(Model):
         # the openai SDK let them; a key asked for (api_key=, api_key_env=) as well is ambiguous.
         login = _url_login(parts)
         if login is not None:
-            self.base_url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+            urls = [urllib.parse.urlunsplit(p._replace(netloc=p.netloc.rpartition("@")[2])) for p in parsed]
+            self.base_url = urls[0]
             if api_key is not None or explicit_env:
                 source = "api_key=" if api_key is not None else f"${api_key_env}"
                 raise ConfigError(
@@ -213,19 +236,34 @@ class OpenAIModel(Model):
         else:
             self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._headers.update(headers or {})
-        self._http: aiohttp.ClientSession | None = None
+        self.base_urls = urls
+        """Every server of the model (one, or several replicas), as given."""
+        self.replicas: Replicas | None = (
+            Replicas(urls, limit=per_replica, threshold=BREAKER_THRESHOLD) if len(urls) > 1 else None
+        )
+        """The replica pool when there are several servers (see the module docstring)."""
+        self.replica_count = len(urls)
+        self._http: dict[str, aiohttp.ClientSession] = {}
         self._http_loop: asyncio.AbstractEventLoop | None = None
-        self._proxy: str | None = None
+        self._proxy: dict[str, str | None] = {}
         # Until the server has answered once, a refused connection or a 404 means a wrong
         # --base-url rather than a passing outage: the run stops instead of retrying. Once it has,
         # the breaker stops the run when it refuses connections again and again (it died).
         self._reached = False
-        self.breaker = Breaker(_redact_url(self.base_url), threshold=BREAKER_THRESHOLD)
+        # With replicas the pool is the breaker: one replica refusing connections is taken out,
+        # and only every replica gone stops the run.
+        self.breaker = (
+            Breaker(_redact_url(self.base_url), threshold=BREAKER_THRESHOLD)
+            if self.replicas is None
+            else None
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         identity: dict[str, Any] = {
             "backend": "openai",
-            "base_url": self.base_url,
+            # Replicas serve one model: which one answers, and the order they were given in,
+            # never changes the key (one URL keeps the key it always had).
+            "base_url": self.base_url if self.replicas is None else sorted(self.base_urls),
             "model": self.model,
             "tool_mode": self.tool_mode,
         }
@@ -257,40 +295,50 @@ class OpenAIModel(Model):
             update["tool_choice"] = self.tool_choice
         return request.model_copy(update=update) if update else request
 
-    async def _session(self) -> aiohttp.ClientSession:
+    async def _session(self, base: str | None = None) -> aiohttp.ClientSession:
+        base = base or self.base_url
         loop = asyncio.get_running_loop()
-        if self._http is None or self._http_loop is not loop:
-            stale, stale_loop = self._http, self._http_loop
-            if stale is not None and stale_loop is not None and stale_loop.is_closed():
-                # A session left behind by an earlier asyncio.run(): its sockets died with that loop;
-                # closing it here only marks it closed, so that it does not warn when collected.
-                await stale.close()
-            # One pool of max_connections; the semaphore in Model bounds the attempts, so no
-            # request ever waits for a pool slot and the connect timeout is the socket's own.
-            self._http = client_session(
-                limit=self.max_connections,
-                headers={**_JSON, **self._headers},
-                timeout=client_timeout(total=None, connect=min(self.timeout, 30.0), read=self.timeout),
-            )
+        if self._http_loop is not loop:
+            stale, stale_loop = list(self._http.values()), self._http_loop
+            if stale_loop is not None and stale_loop.is_closed():
+                # Sessions left behind by an earlier asyncio.run(): their sockets died with that
+                # loop; closing them here only marks them closed, so that they do not warn when collected.
+                for session in stale:
+                    await session.close()
+            self._http, self._proxy = {}, {}
             self._http_loop = loop
-            self._proxy = _env_proxy(self.base_url)
-        return self._http
+        known = self._http.get(base)
+        if known is not None:
+            return known
+        # One pool per server, of its share of the connections; the semaphores (Model's, and
+        # the replica pool's bound) cap the attempts, so no request ever waits for a pool slot
+        # and the connect timeout is the socket's own.
+        session = self._http[base] = client_session(
+            limit=self.max_connections // self.replica_count,
+            headers={**_JSON, **self._headers},
+            timeout=client_timeout(total=None, connect=min(self.timeout, 30.0), read=self.timeout),
+        )
+        self._proxy[base] = _env_proxy(base)
+        return session
 
-    async def _post(self, url: str, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
-        session = await self._session()
+    async def _post(
+        self, url: str, body: dict[str, Any], base: str | None = None
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        base = base or self.base_url
+        session = await self._session(base)
         data = dumpb(body)
         try:
-            async with session.post(url, data=data, proxy=self._proxy) as response:
+            async with session.post(url, data=data, proxy=self._proxy.get(base)) as response:
                 return response.status, response.headers, await response.read()
         except TimeoutError as exc:
-            hint = timeout_hint(url, connections=self.max_connections)
+            hint = timeout_hint(url, connections=self.max_connections // self.replica_count)
             raise ModelError(
                 f"{url}: timed out after {self.timeout:g} s ({type(exc).__name__}){hint}", retryable=True
             ) from exc
         except aiohttp.InvalidURL as exc:
             raise EndpointError(url, f"not a valid URL ({exc})") from exc
         except (aiohttp.ClientConnectorError, aiohttp.ClientSSLError) as exc:
-            if not self._reached:
+            if not self._reached and self.replicas is None:
                 raise EndpointError(url, f"cannot connect ({_reason(exc)}); check --base-url") from exc
             if isinstance(exc, aiohttp.ClientSSLError):
                 raise ModelError(
@@ -310,9 +358,41 @@ class OpenAIModel(Model):
         body = build_chat_request(
             self.model, request, names=names, mode=self.tool_mode, tool_prompt=self.tool_prompt
         )
-        url = f"{self.base_url}/chat/completions"
+        if self.replicas is None:
+            return await self._send(self.base_url, body, names)
+        return await self._send_to_replicas(self.replicas, body, names)
+
+    async def _send_to_replicas(self, pool: Replicas, body: dict[str, Any], names: ToolNameMap) -> Completion:
+        """Send ``body`` to the least busy replica; when that replica fails, take it out and send
+        to the next at once, each replica at most once per attempt. What is left after that (every
+        replica failed this request) goes back to the retry loop and its backoff."""
+        tried: set[str] = set()
+        last: ModelError | None = None
+        while True:
+            replica: Replica | None = await pool.acquire(avoid=tried)
+            if replica is None:
+                assert last is not None  # nothing avoided yet: acquire waits rather than answer None
+                raise last  # every other replica is out: the retry loop's backoff applies
+            tried.add(replica.url)
+            try:
+                completion = await self._send(replica.url, body, names)
+            except ModelError as exc:
+                pool.release(replica, exc)
+                if not is_replica_failure(exc):
+                    raise
+                last = exc
+                continue
+            except BaseException:
+                pool.release(replica, None, counted=False)
+                raise
+            pool.release(replica, None)
+            # The sends that failed over count as retries, so the totals match the servers' logs.
+            return completion.model_copy(update={"retries": len(tried) - 1}) if len(tried) > 1 else completion
+
+    async def _send(self, base: str, body: dict[str, Any], names: ToolNameMap) -> Completion:
+        url = f"{base}/chat/completions"
         await self._check_context(url, body)
-        status, headers, raw = await self._post(url, body)
+        status, headers, raw = await self._post(url, body, base)
         if _is_html(headers, raw):
             raise EndpointError(
                 url,
@@ -385,7 +465,9 @@ class OpenAIModel(Model):
         session = await self._session()
         try:
             async with asyncio.timeout(min(self.timeout, 10.0)):
-                async with session.get(f"{self.base_url}/models", proxy=self._proxy) as response:
+                async with session.get(
+                    f"{self.base_url}/models", proxy=self._proxy.get(self.base_url)
+                ) as response:
                     if response.status != 200:
                         return None
                     payload = loads(await response.read())
@@ -394,14 +476,11 @@ class OpenAIModel(Model):
         return _context_of(payload, self.model)
 
     async def aclose(self) -> None:
-        session, loop = self._http, self._http_loop
-        self._http = self._http_loop = None
-        if (
-            session is not None
-            and loop is not None
-            and (loop is asyncio.get_running_loop() or loop.is_closed())
-        ):
-            await session.close()
+        sessions, loop = list(self._http.values()), self._http_loop
+        self._http, self._proxy, self._http_loop = {}, {}, None
+        if loop is not None and (loop is asyncio.get_running_loop() or loop.is_closed()):
+            for session in sessions:
+                await session.close()
 
 
 def _context_of(payload: Any, model: str) -> int | None:
@@ -418,6 +497,18 @@ def _context_of(payload: Any, model: str) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
+
+
+def _parse_url(url: str) -> urllib.parse.SplitResult:
+    """``url`` split, or the :class:`~toolmend.EndpointError` saying why it is not a server URL."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError as exc:
+        raise EndpointError(_redact_url(url), f"not a valid URL ({exc})") from None
+    if not valid:
+        raise EndpointError(_redact_url(url), "not a valid URL: it needs http:// or https:// and a host")
+    return parts
 
 
 def _positive_int(name: str, value: Any) -> int | None:
