@@ -18,8 +18,9 @@ In prompt mode the reply is returned as text, for the caller to parse.
 
 ``tool_choice`` is enforced while decoding, as a grammar-constrained server would: ``"required"``
 (or the name of one tool) makes the reply open with a Hermes call, ``<tool_call>\n{"name":
-"<tool>", "arguments": {``, the name chosen by the model among the offered ones (a named choice: that
-one); the arguments are then the model's own. A small instruction model may answer every request in
+"<tool>", "arguments": {"<parameter>": ``, the tool and its first parameter chosen by the model
+among the offered ones (a named choice: that tool); the values and any further arguments are then
+the model's own. A small instruction model may answer every request in
 prose however the tools are presented (SmolLM2-135M-Instruct does), so its tool calling can only
 be measured this way. ``"none"`` renders no tools. The constructor's ``tool_choice`` applies to
 requests with tools that set none (``-M tool_choice=required``); ``"auto"`` (the default) decodes
@@ -105,16 +106,28 @@ def call_openings(tools: list[Tool], choice: ToolChoice | None) -> list[str] | N
     >>> from toolmend._schema import Tool
     >>> tools = [Tool(name="a"), Tool(name="b")]
     >>> call_openings(tools, "required")[1]
-    '<tool_call>\\n{"name": "b", "arguments": {'
-    >>> len(call_openings(tools, "a")), call_openings(tools, "auto")
-    (1, None)
+    '<tool_call>\\n{"name": "b", "arguments": {}'
+    >>> t = Tool(name="c", parameters={"type": "object", "properties": {"x": {}, "y": {}}})
+    >>> call_openings([t], "c")[1]
+    '<tool_call>\\n{"name": "c", "arguments": {"y": '
+    >>> call_openings(tools, "auto") is None
+    True
     """
     if not tools or choice in (None, "auto", "none"):
         return None
     names = [t.name for t in tools] if choice == "required" else [t.name for t in tools if t.name == choice]
     if not names:
         raise ConfigError(f"tool_choice names {choice!r}, which is not among the offered tools")
-    return [CALL_OPENING.format(name=n) for n in names]
+    openings = []
+    for tool in tools:
+        if tool.name not in names:
+            continue
+        head = CALL_OPENING.format(name=tool.name)
+        # The first key too is one of the tool's parameters: a small model otherwise copies the
+        # template's placeholder or an example's keys; a tool without parameters gets ``{}``.
+        keys = list((tool.parameters or {}).get("properties") or {})
+        openings.extend([head + json.dumps(k, ensure_ascii=False) + ": " for k in keys] or [head + "}"])
+    return openings
 
 
 class ForcedOpening:
