@@ -20,7 +20,6 @@ PIECES = ['<tool_call>\n{"name": "', "get", "_", "weather", "time", '", "argumen
 OPENING = '<tool_call>\n{{"name": "{}", "arguments": {{"city": '
 
 
-
 def _greedy(mask: ForcedOpening, prefer: list[int], steps: int) -> str:
     """Decode ``steps`` tokens from a prompt of two tokens, preferring tokens in the order
     ``prefer`` (the "model"), under ``mask``."""
@@ -57,7 +56,9 @@ def test_a_free_row_is_left_alone_and_a_named_choice_is_kept() -> None:
     free = ForcedOpening(PIECES, [None], prompt_len=2)
     assert _greedy(free, prefer=[9], steps=2) == "TheThe"
     named = ForcedOpening(PIECES, [call_openings(TOOLS, "get_weather")], prompt_len=2)
-    assert _greedy(named, prefer=[4, 9, 7, 0, 1, 2, 3, 5, 6, 13, 14], steps=8) == OPENING.format("get_weather")
+    assert _greedy(named, prefer=[4, 9, 7, 0, 1, 2, 3, 5, 6, 13, 14], steps=8) == OPENING.format(
+        "get_weather"
+    )
 
 
 def test_allowed_never_offers_an_empty_piece() -> None:

@@ -214,8 +214,12 @@ def test_required_tool_choice_makes_the_model_call_an_offered_tool(root: Path, b
     async def run(choice: str) -> list[Completion]:
         return list(
             await asyncio.gather(
-                *(model.generate(BFCL.prompt(s), tools=s.tools, tool_choice=choice, config=GenerateConfig(seed=0))
-                  for s in bfcl_samples)  # fmt: skip
+                *(
+                    model.generate(
+                        BFCL.prompt(s), tools=s.tools, tool_choice=choice, config=GenerateConfig(seed=0)
+                    )
+                    for s in bfcl_samples
+                )  # fmt: skip
             )
         )
 
@@ -229,4 +233,8 @@ def test_required_tool_choice_makes_the_model_call_an_offered_tool(root: Path, b
             assert any(out.text.startswith(CALL_OPENING.format(name=n)) for n in names), out.text
     named = sample.tools[0].name
     out = asyncio.run(model.generate(BFCL.prompt(sample), tools=sample.tools, tool_choice=named))
-    assert out.tool_calls[0].name == named if out.tool_calls else out.text.startswith(CALL_OPENING.format(name=named))
+    assert (
+        out.tool_calls[0].name == named
+        if out.tool_calls
+        else out.text.startswith(CALL_OPENING.format(name=named))
+    )

@@ -79,7 +79,14 @@ def _hf(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Mode
     from toolmend.models._hf import HFModel
 
     kw = _take(
-        options, "batch_size", "max_new_tokens", "device", "tool_mode", "tool_prompt", "chat_template", "tool_choice"
+        options,
+        "batch_size",
+        "max_new_tokens",
+        "device",
+        "tool_mode",
+        "tool_prompt",
+        "chat_template",
+        "tool_choice",
     )
     _check_empty("hf", options)
     return HFModel(rest, cache=cache, **kw)
