@@ -29,6 +29,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolmend import run_bench
 from toolmend._shared import shared_dir
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> str:
 
     from toolmend.models import get_model
 
-    options: dict[str, object] = {"tool_mode": args.tool_mode}
+    options: dict[str, Any] = {"tool_mode": args.tool_mode}
     if args.engine:
         options["engine"] = args.engine
     if args.max_new_tokens:
