@@ -4,6 +4,7 @@ REAL MODEL: every reply is the model's own (no simulation), through the real run
     .venv/bin/python benchmarks/real_models.py [--model local/smollm2-135m] [--limit 20]
         [--categories simple_python,multiple,parallel,irrelevance] [--tool-mode native]
         [--strategies none,guard,self-refine:when=findings] [--seeds 0] [--temperature 0]
+        [-M tool_choice=required]
 
 One row per category and strategy: accuracy (BFCL's compat scorer), the samples the strategy fixed
 and broke against no strategy, requests and output tokens per sample, and wall seconds per sample.
@@ -11,7 +12,9 @@ and broke against no strategy, requests and output tokens per sample, and wall s
 seed is a run and the cell shows the mean ± the spread (max − min) over the seeds. A strategy's
 options follow a colon (``self-refine:when=findings`` is ``--strategy self-refine -S when=findings``).
 The table is printed as Markdown with the command, the machine and the date; ``--out`` also writes
-it to a file. Run directories stay under ``--runs-dir`` for ``toolmend report``.
+it to a file. Run directories stay under ``--runs-dir`` for ``toolmend report``. ``-M KEY=VALUE``
+is a backend option, as for ``toolmend bench`` (``tool_choice=required``: every reply opens with a
+call, which a model that answers in prose needs for its calls to be measured at all).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolmend import run_bench
 from toolmend._shared import shared_dir
@@ -105,15 +109,19 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs") / "real-models")
     parser.add_argument("--machine", default=f"{os.cpu_count()}-core CPU ({platform.machine()})")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("-M", "--model-option", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
 
     from toolmend.models import get_model
 
-    options: dict[str, object] = {"tool_mode": args.tool_mode}
+    options: dict[str, Any] = {"tool_mode": args.tool_mode}
     if args.engine:
         options["engine"] = args.engine
     if args.max_new_tokens:
         options["max_new_tokens"] = args.max_new_tokens
+    for pair in args.model_option:
+        key, _, value = pair.partition("=")
+        options[key] = int(value) if value.isdigit() else value
     model = get_model(args.model, cache=False, **options)
     seeds = [int(s) for s in args.seeds.split(",")]
     strategies = args.strategies.split(",")
@@ -121,7 +129,9 @@ def main(argv: list[str] | None = None) -> str:
     lines = [
         f"`{shlex.join(['python', 'benchmarks/real_models.py', *(argv if argv is not None else sys.argv[1:])])}`",
         "",
-        f"Model: {model.name}, {args.tool_mode} tool mode, "
+        f"Model: {model.name}, {args.tool_mode} tool mode"
+        + "".join(f", {pair}" for pair in args.model_option)
+        + ", "
         + (
             f"sampled at temperature {args.temperature} over seeds {args.seeds} (mean ± spread)"
             if sampled

@@ -19,7 +19,7 @@ from toolmend.benchmarks import BENCHMARKS
 from toolmend.formats import parse_calls
 from toolmend.models import Completion, GenerateConfig, get_model
 from toolmend.models._gguf import LOCAL_MODELS, SMOLLM2_TOOLS_TEMPLATE, LocalModelSpec, resolve_gguf
-from toolmend.models._hf import HFModel, ignores_tools
+from toolmend.models._hf import CALL_OPENING, HFModel, ignores_tools
 
 BFCL = BENCHMARKS.get("bfcl")()
 
@@ -206,3 +206,35 @@ def test_bench_bfcl_smoke(root: Path, data_dir: Path, tmp_path: Path, tool_mode:
     assert 0.0 <= result.summary.metrics["overall_sample_weighted"] <= 1.0
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
     assert manifest["model"] == "hf/smollm2-135m"
+
+
+def test_required_tool_choice_makes_the_model_call_an_offered_tool(root: Path, bfcl_samples: list) -> None:  # type: ignore[type-arg]
+    model = smollm2(root)
+
+    async def run(choice: str) -> list[Completion]:
+        return list(
+            await asyncio.gather(
+                *(
+                    model.generate(
+                        BFCL.prompt(s), tools=s.tools, tool_choice=choice, config=GenerateConfig(seed=0)
+                    )
+                    for s in bfcl_samples
+                )  # fmt: skip
+            )
+        )
+
+    # Left free, this model answers these questions in prose; forced, every reply opens with a call
+    # of an offered tool: parsed as one, or kept as text where the arguments it wrote are not JSON.
+    for sample, out in zip(bfcl_samples, asyncio.run(run("required")), strict=True):
+        names = {t.name for t in sample.tools}
+        if out.tool_calls:
+            assert out.tool_calls[0].name in names and out.raw_tool_calls[0].name == out.tool_calls[0].name
+        else:
+            assert any(out.text.startswith(CALL_OPENING.format(name=n)) for n in names), out.text
+    named = sample.tools[0].name
+    out = asyncio.run(model.generate(BFCL.prompt(sample), tools=sample.tools, tool_choice=named))
+    assert (
+        out.tool_calls[0].name == named
+        if out.tool_calls
+        else out.text.startswith(CALL_OPENING.format(name=named))
+    )

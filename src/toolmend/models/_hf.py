@@ -16,6 +16,16 @@ that says to use prompt mode. The calls the model writes are parsed with
 into ``Completion.tool_calls``, as a server's tool parser would; text without a call stays text.
 In prompt mode the reply is returned as text, for the caller to parse.
 
+``tool_choice`` is enforced while decoding, as a grammar-constrained server would: ``"required"``
+(or the name of one tool) makes the reply open with a Hermes call, ``<tool_call>\n{"name":
+"<tool>", "arguments": {"<parameter>": ``, the tool and its first parameter chosen by the model
+among the offered ones (a named choice: that tool); the values and any further arguments are then
+the model's own. A small instruction model may answer every request in
+prose however the tools are presented (SmolLM2-135M-Instruct does), so its tool calling can only
+be measured this way. ``"none"`` renders no tools. The constructor's ``tool_choice`` applies to
+requests with tools that set none (``-M tool_choice=required``); ``"auto"`` (the default) decodes
+freely.
+
 Sampling gives each request a random stream of its own, seeded from the config's ``seed``, the
 sample id, the epoch and the prompt (Gumbel-max over the model's logits after temperature and the
 model's top-k / top-p / min-p, which is an exact draw from that distribution). A reply therefore
@@ -46,6 +56,7 @@ from toolmend.models._base import (
     GenerateRequest,
     Model,
     RawToolCall,
+    ToolChoice,
     ToolMode,
     Usage,
 )
@@ -56,7 +67,10 @@ from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT, render_tools_promp
 from toolmend.models._tool_names import ToolNameMap
 
 __all__ = [
+    "CALL_OPENING",
+    "ForcedOpening",
     "HFModel",
+    "call_openings",
     "chat_dicts",
     "fingerprint_dir",
     "ignores_tools",
@@ -79,6 +93,89 @@ _PROBE_TOOLS = [
         },
     }
 ]
+
+
+CALL_OPENING = '<tool_call>\n{{"name": "{name}", "arguments": {{'
+"""How a reply that ``tool_choice`` forces to call opens (Hermes, which
+:func:`~toolmend.formats.parse_calls` reads); ``{name}`` is the tool's name."""
+
+
+def call_openings(tools: list[Tool], choice: ToolChoice | None) -> list[str] | None:
+    """The texts a reply must open with under ``choice`` (``None``: it is free).
+
+    >>> from toolmend._schema import Tool
+    >>> tools = [Tool(name="a"), Tool(name="b")]
+    >>> call_openings(tools, "required")[1]
+    '<tool_call>\\n{"name": "b", "arguments": {}'
+    >>> t = Tool(name="c", parameters={"type": "object", "properties": {"x": {}, "y": {}}})
+    >>> call_openings([t], "c")[1]
+    '<tool_call>\\n{"name": "c", "arguments": {"y": '
+    >>> call_openings(tools, "auto") is None
+    True
+    """
+    if not tools or choice in (None, "auto", "none"):
+        return None
+    names = [t.name for t in tools] if choice == "required" else [t.name for t in tools if t.name == choice]
+    if not names:
+        raise ConfigError(f"tool_choice names {choice!r}, which is not among the offered tools")
+    openings = []
+    for tool in tools:
+        if tool.name not in names:
+            continue
+        head = CALL_OPENING.format(name=tool.name)
+        # The first key too is one of the tool's parameters: a small model otherwise copies the
+        # template's placeholder or an example's keys; a tool without parameters gets ``{}``.
+        keys = list((tool.parameters or {}).get("properties") or {})
+        openings.extend([head + json.dumps(k, ensure_ascii=False) + ": " for k in keys] or [head + "}"])
+    return openings
+
+
+class ForcedOpening:
+    """Masks the logits of each row so that its reply opens with one of that row's texts; once
+    one is written the row decodes freely. A token may end past an opening (``{"`` after ``{``).
+
+    ``pieces`` is the text of each token id (as the tokenizer decodes it alone), ``openings`` one
+    list per row (``None``: free), ``prompt_len`` where the replies start in ``input_ids``. Used as
+    a transformers ``LogitsProcessor`` (it is called with ``(input_ids, scores)``).
+    """
+
+    def __init__(self, pieces: list[str], openings: list[list[str] | None], prompt_len: int) -> None:
+        self.pieces = pieces
+        self.openings = openings
+        self.prompt_len = prompt_len
+        self._by_first: dict[str, list[int]] = {}
+        for i, piece in enumerate(pieces):
+            if piece:  # a token that decodes to nothing would let a row stall forever
+                self._by_first.setdefault(piece[0], []).append(i)
+
+    def allowed(self, written: str, openings: list[str]) -> list[int] | None:
+        """The token ids that keep ``written`` on the way to one of ``openings`` (``None``: any)."""
+        rests = set()
+        for opening in openings:
+            if written.startswith(opening):
+                return None
+            if opening.startswith(written):
+                rests.add(opening[len(written) :])
+        ids: set[int] = set()
+        for rest in rests:
+            for i in self._by_first.get(rest[0], []):
+                piece = self.pieces[i]
+                if rest.startswith(piece) or piece.startswith(rest):
+                    ids.add(i)
+        return sorted(ids)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        for row, openings in enumerate(self.openings):
+            if openings is None:
+                continue
+            written = "".join(self.pieces[int(t)] for t in input_ids[row, self.prompt_len :])
+            ids = self.allowed(written, openings)
+            if ids is None:
+                continue
+            keep = scores[row, ids].clone()
+            scores[row, :] = float("-inf")
+            scores[row, ids] = keep
+        return scores
 
 
 def fingerprint_dir(path: Path) -> str:
@@ -167,6 +264,7 @@ class HFModel(Model):
         chat_template: str | None = None,
         name: str | None = None,
         cache: ResponseCache | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
         self.gguf: GGUFSource | None = None
@@ -186,6 +284,9 @@ class HFModel(Model):
         self.device = device
         self.tool_mode: ToolMode = tool_mode
         self.tool_prompt = tool_prompt
+        self.tool_choice = None if tool_choice == "auto" else tool_choice
+        """The ``tool_choice`` of requests with tools that set none (see the module docstring)."""
+        self._pieces: list[str] | None = None
         self.batcher: MicroBatcher[GenerateRequest, Completion] = MicroBatcher(
             self._run_batch, max_batch=batch_size
         )
@@ -202,7 +303,26 @@ class HFModel(Model):
         }
         if self.chat_template is not None:  # absent otherwise: keys stay those of earlier versions
             identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
+        if self.tool_choice is not None:
+            identity["tool_choice"] = self.tool_choice
         return identity
+
+    def request_defaults(self) -> dict[str, Any]:
+        """The ``tool_choice`` given to requests that set none, where one is set."""
+        return {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
+
+    def choice(self, request: GenerateRequest) -> ToolChoice | None:
+        """The ``tool_choice`` that ``request`` is decoded under."""
+        if request.tool_choice is not None or not request.tools:
+            return request.tool_choice
+        return self.tool_choice
+
+    def pieces(self) -> list[str]:
+        """The text of each token id, decoded alone (for :class:`ForcedOpening`)."""
+        if self._pieces is None:
+            _, tokenizer = self._load()
+            self._pieces = [tokenizer.decode([i]) for i in range(len(tokenizer))]
+        return self._pieces
 
     def folder(self) -> Path:
         """The transformers folder to load: the path itself, or a GGUF file's converted copy."""
@@ -266,9 +386,12 @@ class HFModel(Model):
             if self._ignores_tools:
                 raise no_tools_error(self.name)
         texts = []
+        openings: list[list[str] | None] = []
         for r in requests:
-            tools = [to_openai_tool(t) for t in r.tools] if native and r.tools else None
+            choice = self.choice(r) if native else None
+            tools = [to_openai_tool(t) for t in r.tools] if native and r.tools and choice != "none" else None
             texts.append(self.render(chat_dicts(r, self.tool_mode, self.tool_prompt), tools))
+            openings.append(call_openings(r.tools, choice) if tools else None)
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         kwargs: dict[str, Any] = {
             "max_new_tokens": cfg.max_tokens or self.max_new_tokens,
@@ -276,9 +399,17 @@ class HFModel(Model):
             "do_sample": False,
             "pad_token_id": tokenizer.pad_token_id,
         }
+        processors: list[Any] = []
+        if any(o is not None for o in openings):
+            # Masked before sampling's noise: a forced token is drawn among the allowed ones.
+            processors.append(ForcedOpening(self.pieces(), openings, enc["input_ids"].shape[1]))
         if cfg.temperature is not None and cfg.temperature > 0:
             seeds = [_stream_seed(cfg.seed, r, text) for r, text in zip(requests, texts, strict=True)]
-            kwargs["logits_processor"] = _sampler(model, cfg, seeds)
+            processors.extend(_sampler(model, cfg, seeds))
+        if processors:
+            from transformers import LogitsProcessorList
+
+            kwargs["logits_processor"] = LogitsProcessorList(processors)
         if cfg.stop:
             kwargs.update(stop_strings=cfg.stop, tokenizer=tokenizer)
         with torch.no_grad():
@@ -293,7 +424,7 @@ class HFModel(Model):
             text = tokenizer.decode(used, skip_special_tokens=True)
             calls: list[ToolCall] = []
             raws: list[RawToolCall] = []
-            if native and r.tools:
+            if native and r.tools and self.choice(r) != "none":
                 text, calls, raws = native_completion(text, r.tools)
             completions.append(
                 Completion(

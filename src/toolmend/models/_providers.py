@@ -78,7 +78,16 @@ def _openai(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> 
 def _hf(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Model:
     from toolmend.models._hf import HFModel
 
-    kw = _take(options, "batch_size", "max_new_tokens", "device", "tool_mode", "tool_prompt", "chat_template")
+    kw = _take(
+        options,
+        "batch_size",
+        "max_new_tokens",
+        "device",
+        "tool_mode",
+        "tool_prompt",
+        "chat_template",
+        "tool_choice",
+    )
     _check_empty("hf", options)
     return HFModel(rest, cache=cache, **kw)
 
@@ -117,7 +126,7 @@ def _local(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> M
         return LlamaCppModel(rest, name=name, cache=cache, **kw)
     from toolmend.models._hf import HFModel
 
-    kw = _take(options, *common, "batch_size", "device")
+    kw = _take(options, *common, "batch_size", "device", "tool_choice")
     _check_empty("local (transformers)", options)
     kw.setdefault("max_new_tokens", LOCAL_MAX_NEW_TOKENS)
     return HFModel(rest, name=name, cache=cache, **kw)
