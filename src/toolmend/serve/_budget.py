@@ -1,0 +1,302 @@
+"""What one request may cost the proxy: hard limits checked before any work, and a CPU budget for
+the work itself, run off the event loop.
+
+Every route of the proxy takes untrusted input (a client's body, its tools, the upstream's answer
+checked against them), and no request may stall another. Two pieces, used by every route:
+
+- :class:`Limits`: sizes checked before anything costly starts (body bytes, the upstream's
+  decompressed bytes, tools per request, schema bytes and depth, JSON nesting) and the time a
+  client may take to send its headers and its body. :func:`check_tools` applies the tool limits;
+  a refusal is a :class:`~toolmend.serve.RequestError` with status 413 (too large) or 400.
+- :class:`Budget`: runs a CPU-heavy step (parsing and validating a body, compiling its tools,
+  the guard's verdict) in a thread of its own and awaits it, so that the event loop keeps serving
+  other clients. A step that uses more than ``seconds`` of CPU time is interrupted and ends as a
+  :class:`BudgetExceeded` (400, code ``request_too_costly``): the client gets an OpenAI-shaped
+  error, everyone else is served meanwhile.
+
+Why a thread per step and not a process pool: the step's result is a compiled checker (RE2 and
+Rust objects that cannot cross a process boundary) and the guard's state, and most steps take
+well under a millisecond. A thread holding the GIL yields it to the event loop at every switch
+interval; :class:`Budget` shortens that interval while a step runs, so the loop waits at most
+about a millisecond for it. Measured with ``benchmarks/proxy_isolation.py`` (docs/benchmarks.md).
+The budget counts the step's own CPU time (``pthread_getcpuclockid``), not the wall clock, so a
+step waiting on the upstream (a hidden re-ask) or on a busy machine is not cut short. A step
+stuck inside one long native call is interrupted when that call returns; the client's answer
+does not wait for it, and the size limits bound how long such a call can be.
+
+>>> import asyncio
+>>> budget = Budget(seconds=1.0)
+>>> asyncio.run(budget.run(sum, range(10)))
+45
+>>> def forever() -> None:
+...     while True:
+...         pass
+>>> try:
+...     asyncio.run(Budget(seconds=0.05).run(forever, what="the test loop"))
+... except BudgetExceeded as exc:
+...     print(exc.status, exc.code)
+400 request_too_costly
+
+Inside a step, a coroutine that must run on the server's loop (an upstream call through the
+proxy's session) is awaited with :meth:`Budget.on_loop`; :meth:`Budget.run_async` runs an
+``async`` step (the verdict, which re-asks upstream) on a private loop in the step's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, ParamSpec, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolmend._jsontext import MAX_DEPTH, depth
+from toolmend.check._spec import MAX_SCHEMA_DEPTH
+from toolmend.serve import _json
+from toolmend.serve._protocol import RequestError
+
+__all__ = ["Budget", "BudgetExceeded", "Limits", "check_tools", "too_large"]
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+MiB = 2**20
+
+
+class Limits(BaseModel):
+    """The proxy's limits (``ServeConfig.limits``; each has a ``toolmend serve`` flag).
+
+    >>> Limits().max_tools, Limits(max_tools=8).max_tools
+    (512, 8)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_body_bytes: int = Field(64 * MiB, gt=0)
+    """A client's request body; more is a 413 before it is parsed."""
+    max_upstream_bytes: int = Field(64 * MiB, gt=0)
+    """One upstream answer after decompression (a whole body, or a stream in all); more is a 502."""
+    max_tools: int = Field(512, gt=0)
+    """Tools in one request."""
+    max_schema_bytes: int = Field(4 * MiB, gt=0)
+    """A request's ``tools`` as JSON, in all."""
+    max_schema_depth: int = Field(MAX_SCHEMA_DEPTH, gt=0, le=MAX_SCHEMA_DEPTH)
+    """Nesting of one tool's ``parameters`` (at most the checker's own limit, 48)."""
+    max_json_depth: int = Field(MAX_DEPTH, gt=0, le=MAX_DEPTH)
+    """Nesting of a request body (at most the JSON reader's own limit, 512)."""
+    check_seconds: float = Field(2.0, gt=0)
+    """CPU seconds one request's checks may take (parsing and validating the body, compiling its
+    tools, the guard's verdict on each answer); more is a 400 ``request_too_costly``."""
+    header_timeout: float = Field(60.0, gt=0)
+    """Seconds a connection may take to send a request's headers (and may stay idle between
+    requests); then it is closed."""
+    body_timeout: float = Field(60.0, gt=0)
+    """Seconds a client may take to send a request's body once its headers arrived; then a 408."""
+
+
+class BudgetExceeded(RequestError):
+    """A step used more CPU time than its :class:`Budget` allows (status 400)."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        super().__init__(
+            f"Checking {what} took more than {seconds:g} s of CPU time, the proxy's limit per request "
+            "(toolmend serve --check-seconds); send smaller tools or arguments.",
+            status=400, code="request_too_costly",
+        )  # fmt: skip
+
+
+class _Interrupt(BaseException):
+    """Raised inside a step's thread to end it (a BaseException: no ``except Exception`` in the
+    checker swallows it)."""
+
+
+def too_large(what: str, limit: int, unit: str, flag: str, *, param: str | None = None) -> RequestError:
+    """The 413 for ``what`` beyond ``limit`` (``flag`` is the ``toolmend serve`` option that sets it).
+
+    >>> too_large("'tools'", 2, "tools", "--max-tools", param="tools").body()["error"]["code"]
+    'request_too_large'
+    """
+    return RequestError(f"{what} is over the proxy's limit of {limit:,} {unit} (toolmend serve {flag}).",
+                        status=413, param=param, code="request_too_large")  # fmt: skip
+
+
+def check_tools(tools: Any, limits: Limits, *, param: str = "tools") -> None:
+    """Refuse a tool list beyond ``limits`` before anything compiles it: a 413 for too many tools or
+    too many bytes, a 400 for a schema nested too deep. Anything that is not a list passes (the
+    route's own validation says what is wrong with it).
+
+    >>> check_tools([{"type": "function"}] * 3, Limits(max_tools=2))
+    Traceback (most recent call last):
+    ...
+    toolmend.serve._protocol.RequestError: 'tools' holds 3 tools, is over the proxy's limit of 2 tools (toolmend serve --max-tools).
+    """
+    if not isinstance(tools, Sequence) or isinstance(tools, str):
+        return
+    if len(tools) > limits.max_tools:
+        raise too_large(f"'{param}' holds {len(tools):,} tools,", limits.max_tools, "tools", "--max-tools",
+                        param=param)  # fmt: skip
+    size = len(_json.dumps(tools))
+    if size > limits.max_schema_bytes:
+        raise too_large(f"'{param}' takes {size:,} bytes, which", limits.max_schema_bytes, "bytes",
+                        "--max-schema-bytes", param=param)  # fmt: skip
+    for i, tool in enumerate(tools):
+        # Depth counted from the tool, so the parameters' own nesting plus the wrapper's levels.
+        if depth(tool, limits.max_schema_depth + 3) > limits.max_schema_depth + 3:
+            raise RequestError(
+                f"{param}[{i}] has a schema nested deeper than the proxy's limit of {limits.max_schema_depth} "
+                "levels (toolmend serve --max-schema-depth).", param=f"{param}[{i}]", code="invalid_schema",
+            )  # fmt: skip
+
+
+# -- the budget ------------------------------------------------------------------------------------
+
+_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+_SWITCH = 0.0005
+"""The GIL switch interval while a step runs: the event loop waits at most this long for the GIL."""
+_running = 0
+_saved_switch = sys.getswitchinterval()
+_switch_lock = threading.Lock()
+
+
+def _enter() -> None:
+    global _running, _saved_switch
+    with _switch_lock:
+        if _running == 0:
+            _saved_switch = sys.getswitchinterval()
+            sys.setswitchinterval(min(_SWITCH, _saved_switch))
+        _running += 1
+
+
+def _leave() -> None:
+    global _running
+    with _switch_lock:
+        _running -= 1
+        if _running == 0:
+            sys.setswitchinterval(_saved_switch)
+
+
+class Budget:
+    """Runs CPU-heavy steps off the event loop, each within ``seconds`` of CPU time (see the
+    module docstring). One object serves a whole server; it keeps no state per step."""
+
+    def __init__(self, seconds: float, *, poll: float | None = None) -> None:
+        self.seconds = seconds
+        self.poll = poll if poll is not None else min(0.05, max(seconds / 10, 0.005))
+
+    async def run(
+        self, fn: Callable[_P, _T], /, *args: _P.args, what: str = "this request", **kwargs: _P.kwargs
+    ) -> _T:
+        """``fn(*args, **kwargs)`` in a thread of its own; its result, or what it raised. A
+        :class:`BudgetExceeded` naming ``what`` when it runs past the budget. Cancelling the
+        awaiting task (a client that went away) interrupts the step too."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[_T] = loop.create_future()
+        started = threading.Event()
+        ident: list[int] = []
+
+        def settle(ok: bool, value: Any) -> None:
+            if not done.done():
+                (done.set_result if ok else done.set_exception)(value)
+
+        def body() -> None:
+            ident.append(threading.get_ident())
+            started.set()
+            entered = False
+            outcome: tuple[bool, Any] | None = None
+            try:
+                _enter()
+                entered = True
+                try:
+                    outcome = (True, fn(*args, **kwargs))
+                except _Interrupt:
+                    outcome = None
+                except BaseException as exc:  # handed to the awaiting task, which raises it
+                    outcome = (False, exc)
+                entered = False
+                _leave()
+                if outcome is not None:
+                    loop.call_soon_threadsafe(settle, *outcome)
+            except (_Interrupt, RuntimeError):
+                # An interruption after the step was over, or a loop closed meanwhile: nobody
+                # waits for this step any more.
+                if entered:
+                    _leave()
+
+        thread = threading.Thread(target=body, name="toolmend-budget", daemon=True)
+        thread.start()
+        started.wait()
+        clock = time.pthread_getcpuclockid(ident[0])
+        watch = loop.call_later(self.poll, self._watch, loop, thread, ident[0], clock, done, what)
+        try:
+            return await done
+        except asyncio.CancelledError:
+            _interrupt(thread, ident[0])
+            raise
+        finally:
+            watch.cancel()
+
+    def _watch(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        thread: threading.Thread,
+        ident: int,
+        clock: int,
+        done: asyncio.Future[Any],
+        what: str,
+    ) -> None:
+        if done.done() or not thread.is_alive():
+            return
+        try:
+            used = time.clock_gettime(clock)
+        except OSError:  # the thread ended between the two checks
+            return
+        if used > self.seconds:
+            _interrupt(thread, ident)
+            done.set_exception(BudgetExceeded(what, self.seconds))
+            return
+        loop.call_later(self.poll, self._watch, loop, thread, ident, clock, done, what)
+
+    async def run_async(
+        self, factory: Callable[[], Coroutine[Any, Any, _T]], /, *, what: str = "this request"
+    ) -> _T:
+        """:meth:`run` for an ``async`` step: ``factory()`` runs on a private event loop in the
+        step's thread; what it must do on the server's loop goes through :meth:`on_loop`."""
+        return await self.run(_run_private, factory, what=what)
+
+    @staticmethod
+    def on_loop(
+        fn: Callable[_P, Awaitable[_T]], loop: asyncio.AbstractEventLoop | None = None
+    ) -> Callable[_P, Coroutine[Any, Any, _T]]:
+        """``fn`` (an ``async`` function of the server's loop, such as an upstream call) as one a
+        step's private loop can await: each call runs on the server's loop, and the step waits
+        for it without using CPU time. Call this on the server's loop (or pass ``loop``)."""
+        server = loop or asyncio.get_running_loop()
+
+        async def bridged(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+            async def call() -> _T:
+                return await fn(*args, **kwargs)
+
+            future = asyncio.run_coroutine_threadsafe(call(), server)
+            try:
+                return await asyncio.wrap_future(future)
+            finally:
+                future.cancel()  # the step was interrupted: the upstream call ends too
+
+        return bridged
+
+
+def _run_private(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    return asyncio.run(factory())
+
+
+def _interrupt(thread: threading.Thread, ident: int) -> None:
+    """Raise :class:`_Interrupt` in ``thread`` at its next bytecode (a no-op once it has ended)."""
+    if thread.is_alive():
+        with contextlib.suppress(Exception):
+            _async_exc(ident, _Interrupt)
