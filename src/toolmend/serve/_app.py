@@ -32,6 +32,7 @@ from toolmend.guard import GuardPolicy
 from toolmend.serve import _json as fastjson
 from toolmend.serve._anthropic import anthropic_error, count_tokens_handler, messages_handler
 from toolmend.serve._assembler import ContentGate, StreamAssembler
+from toolmend.serve._budget import Budget, BudgetExceeded, Limits, check_tools, parse_json, read_body
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
 from toolmend.serve._traces import TraceWriter, trace_record
@@ -45,11 +46,12 @@ from toolmend.serve._upstream import (
     guard_transport,
     iter_sse,
     public_url,
+    read_capped,
     redact,
 )
 from toolmend.serve._verdict import Answer, Verdict, answer_of, judge
 
-__all__ = ["ServeConfig", "create_app", "run"]
+__all__ = ["ServeConfig", "create_app", "run", "server_options"]
 
 _CHAT = "/chat/completions"
 _MESSAGES = "/v1/messages"
@@ -90,6 +92,9 @@ class ServeConfig(BaseModel):
     """Re-sends of a request after 429/5xx or a transport failure (before any byte reached the client)."""
     max_retry_wait: float = 20.0
     extra_fields: frozenset[str] = frozenset()
+    limits: Limits = Field(default_factory=Limits)
+    """What one request may cost: sizes, nesting, CPU time and how long a client may take to send
+    it (:class:`~toolmend.serve._budget.Limits`; docs/serve.md lists them with their flags)."""
 
     @model_validator(mode="after")
     def _metrics_key(self) -> ServeConfig:
@@ -112,7 +117,10 @@ class _Proxy:
             connect_timeout=config.connect_timeout,
             retries=config.retries,
             max_wait=config.max_retry_wait,
+            max_bytes=config.limits.max_upstream_bytes,
         )
+        self.budget = Budget(config.limits.check_seconds)
+        """Every CPU-heavy step of a request runs through it, off the event loop."""
         self.traces = (
             TraceWriter(
                 config.traces,
@@ -200,9 +208,8 @@ class _Proxy:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
-            raw = await request.read()
-            body = parse_body(raw)
-            validate_request(body, self.config.extra_fields)
+            raw = await read_body(request, self.config.limits)
+            body = await self.budget.run(self._admit, raw, what="the request")
         except RequestError as exc:
             self.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
             return _json(exc.status, exc.body())
@@ -215,6 +222,13 @@ class _Proxy:
             raise
         finally:
             ex.record()
+
+    def _admit(self, raw: bytes) -> dict[str, Any]:
+        """The chat request in ``raw``, parsed and validated within the limits (a budget step)."""
+        body = parse_json(raw, self.config.limits)
+        check_tools(body.get("tools"), self.config.limits)
+        validate_request(body, self.config.extra_fields)
+        return body
 
     def _upstream_error(self, exc: UpstreamError, request: web.Request) -> web.Response:
         self.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
@@ -273,8 +287,13 @@ class _Exchange:
 
     async def decide(self, answer: Answer) -> Verdict:
         t = time.perf_counter()
-        verdict = await judge(self.body, answer, self.reask, policy=self.config.policy,
-                              shadow=self.config.shadow, strict=self.config.strict)  # fmt: skip
+        reask = Budget.on_loop(self.reask)
+        config = self.config
+        verdict = await self.proxy.budget.run_async(
+            lambda: judge(self.body, answer, reask, policy=config.policy, shadow=config.shadow,
+                          strict=config.strict),
+            what="the model's answer against the request's tools",
+        )  # fmt: skip
         self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
         self.verdict = verdict
         self.outcome = verdict.outcome
@@ -306,6 +325,8 @@ class _Exchange:
             verdict = await self.decide(answer)
         except UpstreamError as exc:
             return self._failed(exc)
+        except BudgetExceeded as exc:
+            return self._too_costly(exc)
         headers = verdict.headers()
         if verdict.error is not None:
             self.status = 422
@@ -327,6 +348,11 @@ class _Exchange:
         _add_usage(out, verdict)
         self.final = new
         return web.Response(body=fastjson.dumps(out), content_type="application/json", headers=headers)
+
+    def _too_costly(self, exc: BudgetExceeded) -> web.Response:
+        self.outcome, self.status = "too_costly", exc.status
+        self.proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
+        return _json(exc.status, exc.body())
 
     def _failed(self, exc: UpstreamError) -> web.Response:
         self.outcome, self.status = exc.kind, exc.status
@@ -362,7 +388,7 @@ class _Exchange:
                 # the pool (a new connection per stream costs milliseconds).
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(1.0):  # no task per stream, as wait_for makes
-                        await upstream.read()
+                        await read_capped(upstream, self.config.limits.max_upstream_bytes)
                 upstream.release()
             else:
                 upstream.close()
@@ -372,11 +398,10 @@ class _Exchange:
         """The upstream's stream events; a server that ignored ``stream`` and sent one JSON body
         is read as the stream that body stands for."""
         if _mime(upstream.headers) != "application/json":
-            async for data in iter_sse(upstream):
+            async for data in iter_sse(upstream, self.config.limits.max_upstream_bytes):
                 yield data
             return
-        async with guard_transport():
-            raw = await upstream.read()
+        raw = await read_capped(upstream, self.config.limits.max_upstream_bytes)
         for chunk in _as_chunks(UpstreamReply(upstream.status, upstream.headers, raw).json()):
             yield fastjson.dumps(chunk)
         yield b"[DONE]"
@@ -478,7 +503,8 @@ class _Exchange:
         if not hold:
             self.outcome, self.final = "passthrough", self.original
             if self.guarded:  # shadow: decide, annotate, change nothing
-                await self._comment(response, await self.decide(answer))
+                with contextlib.suppress(BudgetExceeded):
+                    await self._comment(response, await self.decide(answer))
             await response.write(_DONE)
             await response.write_eof()
             return
@@ -486,6 +512,10 @@ class _Exchange:
             verdict = await self.decide(answer)
         except UpstreamError as exc:
             await self._stream_failed(response, exc)
+            return
+        except BudgetExceeded as exc:
+            self.outcome, self.status = "too_costly", exc.status
+            await self._end_with_error(response, exc.body())
             return
         if verdict.error is not None:
             self.status = 422
@@ -664,7 +694,7 @@ def _mime(headers: Mapping[str, str]) -> str:
 def create_app(config: ServeConfig) -> web.Application:
     """The aiohttp application for ``config`` (run it with :func:`run` or any aiohttp runner)."""
     proxy = _Proxy(config)
-    app = web.Application(middlewares=[_shaped, proxy.auth], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[_shaped, proxy.auth], client_max_size=config.limits.max_body_bytes)
     app[PROXY] = proxy
     app.on_startup.append(proxy.start)
     app.on_cleanup.append(proxy.stop)
@@ -689,8 +719,16 @@ def run(config: ServeConfig, *, print_line: Any = print) -> None:
                    "can reach this port can use the upstream through it (set --api-key-env)")  # fmt: skip
     print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {public_url(config.upstream)}"
                + (" (shadow)" if config.shadow else "") + (" (strict)" if config.strict else ""))  # fmt: skip
-    web.run_app(app, host=config.host, port=config.port, handler_cancellation=True, print=None,
-                access_log=None)  # fmt: skip
+    web.run_app(app, host=config.host, port=config.port, print=None, **server_options(config))
+
+
+def server_options(config: ServeConfig) -> dict[str, Any]:
+    """The aiohttp server settings ``config`` asks for, for :func:`aiohttp.web.run_app` or an
+    :class:`aiohttp.web.AppRunner`: client disconnects cancel their handler, and a connection that
+    has not sent a request's headers within ``limits.header_timeout`` (a half-sent request, or
+    one idle that long) is closed."""
+    return {"handler_cancellation": True, "access_log": None,
+            "keepalive_timeout": config.limits.header_timeout}  # fmt: skip
 
 
 def _loopback(host: str) -> bool:

@@ -53,14 +53,15 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
+from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend._jsontext import MAX_DEPTH, depth
 from toolmend.check._spec import MAX_SCHEMA_DEPTH
 from toolmend.serve import _json
-from toolmend.serve._protocol import RequestError
+from toolmend.serve._protocol import RequestError, parse_body
 
-__all__ = ["Budget", "BudgetExceeded", "Limits", "check_tools", "too_large"]
+__all__ = ["Budget", "BudgetExceeded", "Limits", "check_tools", "parse_json", "read_body", "too_large"]
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
@@ -153,6 +154,41 @@ def check_tools(tools: Any, limits: Limits, *, param: str = "tools") -> None:
             )  # fmt: skip
 
 
+async def read_body(request: web.BaseRequest, limits: Limits) -> bytes:
+    """The request's body, read within ``limits``: a 413 past ``max_body_bytes`` (at once when the
+    declared length says so), a 408 when it does not arrive within ``body_timeout``."""
+    if request.content_length is not None and request.content_length > limits.max_body_bytes:
+        raise _body_too_large(limits)
+    try:
+        async with asyncio.timeout(limits.body_timeout):
+            return await request.read()
+    except TimeoutError:
+        raise RequestError(f"The request body did not arrive within {limits.body_timeout:g} s (toolmend serve "
+                           "--body-timeout).", status=408, code="request_timeout") from None  # fmt: skip
+    except web.HTTPRequestEntityTooLarge:
+        raise _body_too_large(limits) from None
+
+
+def _body_too_large(limits: Limits) -> RequestError:
+    return too_large("The request body", limits.max_body_bytes, "bytes", "--max-body-bytes")
+
+
+def parse_json(raw: bytes, limits: Limits) -> dict[str, Any]:
+    """The JSON object in a request body, nested no deeper than ``limits.max_json_depth`` (a 400
+    :class:`~toolmend.serve.RequestError` saying why otherwise).
+
+    >>> parse_json(b'{"a": [[1]]}', Limits(max_json_depth=2))
+    Traceback (most recent call last):
+    ...
+    toolmend.serve._protocol.RequestError: The request body is nested deeper than the proxy's limit of 2 levels (toolmend serve --max-json-depth).
+    """
+    body = parse_body(raw)
+    if limits.max_json_depth < MAX_DEPTH and depth(body, limits.max_json_depth) > limits.max_json_depth:
+        raise RequestError(f"The request body is nested deeper than the proxy's limit of {limits.max_json_depth} "
+                           "levels (toolmend serve --max-json-depth).", code="invalid_json")  # fmt: skip
+    return body
+
+
 # -- the budget ------------------------------------------------------------------------------------
 
 _async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
@@ -198,7 +234,7 @@ class Budget:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[_T] = loop.create_future()
         started = threading.Event()
-        ident: list[int] = []
+        ident: list[int] = []  # the thread's id and its CPU clock, as the thread itself reads them
 
         def settle(ok: bool, value: Any) -> None:
             if not done.done():
@@ -206,6 +242,7 @@ class Budget:
 
         def body() -> None:
             ident.append(threading.get_ident())
+            ident.append(time.pthread_getcpuclockid(ident[0]))
             started.set()
             entered = False
             outcome: tuple[bool, Any] | None = None
@@ -231,8 +268,7 @@ class Budget:
         thread = threading.Thread(target=body, name="toolmend-budget", daemon=True)
         thread.start()
         started.wait()
-        clock = time.pthread_getcpuclockid(ident[0])
-        watch = loop.call_later(self.poll, self._watch, loop, thread, ident[0], clock, done, what)
+        watch = loop.call_later(self.poll, self._watch, loop, thread, ident[0], ident[1], done, what)
         try:
             return await done
         except asyncio.CancelledError:
