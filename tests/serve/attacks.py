@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gzip
+import functools
 import importlib.util
-import io
 import json
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ if "scripted_upstream" not in sys.modules:
 
 from scripted_upstream import Scene, ScriptedUpstream, call, completion  # noqa: E402
 
-__all__ = ["ATTACKS", "CLEAN", "Attack", "clean_body", "scene", "send", "upstream"]
+__all__ = ["ATTACKS", "gzip_bomb", "CLEAN", "Attack", "clean_body", "scene", "send", "upstream"]
 
 CLEAN = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
     "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]  # fmt: skip
@@ -96,6 +96,8 @@ ATTACKS = [
     Attack("a 65 MiB body", 413, raw=b'{"model": "m", "messages": [', length=65 * 2**20),
     Attack("a half-sent body", 408, raw=b'{"model": "m", "messages": [', length=4096),
     Attack("half-sent headers", 0, head=b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Ty"),
+    # 128 MiB once decompressed, past the default limit of 64 MiB ("bytes" in the metadata sets
+    # another size).
     Attack("an upstream gzip bomb", 502, body={**clean_body(), "metadata": {"attack": "gzip_bomb"}}),
 ]
 """The attacks of issue 34. The half-sent ones end after the proxy's ``body_timeout`` and
@@ -134,17 +136,12 @@ async def send(attack: Attack | dict[str, Any], port: int) -> tuple[int, bytes]:
             await writer.wait_closed()
 
 
-def _gzip_bomb() -> bytes:
-    # 1 GiB of zeros compresses to about 1 MiB: far past any sane answer once decompressed.
-    buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9) as f:
-        block = b"\0" * 2**20
-        for _ in range(1024):
-            f.write(block)
-    return buf.getvalue()
-
-
-_BOMB: list[bytes] = []
+@functools.lru_cache(maxsize=2)
+def gzip_bomb(size: int) -> bytes:
+    """``size`` bytes of zeros, gzipped (128 MiB take about half a MiB)."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)  # wbits 31: the gzip container
+    block = b"\0" * 2**20
+    return b"".join(packer.compress(block) for _ in range(size // 2**20)) + packer.flush()
 
 
 def scene(body: dict[str, Any]) -> Scene:
@@ -157,12 +154,13 @@ def scene(body: dict[str, Any]) -> Scene:
         xs = [{"id": i, "tags": [i, {"n": str(i)}]} for i in range(4_000)]
         return Scene(body=completion(None, [call("f", {"xs": xs}, "c1")]))
     if attack == "gzip_bomb":
-        if not _BOMB:
-            _BOMB.append(_gzip_bomb())
-        return Scene(body=_BOMB[0], headers={"Content-Encoding": "gzip"})
+        size = int(meta.get("bytes") or 128 * 2**20)  # type: ignore[union-attr]
+        return Scene(body=gzip_bomb(size), headers={"Content-Encoding": "gzip"})
     mark = str((body.get("messages") or [{}])[-1].get("content") or "x")
     if body.get("tools"):
-        return Scene(body=completion(None, [call("get_weather", {"city": "Oslo", "days": 3}, f"call_{mark}")]))
+        return Scene(
+            body=completion(None, [call("get_weather", {"city": "Oslo", "days": 3}, f"call_{mark}")])
+        )
     return Scene(body=completion(mark))
 
 
@@ -176,7 +174,6 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     up = upstream()
-    _BOMB.append(_gzip_bomb())
 
     async def serve() -> None:
         runner = web.AppRunner(up.thread.app, access_log=None)

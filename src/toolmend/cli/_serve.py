@@ -114,16 +114,22 @@ def serve_command(
         typer.Option("--allow-field", help="Accept and forward this extra request field (repeatable)."),
     ] = None,
     max_body_bytes: Annotated[
-        int | None, typer.Option("--max-body-bytes", help="Largest request body (413 beyond) (default 64 MiB).")
+        int | None,
+        typer.Option("--max-body-bytes", help="Largest request body (413 beyond) (default 64 MiB)."),
     ] = None,
     max_upstream_bytes: Annotated[
-        int | None, typer.Option("--max-upstream-bytes", help="Largest upstream answer, decompressed (502 beyond) (default 64 MiB).")
+        int | None,
+        typer.Option(
+            "--max-upstream-bytes",
+            help="Largest upstream answer, decompressed (502 beyond) (default 64 MiB).",
+        ),
     ] = None,
     max_tools: Annotated[
         int | None, typer.Option("--max-tools", help="Most tools in one request (default 512).")
     ] = None,
     max_schema_bytes: Annotated[
-        int | None, typer.Option("--max-schema-bytes", help="Largest 'tools' of one request, as JSON (default 4 MiB).")
+        int | None,
+        typer.Option("--max-schema-bytes", help="Largest 'tools' of one request, as JSON (default 4 MiB)."),
     ] = None,
     max_schema_depth: Annotated[
         int | None, typer.Option("--max-schema-depth", help="Deepest tool schema (at most 48) (default 48).")
@@ -132,13 +138,16 @@ def serve_command(
         int | None, typer.Option("--max-json-depth", help="Deepest request body (at most 512) (default 512).")
     ] = None,
     check_seconds: Annotated[
-        float | None, typer.Option("--check-seconds", help="CPU seconds one request's checks may take (default 2).")
+        float | None,
+        typer.Option("--check-seconds", help="CPU seconds one request's checks may take (default 2)."),
     ] = None,
     header_timeout: Annotated[
-        float | None, typer.Option("--header-timeout", help="Seconds a client may take to send its headers (default 60).")
+        float | None,
+        typer.Option("--header-timeout", help="Seconds a client may take to send its headers (default 60)."),
     ] = None,
     body_timeout: Annotated[
-        float | None, typer.Option("--body-timeout", help="Seconds a client may take to send its body (default 60).")
+        float | None,
+        typer.Option("--body-timeout", help="Seconds a client may take to send its body (default 60)."),
     ] = None,
 ) -> None:
     """Run the tool-call guard as an OpenAI-compatible proxy in front of UPSTREAM."""

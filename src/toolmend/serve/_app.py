@@ -34,7 +34,7 @@ from toolmend.serve._anthropic import anthropic_error, count_tokens_handler, mes
 from toolmend.serve._assembler import ContentGate, StreamAssembler
 from toolmend.serve._budget import Budget, BudgetExceeded, Limits, check_tools, parse_json, read_body
 from toolmend.serve._metrics import Metrics
-from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
+from toolmend.serve._protocol import RequestError, openai_error, tool_names, validate_request
 from toolmend.serve._traces import TraceWriter, trace_record
 from toolmend.serve._upstream import (
     CREDENTIAL_HEADERS,
@@ -43,7 +43,6 @@ from toolmend.serve._upstream import (
     UpstreamReply,
     check_chunk,
     check_completion,
-    guard_transport,
     iter_sse,
     public_url,
     read_capped,
