@@ -119,7 +119,7 @@ async def send(attack: Attack | dict[str, Any], port: int) -> tuple[int, bytes]:
             writer.write(attack.head)
         else:
             writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         + f"Content-Length: {length}\r\n\r\n".encode() + payload)  # fmt: skip
+                         + f"Connection: close\r\nContent-Length: {length}\r\n\r\n".encode() + payload)  # fmt: skip
         await writer.drain()
         try:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -128,12 +128,28 @@ async def send(attack: Attack | dict[str, Any], port: int) -> tuple[int, bytes]:
         status = int(head.split(b" ", 2)[1])
         size = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
                      if line.lower().startswith(b"content-length:")), None)  # fmt: skip
-        body = await (reader.readexactly(size) if size is not None else reader.read())
+        if size is not None:
+            return status, await reader.readexactly(size)
+        body = await reader.read()
+        if b"transfer-encoding: chunked" in head.lower():
+            body = _dechunk(body)
         return status, body
     finally:
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
+
+
+def _dechunk(raw: bytes) -> bytes:
+    out = b""
+    while raw:
+        size_line, _, rest = raw.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        raw = rest[size + 2 :]
+    return out
 
 
 @functools.lru_cache(maxsize=2)

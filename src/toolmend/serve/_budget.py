@@ -146,8 +146,7 @@ def check_tools(tools: Any, limits: Limits, *, param: str = "tools") -> None:
         raise too_large(f"'{param}' takes {size:,} bytes, which", limits.max_schema_bytes, "bytes",
                         "--max-schema-bytes", param=param)  # fmt: skip
     for i, tool in enumerate(tools):
-        # Depth counted from the tool, so the parameters' own nesting plus the wrapper's levels.
-        if depth(tool, limits.max_schema_depth + 3) > limits.max_schema_depth + 3:
+        if depth(_schema_of(tool), limits.max_schema_depth) > limits.max_schema_depth:
             raise RequestError(
                 f"{param}[{i}] has a schema nested deeper than the proxy's limit of {limits.max_schema_depth} "
                 "levels (toolmend serve --max-schema-depth).", param=f"{param}[{i}]", code="invalid_schema",
@@ -187,6 +186,19 @@ def parse_json(raw: bytes, limits: Limits) -> dict[str, Any]:
         raise RequestError(f"The request body is nested deeper than the proxy's limit of {limits.max_json_depth} "
                            "levels (toolmend serve --max-json-depth).", code="invalid_json")  # fmt: skip
     return body
+
+
+def _schema_of(tool: Any) -> Any:
+    """The parameters schema in a tool of any wire shape (Chat Completions, Responses, Anthropic,
+    MCP); the whole tool when none is found, so that nothing escapes the depth limit."""
+    if not isinstance(tool, dict):
+        return tool
+    fn = tool.get("function")
+    holder = fn if isinstance(fn, dict) else tool
+    for key in ("parameters", "input_schema", "inputSchema"):
+        if key in holder:
+            return holder[key]
+    return tool
 
 
 # -- the budget ------------------------------------------------------------------------------------
