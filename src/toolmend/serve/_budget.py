@@ -237,10 +237,8 @@ class Budget:
         self.seconds = seconds
         self.poll = poll if poll is not None else min(0.05, max(seconds / 10, 0.005))
 
-    async def run(
-        self, fn: Callable[_P, _T], /, *args: _P.args, what: str = "this request", **kwargs: _P.kwargs
-    ) -> _T:
-        """``fn(*args, **kwargs)`` in a thread of its own; its result, or what it raised. A
+    async def run(self, fn: Callable[..., _T], /, *args: Any, what: str = "this request") -> _T:
+        """``fn(*args)`` in a thread of its own; its result, or what it raised. A
         :class:`BudgetExceeded` naming ``what`` when it runs past the budget. Cancelling the
         awaiting task (a client that went away) interrupts the step too."""
         loop = asyncio.get_running_loop()
@@ -262,7 +260,7 @@ class Budget:
                 _enter()
                 entered = True
                 try:
-                    outcome = (True, fn(*args, **kwargs))
+                    outcome = (True, fn(*args))
                 except _Interrupt:
                     outcome = None
                 except BaseException as exc:  # handed to the awaiting task, which raises it
