@@ -103,7 +103,11 @@ class AppThread:
     """Serves an aiohttp app on 127.0.0.1 in a daemon thread (its own event loop)."""
 
     def __init__(
-        self, app: web.Application, *, handler_cancellation: bool = True, options: dict[str, Any] | None = None
+        self,
+        app: web.Application,
+        *,
+        handler_cancellation: bool = True,
+        options: dict[str, Any] | None = None,
     ) -> None:
         self.app = app
         self.options = options or {"handler_cancellation": handler_cancellation, "access_log": None}

@@ -132,7 +132,9 @@ def test_the_costly_tool_is_still_in_flight_while_clean_requests_pass(serve: Any
     ],
     ids=["tools", "schema-bytes", "schema-depth", "json-depth", "body-bytes"],
 )
-def test_each_limit_is_a_shaped_refusal(serve: Any, limits: Limits, body: Any, status: int, code: str) -> None:
+def test_each_limit_is_a_shaped_refusal(
+    serve: Any, limits: Limits, body: Any, status: int, code: str
+) -> None:
     import attacks
 
     proxy = serve(handler=attacks.scene, limits=limits)
