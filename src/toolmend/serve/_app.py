@@ -288,11 +288,21 @@ class _Exchange:
         t = time.perf_counter()
         reask = Budget.on_loop(self.reask)
         config = self.config
-        verdict = await self.proxy.budget.run_async(
-            lambda: judge(self.body, answer, reask, policy=config.policy, shadow=config.shadow,
-                          strict=config.strict),
-            what="the model's answer against the request's tools",
-        )  # fmt: skip
+        try:
+            verdict = await self.proxy.budget.run_async(
+                lambda: judge(self.body, answer, reask, policy=config.policy, shadow=config.shadow,
+                              strict=config.strict),
+                what="the model's answer against the request's tools",
+            )  # fmt: skip
+        except BudgetExceeded as exc:
+            if config.shadow:  # shadow mode never changes an answer
+                verdict = Verdict("passthrough", answer.content or None, answer.tool_calls,
+                                  answer.finish_reason or "stop", shadow="request_too_costly")  # fmt: skip
+            else:
+                # The guard could not decide in time: its give-up, as every route answers it (422).
+                verdict = Verdict("aborted", None, [], "stop", findings=["request_too_costly"])
+                verdict.error = openai_error(str(exc), type="tool_call_error", code="request_too_costly",
+                                             findings=verdict.findings)  # fmt: skip
         self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
         self.verdict = verdict
         self.outcome = verdict.outcome
@@ -324,8 +334,6 @@ class _Exchange:
             verdict = await self.decide(answer)
         except UpstreamError as exc:
             return self._failed(exc)
-        except BudgetExceeded as exc:
-            return self._too_costly(exc)
         headers = verdict.headers()
         if verdict.error is not None:
             self.status = 422
@@ -347,11 +355,6 @@ class _Exchange:
         _add_usage(out, verdict)
         self.final = new
         return web.Response(body=fastjson.dumps(out), content_type="application/json", headers=headers)
-
-    def _too_costly(self, exc: BudgetExceeded) -> web.Response:
-        self.outcome, self.status = "too_costly", exc.status
-        self.proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
-        return _json(exc.status, exc.body())
 
     def _failed(self, exc: UpstreamError) -> web.Response:
         self.outcome, self.status = exc.kind, exc.status
@@ -502,8 +505,7 @@ class _Exchange:
         if not hold:
             self.outcome, self.final = "passthrough", self.original
             if self.guarded:  # shadow: decide, annotate, change nothing
-                with contextlib.suppress(BudgetExceeded):
-                    await self._comment(response, await self.decide(answer))
+                await self._comment(response, await self.decide(answer))
             await response.write(_DONE)
             await response.write_eof()
             return
@@ -511,10 +513,6 @@ class _Exchange:
             verdict = await self.decide(answer)
         except UpstreamError as exc:
             await self._stream_failed(response, exc)
-            return
-        except BudgetExceeded as exc:
-            self.outcome, self.status = "too_costly", exc.status
-            await self._end_with_error(response, exc.body())
             return
         if verdict.error is not None:
             self.status = 422

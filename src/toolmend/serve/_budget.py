@@ -305,6 +305,7 @@ class Budget:
         if used > self.seconds:
             _interrupt(thread, ident)
             done.set_exception(BudgetExceeded(what, self.seconds))
+            loop.call_later(self.poll, _until_ended, loop, thread, ident, self.poll)
             return
         loop.call_later(self.poll, self._watch, loop, thread, ident, clock, done, what)
 
@@ -339,6 +340,14 @@ class Budget:
 
 def _run_private(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     return asyncio.run(factory())
+
+
+def _until_ended(loop: asyncio.AbstractEventLoop, thread: threading.Thread, ident: int, poll: float) -> None:
+    """Interrupt ``thread`` again until it ends: an exception that lands in code that swallows
+    it (a garbage collector's callback reports it as "ignored") would leave the step running."""
+    if thread.is_alive():
+        _interrupt(thread, ident)
+        loop.call_later(poll, _until_ended, loop, thread, ident, poll)
 
 
 def _interrupt(thread: threading.Thread, ident: int) -> None:
