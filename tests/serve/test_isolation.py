@@ -274,3 +274,54 @@ def test_clean_traffic_is_unchanged_by_the_budget(serve: Any) -> None:
                                    proxy.thread.port))  # fmt: skip
     assert status == 200
     assert json.loads(raw)["choices"][0]["message"]["content"] == "hello"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_too_costly_to_check_is_the_guards_422(serve: Any, stream: bool) -> None:
+    # The tool compiles at once; checking 40,000 objects for uniqueness takes far more than the
+    # budget: the guard gives up as it does on any answer it cannot accept.
+    from scripted_upstream import call, stream_of
+
+    xs = [{"id": i, "tags": [i, {"n": str(i)}]} for i in range(40_000)]
+    whole = Scene(body=completion(None, [call("f", {"xs": xs}, "c1")]))
+    streamed = Scene(
+        chunks=stream_of([{"tool_calls": [{"index": 0, **call("f", {"xs": xs}, "c1")}]}], "tool_calls")
+    )
+    proxy = serve(
+        handler=lambda body: streamed if body.get("stream") else whole, limits=Limits(check_seconds=0.1)
+    )
+    unique = next(a for a in ATTACKS if a.name.startswith("uniqueItems"))
+    assert unique.body is not None
+    status, raw = asyncio.run(send({**unique.body, "stream": stream}, proxy.thread.port))
+    if stream:
+        assert status == 200
+        events = [e[6:] for e in raw.decode().split("\n\n") if e.startswith("data: ")]
+        assert events[-1] == "[DONE]"
+        error = _shaped(events[-2].encode())
+    else:
+        assert status == 422, raw[:300]
+        error = _shaped(raw)
+    assert error["code"] == "request_too_costly"
+    assert "--check-seconds" in error["message"]
+
+
+def test_the_responses_route_keeps_the_same_limits(serve: Any) -> None:
+    import attacks
+
+    proxy = serve(handler=attacks.scene, limits=Limits(max_tools=1))
+    tool = {"type": "function", "name": "f", "parameters": {"type": "object"}}
+    body = {"model": "m", "input": "hi", "tools": [tool, {**tool, "name": "g"}]}
+
+    async def go() -> tuple[int, bytes]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.thread.port)
+        payload = json.dumps(body).encode()
+        writer.write(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     + f"Connection: close\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)  # fmt: skip
+        raw = await reader.read()
+        writer.close()
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        return int(head.split(b" ", 2)[1]), rest
+
+    status, raw = asyncio.run(go())
+    assert status == 413, raw[:300]
+    assert _shaped(raw)["code"] == "request_too_large"
