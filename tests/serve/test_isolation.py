@@ -325,3 +325,27 @@ def test_the_responses_route_keeps_the_same_limits(serve: Any) -> None:
     status, raw = asyncio.run(go())
     assert status == 413, raw[:300]
     assert _shaped(raw)["code"] == "request_too_large"
+
+
+def test_the_messages_route_keeps_the_same_limits(serve: Any) -> None:
+    import attacks
+
+    proxy = serve(handler=attacks.scene, limits=Limits(max_tools=1))
+    tool = {"name": "f", "input_schema": {"type": "object"}}
+    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
+            "tools": [tool, {**tool, "name": "g"}]}  # fmt: skip
+
+    async def go() -> tuple[int, bytes]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.thread.port)
+        payload = json.dumps(body).encode()
+        writer.write(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     + f"Connection: close\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)  # fmt: skip
+        raw = await reader.read()
+        writer.close()
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        return int(head.split(b" ", 2)[1]), rest
+
+    status, raw = asyncio.run(go())
+    assert status == 413, raw[:300]
+    assert "--max-tools" in json.loads(raw)["error"]["message"]
+    assert proxy.upstream.bodies == []

@@ -32,7 +32,7 @@ from toolmend.guard import GuardPolicy
 from toolmend.serve import _json as fastjson
 from toolmend.serve._anthropic import anthropic_error, count_tokens_handler, messages_handler
 from toolmend.serve._assembler import ContentGate, StreamAssembler
-from toolmend.serve._budget import Budget, BudgetExceeded, Limits, check_tools, parse_json, read_body
+from toolmend.serve._budget import Budget, Limits, check_tools, judge_within, parse_json, read_body
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, tool_names, validate_request
 from toolmend.serve._traces import TraceWriter, trace_record
@@ -48,7 +48,7 @@ from toolmend.serve._upstream import (
     read_capped,
     redact,
 )
-from toolmend.serve._verdict import Answer, Verdict, answer_of, judge
+from toolmend.serve._verdict import Answer, Verdict, answer_of
 
 __all__ = ["ServeConfig", "create_app", "run", "server_options"]
 
@@ -286,23 +286,9 @@ class _Exchange:
 
     async def decide(self, answer: Answer) -> Verdict:
         t = time.perf_counter()
-        reask = Budget.on_loop(self.reask)
         config = self.config
-        try:
-            verdict = await self.proxy.budget.run_async(
-                lambda: judge(self.body, answer, reask, policy=config.policy, shadow=config.shadow,
-                              strict=config.strict),
-                what="the model's answer against the request's tools",
-            )  # fmt: skip
-        except BudgetExceeded as exc:
-            if config.shadow:  # shadow mode never changes an answer
-                verdict = Verdict("passthrough", answer.content or None, answer.tool_calls,
-                                  answer.finish_reason or "stop", shadow="request_too_costly")  # fmt: skip
-            else:
-                # The guard could not decide in time: its give-up, as every route answers it (422).
-                verdict = Verdict("aborted", None, [], "stop", findings=["request_too_costly"])
-                verdict.error = openai_error(str(exc), type="tool_call_error", code="request_too_costly",
-                                             findings=verdict.findings)  # fmt: skip
+        verdict = await judge_within(self.proxy.budget, self.body, answer, self.reask, policy=config.policy,
+                                     shadow=config.shadow, strict=config.strict)  # fmt: skip
         self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
         self.verdict = verdict
         self.outcome = verdict.outcome

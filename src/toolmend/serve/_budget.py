@@ -50,7 +50,7 @@ import ctypes
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from aiohttp import web
@@ -58,10 +58,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolmend._jsontext import MAX_DEPTH, depth
 from toolmend.check._spec import MAX_SCHEMA_DEPTH
+from toolmend.guard import GuardPolicy
 from toolmend.serve import _json
-from toolmend.serve._protocol import RequestError, parse_body
+from toolmend.serve._protocol import RequestError, openai_error, parse_body
+from toolmend.serve._verdict import Answer, Reask, Verdict, judge
 
-__all__ = ["Budget", "BudgetExceeded", "Limits", "check_tools", "parse_json", "read_body", "too_large"]
+__all__ = [
+    "Budget",
+    "BudgetExceeded",
+    "Limits",
+    "check_depth",
+    "check_tools",
+    "judge_within",
+    "parse_json",
+    "read_body",
+    "too_large",
+]
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
@@ -182,10 +194,16 @@ def parse_json(raw: bytes, limits: Limits) -> dict[str, Any]:
     toolmend.serve._protocol.RequestError: The request body is nested deeper than the proxy's limit of 2 levels (toolmend serve --max-json-depth).
     """
     body = parse_body(raw)
+    check_depth(body, limits)
+    return body
+
+
+def check_depth(body: Any, limits: Limits) -> None:
+    """A 400 for a parsed body nested deeper than ``limits.max_json_depth`` (the JSON reader
+    itself refuses more than 512 levels)."""
     if limits.max_json_depth < MAX_DEPTH and depth(body, limits.max_json_depth) > limits.max_json_depth:
         raise RequestError(f"The request body is nested deeper than the proxy's limit of {limits.max_json_depth} "
                            "levels (toolmend serve --max-json-depth).", code="invalid_json")  # fmt: skip
-    return body
 
 
 def _schema_of(tool: Any) -> Any:
@@ -355,3 +373,33 @@ def _interrupt(thread: threading.Thread, ident: int) -> None:
     if thread.is_alive():
         with contextlib.suppress(Exception):
             _async_exc(ident, _Interrupt)
+
+
+async def judge_within(
+    budget: Budget,
+    body: Mapping[str, Any],
+    answer: Answer,
+    reask: Reask,
+    *,
+    policy: GuardPolicy,
+    shadow: bool = False,
+    strict: bool = False,
+) -> Verdict:
+    """:func:`~toolmend.serve.judge` as a budget step (call it on the server's loop; ``reask``
+    runs there). Past the budget, the guard's give-up: a verdict whose ``error`` (422,
+    ``request_too_costly``) every route answers as it answers any give-up; in shadow mode the
+    answer passes unchanged."""
+    bridged = Budget.on_loop(reask)
+    try:
+        return await budget.run_async(
+            lambda: judge(body, answer, bridged, policy=policy, shadow=shadow, strict=strict),
+            what="the model's answer against the request's tools",
+        )
+    except BudgetExceeded as exc:
+        if shadow:
+            return Verdict("passthrough", answer.content or None, answer.tool_calls,
+                           answer.finish_reason or "stop", shadow="request_too_costly")  # fmt: skip
+        verdict = Verdict("aborted", None, [], "stop", findings=["request_too_costly"])
+        verdict.error = openai_error(str(exc), type="tool_call_error", code="request_too_costly",
+                                     findings=verdict.findings)  # fmt: skip
+        return verdict
