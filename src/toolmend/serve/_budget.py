@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import queue
 import sys
 import threading
 import time
@@ -123,9 +124,9 @@ class BudgetExceeded(RequestError):
         )  # fmt: skip
 
 
-class _Interrupt(BaseException):
-    """Raised inside a step's thread to end it (a BaseException: no ``except Exception`` in the
-    checker swallows it)."""
+class _Interrupt(SystemExit):
+    """Raised inside a step's thread to end it. A SystemExit, so that no ``except Exception`` in
+    the checker swallows it and asyncio's callbacks (the step's private loop) pass it on."""
 
 
 def too_large(what: str, limit: int, unit: str, flag: str, *, param: str | None = None) -> RequestError:
@@ -223,6 +224,10 @@ def _schema_of(tool: Any) -> Any:
 
 _async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+# The same function with a NULL exception: clears a pending one.
+_clear_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
 _SWITCH = 0.0005
 """The GIL switch interval while a step runs: the event loop waits at most this long for the GIL."""
 _running = 0
@@ -247,6 +252,90 @@ def _leave() -> None:
             sys.setswitchinterval(_saved_switch)
 
 
+class _Worker:
+    """A step thread kept between steps (starting a thread and an event loop per step would cost
+    more CPU than a clean request's checks): it runs one job at a time from its queue. A job is
+    interrupted only while it is the current one (``lock``), and any interruption still pending
+    when it ends is cleared, so none reaches the next job; an interrupted worker ends."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.job: object | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        ready = threading.Event()
+        self.ident = 0
+        self.clock = 0
+        self.thread = threading.Thread(target=self._main, args=(ready,), name="toolmend-budget", daemon=True)
+        self.thread.start()
+        ready.wait()
+
+    def used(self) -> float:
+        """CPU seconds this thread has used in all."""
+        return time.clock_gettime(self.clock)
+
+    def interrupt(self, token: object) -> None:
+        with self.lock:
+            if self.job is token:
+                _async_exc(self.ident, _Interrupt)
+
+    def _main(self, ready: threading.Event) -> None:
+        self.ident = threading.get_ident()
+        self.clock = time.pthread_getcpuclockid(self.ident)
+        ready.set()
+        while True:
+            item = self.jobs.get()
+            if item is None:
+                break
+            token, fn, args, settle = item
+            interrupted = False
+            outcome: tuple[bool, Any] | None = None
+            try:
+                try:
+                    outcome = (True, fn(*args))
+                except _Interrupt:
+                    interrupted = True
+                except BaseException as exc:  # handed to the awaiting task, which raises it
+                    outcome = (False, exc)
+                self._end(token)
+            except _Interrupt:  # landed after the job's own code, before _end cleared it
+                interrupted = True
+                self._end(token)
+            if outcome is not None:
+                settle(outcome)
+            if interrupted or not _park(self):
+                break
+        if self.loop is not None:
+            with contextlib.suppress(Exception):
+                self.loop.close()
+
+    def _end(self, token: object) -> None:
+        with self.lock:
+            self.job = None
+            _clear_exc(self.ident, None)  # an interruption not yet delivered
+
+
+_IDLE: list[_Worker] = []
+_IDLE_LOCK = threading.Lock()
+_KEEP = 8
+"""Idle step threads kept; a step never waits for a busy one (a new thread starts instead)."""
+
+
+def _take() -> _Worker:
+    with _IDLE_LOCK:
+        if _IDLE:
+            return _IDLE.pop()
+    return _Worker()
+
+
+def _park(worker: _Worker) -> bool:
+    with _IDLE_LOCK:
+        if len(_IDLE) < _KEEP:
+            _IDLE.append(worker)
+            return True
+    return False
+
+
 class Budget:
     """Runs CPU-heavy steps off the event loop, each within ``seconds`` of CPU time (see the
     module docstring). One object serves a whole server; it keeps no state per step."""
@@ -256,82 +345,59 @@ class Budget:
         self.poll = poll if poll is not None else min(0.05, max(seconds / 10, 0.005))
 
     async def run(self, fn: Callable[..., _T], /, *args: Any, what: str = "this request") -> _T:
-        """``fn(*args)`` in a thread of its own; its result, or what it raised. A
+        """``fn(*args)`` in a step thread; its result, or what it raised. A
         :class:`BudgetExceeded` naming ``what`` when it runs past the budget. Cancelling the
         awaiting task (a client that went away) interrupts the step too."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[_T] = loop.create_future()
-        started = threading.Event()
-        ident: list[int] = []  # the thread's id and its CPU clock, as the thread itself reads them
 
-        def settle(ok: bool, value: Any) -> None:
+        def resolve(outcome: tuple[bool, Any]) -> None:
             if not done.done():
-                (done.set_result if ok else done.set_exception)(value)
+                (done.set_result if outcome[0] else done.set_exception)(outcome[1])
 
-        def body() -> None:
-            ident.append(threading.get_ident())
-            ident.append(time.pthread_getcpuclockid(ident[0]))
-            started.set()
-            entered = False
-            outcome: tuple[bool, Any] | None = None
-            try:
-                _enter()
-                entered = True
-                try:
-                    outcome = (True, fn(*args))
-                except _Interrupt:
-                    outcome = None
-                except BaseException as exc:  # handed to the awaiting task, which raises it
-                    outcome = (False, exc)
-                entered = False
-                _leave()
-                if outcome is not None:
-                    loop.call_soon_threadsafe(settle, *outcome)
-            except (_Interrupt, RuntimeError):
-                # An interruption after the step was over, or a loop closed meanwhile: nobody
-                # waits for this step any more.
-                if entered:
-                    _leave()
+        def settle(outcome: tuple[bool, Any]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                loop.call_soon_threadsafe(resolve, outcome)
 
-        thread = threading.Thread(target=body, name="toolmend-budget", daemon=True)
-        thread.start()
-        started.wait()
-        watch = loop.call_later(self.poll, self._watch, loop, thread, ident[0], ident[1], done, what)
+        worker = _take()
+        token = object()
+        worker.job = token
+        start = worker.used()
+        _enter()
+        worker.jobs.put((token, fn, args, settle))
+        watch = loop.call_later(self.poll, self._watch, loop, worker, token, start, done, what)
         try:
             return await done
         except asyncio.CancelledError:
-            _interrupt(thread, ident[0])
+            worker.interrupt(token)
             raise
         finally:
             watch.cancel()
+            _leave()
 
     def _watch(
         self,
         loop: asyncio.AbstractEventLoop,
-        thread: threading.Thread,
-        ident: int,
-        clock: int,
+        worker: _Worker,
+        token: object,
+        start: float,
         done: asyncio.Future[Any],
         what: str,
     ) -> None:
-        if done.done() or not thread.is_alive():
+        if done.done() or worker.job is not token:
             return
-        try:
-            used = time.clock_gettime(clock)
-        except OSError:  # the thread ended between the two checks
-            return
-        if used > self.seconds:
-            _interrupt(thread, ident)
+        if worker.used() - start > self.seconds:
+            worker.interrupt(token)
             done.set_exception(BudgetExceeded(what, self.seconds))
-            loop.call_later(self.poll, _until_ended, loop, thread, ident, self.poll)
+            loop.call_later(self.poll, _until_ended, loop, worker, token, self.poll)
             return
-        loop.call_later(self.poll, self._watch, loop, thread, ident, clock, done, what)
+        loop.call_later(self.poll, self._watch, loop, worker, token, start, done, what)
 
     async def run_async(
         self, factory: Callable[[], Coroutine[Any, Any, _T]], /, *, what: str = "this request"
     ) -> _T:
-        """:meth:`run` for an ``async`` step: ``factory()`` runs on a private event loop in the
-        step's thread; what it must do on the server's loop goes through :meth:`on_loop`."""
+        """:meth:`run` for an ``async`` step: ``factory()`` runs on the step thread's own event
+        loop; what it must do on the server's loop goes through :meth:`on_loop`."""
         return await self.run(_run_private, factory, what=what)
 
     @staticmethod
@@ -356,23 +422,22 @@ class Budget:
         return bridged
 
 
+_local = threading.local()
+
+
 def _run_private(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    return asyncio.run(factory())
+    loop = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _local.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(factory())
 
 
-def _until_ended(loop: asyncio.AbstractEventLoop, thread: threading.Thread, ident: int, poll: float) -> None:
-    """Interrupt ``thread`` again until it ends: an exception that lands in code that swallows
-    it (a garbage collector's callback reports it as "ignored") would leave the step running."""
-    if thread.is_alive():
-        _interrupt(thread, ident)
-        loop.call_later(poll, _until_ended, loop, thread, ident, poll)
-
-
-def _interrupt(thread: threading.Thread, ident: int) -> None:
-    """Raise :class:`_Interrupt` in ``thread`` at its next bytecode (a no-op once it has ended)."""
-    if thread.is_alive():
-        with contextlib.suppress(Exception):
-            _async_exc(ident, _Interrupt)
+def _until_ended(loop: asyncio.AbstractEventLoop, worker: _Worker, token: object, poll: float) -> None:
+    """Interrupt the step again until it ends: an exception that lands in code that swallows it
+    (a garbage collector's callback reports it as "ignored") would leave the step running."""
+    if worker.job is token:
+        worker.interrupt(token)
+        loop.call_later(poll, _until_ended, loop, worker, token, poll)
 
 
 async def judge_within(
