@@ -9,12 +9,12 @@ checked against them), and no request may stall another. Two pieces, used by eve
   client may take to send its headers and its body. :func:`check_tools` applies the tool limits;
   a refusal is a :class:`~toolmend.serve.RequestError` with status 413 (too large) or 400.
 - :class:`Budget`: runs a CPU-heavy step (parsing and validating a body, compiling its tools,
-  the guard's verdict) in a thread of its own and awaits it, so that the event loop keeps serving
+  the guard's verdict) in a step thread and awaits it, so that the event loop keeps serving
   other clients. A step that uses more than ``seconds`` of CPU time is interrupted and ends as a
   :class:`BudgetExceeded` (400, code ``request_too_costly``): the client gets an OpenAI-shaped
   error, everyone else is served meanwhile.
 
-Why a thread per step and not a process pool: the step's result is a compiled checker (RE2 and
+Why threads and not a process pool: the step's result is a compiled checker (RE2 and
 Rust objects that cannot cross a process boundary) and the guard's state, and most steps take
 well under a millisecond. A thread holding the GIL yields it to the event loop at every switch
 interval; :class:`Budget` shortens that interval while a step runs, so the loop waits at most
