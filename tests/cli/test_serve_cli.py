@@ -45,6 +45,21 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--upstream", "http://x/v1", "--shadow", "--strict"], {}, "cannot be combined"),
         (["--upstream", "http://x/v1", "--metrics-auth"], {}, "--metrics-auth needs --api-key-env"),
         (["--upstream", "ftp://user:topsecret@x/v1"], {}, "'ftp://x/v1': expected an http(s) URL"),
+        (
+            ["--upstream", "http://x/v1", "--max-tools", "0"],
+            {},
+            "--max-tools: Input should be greater than 0",
+        ),
+        (
+            ["--upstream", "http://x/v1", "--max-schema-depth", "100"],
+            {},
+            "--max-schema-depth: Input should be less",
+        ),
+        (
+            ["--upstream", "http://x/v1", "--check-seconds", "-1"],
+            {},
+            "--check-seconds: Input should be greater",
+        ),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(

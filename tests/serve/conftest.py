@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from toolmend.serve import ServeConfig, create_app
+from toolmend.serve._app import server_options
 
 _HERE = Path(__file__).resolve().parent
 if "scripted_upstream" not in sys.modules:
@@ -32,7 +33,7 @@ class Proxy:
         self.upstream = upstream
         self.config = ServeConfig(upstream=upstream.base_url, **config)
         self.app = create_app(self.config)
-        self.thread = AppThread(self.app).start()
+        self.thread = AppThread(self.app, options=server_options(self.config)).start()
 
     @property
     def url(self) -> str:

@@ -102,8 +102,16 @@ def stream_of(
 class AppThread:
     """Serves an aiohttp app on 127.0.0.1 in a daemon thread (its own event loop)."""
 
-    def __init__(self, app: web.Application, *, handler_cancellation: bool = True) -> None:
+    def __init__(
+        self,
+        app: web.Application,
+        *,
+        handler_cancellation: bool = True,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         self.app = app
+        self.options = options or {"handler_cancellation": handler_cancellation, "access_log": None}
+        """The runner's settings (a proxy's come from ``toolmend.serve._app.server_options``)."""
         self.port = 0
         self._cancel = handler_cancellation
         self._ready = threading.Event()
@@ -131,7 +139,7 @@ class AppThread:
         return self
 
     async def _serve(self) -> None:
-        self._runner = web.AppRunner(self.app, handler_cancellation=self._cancel, access_log=None)
+        self._runner = web.AppRunner(self.app, **self.options)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

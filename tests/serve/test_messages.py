@@ -593,3 +593,20 @@ async def test_client_disconnect_cancels_the_upstream_stream(serve_messages: Any
         await asyncio.sleep(0.05)
     assert s.upstream.cancelled == 1 and s.upstream.sent == []
     assert s.metrics.value("toolmend_client_disconnects_total") == 1
+
+
+def test_a_call_that_keeps_failing_is_re_asked_with_a_loop_message(serve_messages: Any) -> None:
+    """/v1/messages counts a conversation's failures like chat: the same call failing three times
+    in a row is not sent a fourth time; the model is told to stop."""
+    history: list[dict[str, Any]] = [ASK["messages"][0]]
+    for i in range(3):
+        history.append(
+            {"role": "assistant", "content": [tool_use("get_weather", {"city": "Oslo", "days": 3}, f"h{i}")]}
+        )
+        history.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"h{i}", "is_error": True, "content": "Error: service timed out"}]})  # fmt: skip
+    s = serve_messages(Scene(body=message(GOOD)), Scene(body=message(text("The weather service is down."))))
+    got = s.client().messages.create(**{**ASK, "messages": history})
+    assert [b.type for b in got.content] == ["text"]
+    told = s.upstream.bodies[1]["messages"][-1]["content"]
+    assert any(b.get("is_error") and "failed 3 times in a row" in str(b.get("content")) for b in told)

@@ -11,6 +11,7 @@ MODULES = [
     "toolmend.serve",
     "toolmend.serve._app",
     "toolmend.serve._assembler",
+    "toolmend.serve._budget",
     "toolmend.serve._metrics",
     "toolmend.serve._protocol",
 ]

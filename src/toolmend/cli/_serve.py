@@ -113,9 +113,46 @@ def serve_command(
         list[str] | None,
         typer.Option("--allow-field", help="Accept and forward this extra request field (repeatable)."),
     ] = None,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option("--max-body-bytes", help="Largest request body (413 beyond) (default 64 MiB)."),
+    ] = None,
+    max_upstream_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-upstream-bytes",
+            help="Largest upstream answer, decompressed (502 beyond) (default 64 MiB).",
+        ),
+    ] = None,
+    max_tools: Annotated[
+        int | None, typer.Option("--max-tools", help="Most tools in one request (default 512).")
+    ] = None,
+    max_schema_bytes: Annotated[
+        int | None,
+        typer.Option("--max-schema-bytes", help="Largest 'tools' of one request, as JSON (default 4 MiB)."),
+    ] = None,
+    max_schema_depth: Annotated[
+        int | None, typer.Option("--max-schema-depth", help="Deepest tool schema (at most 48) (default 48).")
+    ] = None,
+    max_json_depth: Annotated[
+        int | None, typer.Option("--max-json-depth", help="Deepest request body (at most 512) (default 512).")
+    ] = None,
+    check_seconds: Annotated[
+        float | None,
+        typer.Option("--check-seconds", help="CPU seconds one request's checks may take (default 2)."),
+    ] = None,
+    header_timeout: Annotated[
+        float | None,
+        typer.Option("--header-timeout", help="Seconds a client may take to send its headers (default 60)."),
+    ] = None,
+    body_timeout: Annotated[
+        float | None,
+        typer.Option("--body-timeout", help="Seconds a client may take to send its body (default 60)."),
+    ] = None,
 ) -> None:
     """Run the tool-call guard as an OpenAI-compatible proxy in front of UPSTREAM."""
     from toolmend.serve import ServeConfig, run
+    from toolmend.serve._budget import Limits
     from toolmend.serve._upstream import public_url
 
     url = urlparse(upstream)
@@ -127,14 +164,23 @@ def serve_command(
         fail("--shadow and --strict cannot be combined (shadow never changes a response)")
     try:
         guard_policy = load_policy(policy) if policy is not None else GuardPolicy()
+        given = dict(
+            max_body_bytes=max_body_bytes, max_upstream_bytes=max_upstream_bytes, max_tools=max_tools,
+            max_schema_bytes=max_schema_bytes, max_schema_depth=max_schema_depth, max_json_depth=max_json_depth,
+            check_seconds=check_seconds, header_timeout=header_timeout, body_timeout=body_timeout,
+        )  # fmt: skip
+        limits = Limits(**{k: v for k, v in given.items() if v is not None})
         config = ServeConfig(
             upstream=upstream, host=host, port=port, policy=guard_policy,
             api_key=_key(api_key_env, "--api-key-env"), metrics_auth=metrics_auth, upstream_api_key=_key(upstream_key_env, "--upstream-key-env"),
             traces=traces, shadow=shadow, strict=strict, timeout=timeout, read_timeout=read_timeout,
-            retries=retries, extra_fields=frozenset(allow_field or ()),
+            retries=retries, extra_fields=frozenset(allow_field or ()), limits=limits,
         )  # fmt: skip
         run(config, print_line=lambda line: typer.echo(line, err=True))
-    except (ToolmendError, ValidationError) as exc:
+    except ValidationError as exc:
+        field, msg = first_error(exc)
+        fail(f"--{field.replace('_', '-')}: {msg}" if field else msg)
+    except ToolmendError as exc:
         fail(str(exc).splitlines()[0])
     except OSError as exc:
         fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")

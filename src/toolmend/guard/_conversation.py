@@ -138,9 +138,10 @@ class Conversation:
             self.record(name, arguments, ok=ok)
 
     def observe_openai(self, messages: Sequence[Any]) -> None:
-        """Read the failures from an OpenAI chat history: each assistant tool call and the
-        ``tool`` message that answered it (an error result, as :func:`~toolmend.guard.classify_fault`
-        reads it, is a failure; any other result clears the call's count). The history is the
+        """Read the failures from an OpenAI chat history (or an Anthropic Messages one: ``tool_use``
+        and ``tool_result`` blocks): each assistant tool call and the result that answered it (an
+        error result, as :func:`~toolmend.guard.classify_fault` reads it, or ``is_error``, is a
+        failure; any other result clears the call's count). The history is the
         truth, so what was recorded before is replaced."""
         self.observe(_openai_calls(messages))
 
@@ -159,14 +160,30 @@ def _openai_calls(messages: Sequence[Any]) -> Iterable[tuple[str, Any, bool]]:
         if not isinstance(m, Mapping):
             continue
         role = m.get("role")
+        blocks = (
+            [b for b in m.get("content") or () if isinstance(b, Mapping)]
+            if isinstance(m.get("content"), list)
+            else []
+        )
         if role == "assistant":
             for c in m.get("tool_calls") or ():
                 fn = c.get("function") if isinstance(c, Mapping) else None
                 if isinstance(fn, Mapping) and isinstance(c.get("id"), str):
                     calls[c["id"]] = (str(fn.get("name") or ""), _arguments(fn.get("arguments")))
+            for b in blocks:  # Anthropic Messages: tool_use blocks
+                if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    calls[b["id"]] = (str(b.get("name") or ""), _arguments(b.get("input")))
         elif role == "tool" and m.get("tool_call_id") in calls:
             name, args = calls.pop(m["tool_call_id"])
             yield name, args, classify_fault(_text(m.get("content")))[0] is None
+        elif role == "user":
+            for b in blocks:  # Anthropic Messages: tool_result blocks, is_error or an error's text
+                if b.get("type") == "tool_result" and b.get("tool_use_id") in calls:
+                    name, args = calls.pop(b["tool_use_id"])
+                    failed = (
+                        b.get("is_error") is True or classify_fault(_text(b.get("content")))[0] is not None
+                    )
+                    yield name, args, not failed
 
 
 def _arguments(raw: Any) -> Any:

@@ -13,6 +13,9 @@ OpenAI-shaped error saying why there is none).
   ``strict``; tool calls printed as text are turned back into ``tool_calls``.
 - ``/v1/responses`` (the Responses API) gets the same guard: ``function_call`` items are checked,
   repaired, re-asked with ``function_call_output`` items, and streams held from the first call.
+- No request can stall another: each request is held to :class:`Limits` (sizes, nesting, how long
+  a client may take to send it) and its checks run off the event loop within a CPU
+  :class:`Budget`; every refusal is an OpenAI-shaped 400, 408 or 413 (docs/serve.md).
 - ``x-toolmend-*`` headers (an SSE comment on streams) say what happened; ``/metrics`` counts it;
   ``--traces DIR`` writes it down for scoring and training data.
 - Anthropic Messages clients (``base_url=http://H:P``) get the same at ``/v1/messages``, forwarded
@@ -24,6 +27,7 @@ OpenAI-shaped error saying why there is none).
 
 from toolmend.serve._app import ServeConfig, create_app, run
 from toolmend.serve._assembler import AssembledCall, ContentGate, StreamAssembler
+from toolmend.serve._budget import Budget, BudgetExceeded, Limits
 from toolmend.serve._metrics import Metrics
 from toolmend.serve._protocol import RequestError, openai_error, validate_request
 from toolmend.serve._traces import TraceWriter
@@ -33,7 +37,10 @@ from toolmend.serve._verdict import Answer, Verdict, judge
 __all__ = [
     "Answer",
     "AssembledCall",
+    "Budget",
+    "BudgetExceeded",
     "ContentGate",
+    "Limits",
     "Metrics",
     "RequestError",
     "ServeConfig",

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from toolmend.guard import SESSION_HEADER, Conversation
 from toolmend.guard._anthropic import (
     FINISH_OF,
     MessageAssembler,
@@ -56,10 +57,17 @@ from toolmend.guard._anthropic import (
 )
 from toolmend.serve import _json as fastjson
 from toolmend.serve._assembler import ContentGate
+from toolmend.serve._budget import Limits, check_depth, check_tools, judge_within, read_body
 from toolmend.serve._protocol import RequestError, request_checker, tool_names
 from toolmend.serve._traces import trace_record
-from toolmend.serve._upstream import UpstreamError, UpstreamReply, guard_transport, iter_sse, redact
-from toolmend.serve._verdict import Answer, Verdict, judge, split_content
+from toolmend.serve._upstream import (
+    UpstreamError,
+    UpstreamReply,
+    iter_sse,
+    read_capped,
+    redact,
+)
+from toolmend.serve._verdict import Answer, Verdict, split_content
 
 if TYPE_CHECKING:
     from toolmend.serve._app import _Proxy
@@ -243,9 +251,8 @@ def messages_handler(proxy: _Proxy) -> Any:
     async def handle(request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
-            raw = await request.read()
-            body = _parse(raw)
-            validate_messages(body)
+            raw = await read_body(request, proxy.config.limits)
+            body = await proxy.budget.run(_admit, raw, proxy.config.limits, what="the request")
         except RequestError as exc:
             proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
             return _json(exc.status, anthropic_error(str(exc), type=_error_type(exc.status)))
@@ -269,7 +276,7 @@ def count_tokens_handler(proxy: _Proxy) -> Any:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
-            raw = await request.read()
+            raw = await read_body(request, proxy.config.limits)
             body = _parse(raw)
             _need("model" in body, "model: field required (the model to ask)", "model")
         except RequestError as exc:
@@ -284,6 +291,15 @@ def count_tokens_handler(proxy: _Proxy) -> Any:
         return web.Response(body=reply.raw, content_type=mime)
 
     return handle
+
+
+def _admit(raw: bytes, limits: Limits) -> dict[str, Any]:
+    """The Messages request in ``raw``, parsed and validated within the limits (a budget step)."""
+    body = _parse(raw)
+    check_depth(body, limits)
+    check_tools(body.get("tools"), limits)
+    validate_messages(body)
+    return body
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
@@ -317,6 +333,7 @@ class _Exchange:
         self.raw_upstream: Any = None
         self.original: dict[str, Any] | None = None
         self.final: dict[str, Any] | None = None
+        self.conversation: Conversation | None = None
         self.guarded = bool(tool_names(self.view))
         self.rescue = self.guarded and self.view.get("tool_choice") != "none" and not self.config.shadow
         self.thinking: list[list[dict[str, Any]]] = []
@@ -339,8 +356,13 @@ class _Exchange:
 
     async def decide(self, answer: Answer) -> Verdict:
         t = time.perf_counter()
-        verdict = await judge(self.view, answer, self.reask, policy=self.config.policy,
-                              shadow=self.config.shadow, strict=self.config.strict)  # fmt: skip
+        # The chat view's turns, so that a conversation is known by the same key on every route.
+        self.conversation = self.proxy.conversations.for_request(
+            self.view["messages"], session=self.request.headers.get(SESSION_HEADER)
+        )
+        verdict = await judge_within(self.proxy.budget, self.view, answer, self.reask, policy=self.config.policy,
+                                     shadow=self.config.shadow, strict=self.config.strict,
+                                     conversation=self.conversation)  # fmt: skip
         self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
         self.verdict, self.outcome = verdict, verdict.outcome
         return verdict
@@ -444,7 +466,7 @@ class _Exchange:
             if clean:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(1.0):
-                        await upstream.read()
+                        await read_capped(upstream, self.config.limits.max_upstream_bytes)
                 upstream.release()
             else:
                 upstream.close()
@@ -455,11 +477,10 @@ class _Exchange:
         is read as the stream that body stands for."""
         mime = (upstream.headers.get("Content-Type") or "").split(";")[0].strip()
         if mime != "application/json":
-            async for data in iter_sse(upstream):
+            async for data in iter_sse(upstream, self.config.limits.max_upstream_bytes):
                 yield data
             return
-        async with guard_transport():
-            raw = await upstream.read()
+        raw = await read_capped(upstream, self.config.limits.max_upstream_bytes)
         data = UpstreamReply(upstream.status, upstream.headers, raw).json()
         check_message(data)
         for event in events_of(data):
@@ -654,6 +675,8 @@ class _Exchange:
     def record(self) -> None:
         proxy, m = self.proxy, self.proxy.metrics
         seconds = time.perf_counter() - self.started
+        if self.conversation is not None and self.status == 200:
+            proxy.conversations.remember(self.view["messages"], self.final, self.conversation)
         stream = "true" if self.is_stream else "false"
         m.inc("toolmend_requests_total", stream=stream, outcome=self.outcome)
         m.observe("toolmend_request_seconds", seconds, stream=stream)

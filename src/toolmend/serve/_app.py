@@ -32,8 +32,9 @@ from toolmend.guard import SESSION_HEADER, Conversation, Conversations, GuardPol
 from toolmend.serve import _json as fastjson
 from toolmend.serve._anthropic import anthropic_error, count_tokens_handler, messages_handler
 from toolmend.serve._assembler import ContentGate, StreamAssembler
+from toolmend.serve._budget import Budget, Limits, check_tools, judge_within, parse_json, read_body
 from toolmend.serve._metrics import Metrics
-from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names, validate_request
+from toolmend.serve._protocol import RequestError, openai_error, tool_names, validate_request
 from toolmend.serve._traces import TraceWriter, trace_record
 from toolmend.serve._upstream import (
     CREDENTIAL_HEADERS,
@@ -42,14 +43,14 @@ from toolmend.serve._upstream import (
     UpstreamReply,
     check_chunk,
     check_completion,
-    guard_transport,
     iter_sse,
     public_url,
+    read_capped,
     redact,
 )
-from toolmend.serve._verdict import Answer, Verdict, answer_of, judge
+from toolmend.serve._verdict import Answer, Verdict, answer_of
 
-__all__ = ["ServeConfig", "create_app", "run"]
+__all__ = ["ServeConfig", "create_app", "run", "server_options"]
 
 _CHAT = "/chat/completions"
 _MESSAGES = "/v1/messages"
@@ -90,6 +91,9 @@ class ServeConfig(BaseModel):
     """Re-sends of a request after 429/5xx or a transport failure (before any byte reached the client)."""
     max_retry_wait: float = 20.0
     extra_fields: frozenset[str] = frozenset()
+    limits: Limits = Field(default_factory=Limits)
+    """What one request may cost: sizes, nesting, CPU time and how long a client may take to send
+    it (:class:`~toolmend.serve._budget.Limits`; docs/serve.md lists them with their flags)."""
 
     @model_validator(mode="after")
     def _metrics_key(self) -> ServeConfig:
@@ -113,7 +117,10 @@ class _Proxy:
             connect_timeout=config.connect_timeout,
             retries=config.retries,
             max_wait=config.max_retry_wait,
+            max_bytes=config.limits.max_upstream_bytes,
         )
+        self.budget = Budget(config.limits.check_seconds)
+        """Every CPU-heavy step of a request runs through it, off the event loop."""
         self.traces = (
             TraceWriter(
                 config.traces,
@@ -201,9 +208,8 @@ class _Proxy:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
-            raw = await request.read()
-            body = parse_body(raw)
-            validate_request(body, self.config.extra_fields)
+            raw = await read_body(request, self.config.limits)
+            body = await self.budget.run(self._admit, raw, what="the request")
         except RequestError as exc:
             self.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
             return _json(exc.status, exc.body())
@@ -216,6 +222,13 @@ class _Proxy:
             raise
         finally:
             ex.record()
+
+    def _admit(self, raw: bytes) -> dict[str, Any]:
+        """The chat request in ``raw``, parsed and validated within the limits (a budget step)."""
+        body = parse_json(raw, self.config.limits)
+        check_tools(body.get("tools"), self.config.limits)
+        validate_request(body, self.config.extra_fields)
+        return body
 
     def _upstream_error(self, exc: UpstreamError, request: web.Request) -> web.Response:
         self.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
@@ -278,11 +291,13 @@ class _Exchange:
 
     async def decide(self, answer: Answer) -> Verdict:
         t = time.perf_counter()
+        config = self.config
         self.conversation = self.proxy.conversations.for_request(
             self.body["messages"], session=self.request.headers.get(SESSION_HEADER)
         )
-        verdict = await judge(self.body, answer, self.reask, policy=self.config.policy, shadow=self.config.shadow,
-                              strict=self.config.strict, conversation=self.conversation)  # fmt: skip
+        verdict = await judge_within(self.proxy.budget, self.body, answer, self.reask, policy=config.policy,
+                                     shadow=config.shadow, strict=config.strict,
+                                     conversation=self.conversation)  # fmt: skip
         self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
         self.verdict = verdict
         self.outcome = verdict.outcome
@@ -370,7 +385,7 @@ class _Exchange:
                 # the pool (a new connection per stream costs milliseconds).
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(1.0):  # no task per stream, as wait_for makes
-                        await upstream.read()
+                        await read_capped(upstream, self.config.limits.max_upstream_bytes)
                 upstream.release()
             else:
                 upstream.close()
@@ -380,11 +395,10 @@ class _Exchange:
         """The upstream's stream events; a server that ignored ``stream`` and sent one JSON body
         is read as the stream that body stands for."""
         if _mime(upstream.headers) != "application/json":
-            async for data in iter_sse(upstream):
+            async for data in iter_sse(upstream, self.config.limits.max_upstream_bytes):
                 yield data
             return
-        async with guard_transport():
-            raw = await upstream.read()
+        raw = await read_capped(upstream, self.config.limits.max_upstream_bytes)
         for chunk in _as_chunks(UpstreamReply(upstream.status, upstream.headers, raw).json()):
             yield fastjson.dumps(chunk)
         yield b"[DONE]"
@@ -674,7 +688,7 @@ def _mime(headers: Mapping[str, str]) -> str:
 def create_app(config: ServeConfig) -> web.Application:
     """The aiohttp application for ``config`` (run it with :func:`run` or any aiohttp runner)."""
     proxy = _Proxy(config)
-    app = web.Application(middlewares=[_shaped, proxy.auth], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[_shaped, proxy.auth], client_max_size=config.limits.max_body_bytes)
     app[PROXY] = proxy
     app.on_startup.append(proxy.start)
     app.on_cleanup.append(proxy.stop)
@@ -699,8 +713,16 @@ def run(config: ServeConfig, *, print_line: Any = print) -> None:
                    "can reach this port can use the upstream through it (set --api-key-env)")  # fmt: skip
     print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {public_url(config.upstream)}"
                + (" (shadow)" if config.shadow else "") + (" (strict)" if config.strict else ""))  # fmt: skip
-    web.run_app(app, host=config.host, port=config.port, handler_cancellation=True, print=None,
-                access_log=None)  # fmt: skip
+    web.run_app(app, host=config.host, port=config.port, print=None, **server_options(config))
+
+
+def server_options(config: ServeConfig) -> dict[str, Any]:
+    """The aiohttp server settings ``config`` asks for, for :func:`aiohttp.web.run_app` or an
+    :class:`aiohttp.web.AppRunner`: client disconnects cancel their handler, and a connection that
+    has not sent a request's headers within ``limits.header_timeout`` (a half-sent request, or
+    one idle that long) is closed."""
+    return {"handler_cancellation": True, "access_log": None,
+            "keepalive_timeout": config.limits.header_timeout}  # fmt: skip
 
 
 def _loopback(host: str) -> bool:

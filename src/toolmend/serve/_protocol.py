@@ -183,7 +183,12 @@ def request_checker(tools: list[Any]) -> Checker:
     :class:`RequestError` when it is not valid) and compiled once per content
     (:meth:`Checker.cached <toolmend.check.Checker.cached>`)."""
     try:
-        return Checker.cached(tools, view=_strict_view, check=_check_tools)
+        checker = Checker.cached(tools, view=_strict_view, check=_check_tools)
+        # Compiled now, so that a spec the checker refuses (an unknown $schema, a remote $ref, a
+        # pattern RE2 cannot run) is the client's 400 before anything goes upstream; once per
+        # content, as compiled specs stay with the cached checker.
+        checker.verify()
+        return checker
     except SpecError as exc:
         raise RequestError(f"'tools' holds a tool the guard cannot use: {exc}", param="tools",
                            code="invalid_schema") from None  # fmt: skip

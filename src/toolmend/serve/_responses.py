@@ -49,6 +49,7 @@ from toolmend.guard._responses import (
 from toolmend.serve import _json as fastjson
 from toolmend.serve._app import (
     _SSE_HEADERS,
+    ServeConfig,
     _comment_line,
     _Exchange,
     _internal_error,
@@ -57,14 +58,15 @@ from toolmend.serve._app import (
     _mime,
     _Proxy,
 )
-from toolmend.serve._protocol import RequestError, parse_body, request_checker
+from toolmend.serve._budget import check_tools, parse_json, read_body
+from toolmend.serve._protocol import RequestError, request_checker
 from toolmend.serve._responses_stream import (
     TERMINAL,
     ResponseStreamAssembler,
     check_response,
     item_events,
 )
-from toolmend.serve._upstream import UpstreamError, UpstreamReply, guard_transport, iter_sse
+from toolmend.serve._upstream import UpstreamError, UpstreamReply, iter_sse, read_capped
 from toolmend.serve._verdict import Answer, Verdict, split_content
 
 __all__ = ["RESPONSES_FIELDS", "handle_responses", "validate_responses"]
@@ -166,9 +168,8 @@ async def handle_responses(proxy: _Proxy, request: web.Request) -> web.StreamRes
     """The ``/v1/responses`` endpoint of ``proxy`` (see the module docstring)."""
     started = time.perf_counter()
     try:
-        raw = await request.read()
-        body = parse_body(raw)
-        validate_responses(body, proxy.config.extra_fields)
+        raw = await read_body(request, proxy.config.limits)
+        body = await proxy.budget.run(_admit, raw, proxy.config, what="the request")
     except RequestError as exc:
         proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
         return _json(exc.status, exc.body())
@@ -181,6 +182,14 @@ async def handle_responses(proxy: _Proxy, request: web.Request) -> web.StreamRes
         raise
     finally:
         ex.record()
+
+
+def _admit(raw: bytes, config: ServeConfig) -> dict[str, Any]:
+    """The Responses request in ``raw``, parsed and validated within the limits (a budget step)."""
+    body = parse_json(raw, config.limits)
+    check_tools(body.get("tools"), config.limits)
+    validate_responses(body, config.extra_fields)
+    return body
 
 
 def _line(event: Mapping[str, Any] | bytes, kind: str) -> bytes:
@@ -323,7 +332,7 @@ class _ResponsesExchange(_Exchange):
             if clean:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(1.0):
-                        await upstream.read()
+                        await read_capped(upstream, self.config.limits.max_upstream_bytes)
                 upstream.release()
             else:
                 upstream.close()
@@ -333,11 +342,10 @@ class _ResponsesExchange(_Exchange):
         """The upstream's events; a server that ignored ``stream`` and sent one JSON body is read
         as the stream that body stands for."""
         if _mime(upstream.headers) != "application/json":
-            async for data in iter_sse(upstream):
+            async for data in iter_sse(upstream, self.config.limits.max_upstream_bytes):
                 yield data
             return
-        async with guard_transport():
-            raw = await upstream.read()
+        raw = await read_capped(upstream, self.config.limits.max_upstream_bytes)
         data = UpstreamReply(upstream.status, upstream.headers, raw).json()
         check_response(data)
         yield fastjson.dumps({"type": "response.created", "sequence_number": 0,

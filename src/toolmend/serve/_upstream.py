@@ -41,6 +41,7 @@ __all__ = [
     "guard_transport",
     "iter_sse",
     "public_url",
+    "read_capped",
     "redact",
 ]
 
@@ -145,6 +146,7 @@ class Upstream:
         backoff: float = 0.5,
         max_wait: float = 20.0,
         limit: int = 0,
+        max_bytes: int = 64 * 2**20,
     ) -> None:
         parts = urlsplit(base_url)
         # Credentials in the URL are sent as Basic auth (when no key is configured) and are never
@@ -167,6 +169,9 @@ class Upstream:
             max_retries=retries, initial_wait=backoff, max_wait=max_wait, jitter=backoff
         )
         self._limit = limit
+        self.max_bytes = max_bytes
+        """What one answer may hold after decompression (an upstream gzip bomb is a 502, read no
+        further than this)."""
         self._session: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
@@ -219,7 +224,7 @@ class Upstream:
         return await call_with_retries(once, self.policy, failures), len(failures) + 1
 
     async def _error(self, resp: aiohttp.ClientResponse) -> UpstreamError:
-        raw = await resp.read()
+        raw = await read_capped(resp, self.max_bytes)
         try:
             body = _json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -255,7 +260,7 @@ class Upstream:
             ):
                 if resp.status >= 400:
                     raise await self._error(resp)
-                return resp, await resp.read()
+                return resp, await read_capped(resp, self.max_bytes)
 
         (resp, raw), attempts = await self._retrying(once)
         return UpstreamReply(resp.status, resp.headers, raw, attempts)
@@ -266,7 +271,7 @@ class Upstream:
             guard_transport(self.base_url),
             self.session.get(self.base_url + path, headers=self.headers(headers)) as resp,
         ):
-            return UpstreamReply(resp.status, resp.headers, await resp.read())
+            return UpstreamReply(resp.status, resp.headers, await read_capped(resp, self.max_bytes))
 
     async def open_stream(
         self,
@@ -320,17 +325,40 @@ class guard_transport:  # noqa: N801 - used as a context manager
                                 retryable=True, kind="upstream_connection") from exc  # fmt: skip
 
 
-async def iter_sse(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+async def read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body of ``resp`` (decompressed), or a 502 :class:`UpstreamError` as soon as it
+    passes ``limit`` bytes: aiohttp decompresses as it reads, so memory stays within the limit."""
+    out = bytearray()
+    async with guard_transport():
+        async for piece in resp.content.iter_any():
+            out += piece
+            if len(out) > limit:
+                resp.close()
+                raise _too_big(limit)
+    return bytes(out)
+
+
+def _too_big(limit: int) -> UpstreamError:
+    return UpstreamError(f"the upstream's answer is larger than the proxy's limit of {limit:,} bytes "
+                         "(toolmend serve --max-upstream-bytes)", status=502, kind="upstream_too_large")  # fmt: skip
+
+
+async def iter_sse(resp: aiohttp.ClientResponse, limit: int | None = None) -> AsyncIterator[bytes]:
     """The ``data`` payloads of a server-sent-event stream, as raw bytes (``[DONE]`` included).
 
     The body is read as it arrives (one await per network read, not one per line) and split
     into events here; ``\\r\\n`` and ``\\r`` line ends count as ``\\n``, as the SSE format says.
-    A timeout or a dropped connection mid-stream raises :class:`UpstreamError`.
+    A timeout or a dropped connection mid-stream raises :class:`UpstreamError`, and so does a
+    stream past ``limit`` bytes in all (decompressed).
     """
     buf = b""
+    total = 0
     cr = False  # a piece ended in "\r": it may be the first half of "\r\n"
     async with guard_transport():
         async for piece in resp.content.iter_any():
+            total += len(piece)
+            if limit is not None and total > limit:
+                raise _too_big(limit)
             if cr:
                 piece = b"\r" + piece
             cr = piece.endswith(b"\r")
