@@ -43,13 +43,14 @@ b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","argument
 from __future__ import annotations
 
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from toolmend._errors import SpecError
-from toolmend._jsontext import depth, dumpb, loads
+from toolmend._jsontext import MAX_DEPTH, depth, dumpb, loads
 from toolmend.check import Checker
 from toolmend.guard import Conversation, Guard, GuardPolicy, Turn
 from toolmend.guard._messages import call_problem_text
@@ -155,7 +156,8 @@ class McpSession:
             return Step(
                 reply=_error(None, PARSE_ERROR, f"toolmend mcp-guard: the message is not JSON: {exc}")
             )
-        if depth(msg, limits.max_json_depth) > limits.max_json_depth:
+        # loads itself refuses more than MAX_DEPTH levels; a lower limit costs one more walk.
+        if limits.max_json_depth < MAX_DEPTH and depth(msg, limits.max_json_depth) > limits.max_json_depth:
             rid = msg.get("id") if isinstance(msg, dict) and _id_key(msg.get("id")) is not None else None
             return Step(reply=_error(rid, INVALID_REQUEST, "toolmend mcp-guard: the message is nested deeper "
                                      f"than the guard's limit of {limits.max_json_depth} levels "
@@ -262,19 +264,30 @@ class McpSession:
             result["resultType"] = "complete"
         return Step(reply=dumpb({"jsonrpc": "2.0", "id": rid, "result": result}))
 
-    def too_costly(self, seconds: float) -> Step:
-        """The answer to the client's message whose check ran past ``seconds`` of CPU time: a
-        ``tools/call`` gets a tool result ``isError: true`` saying so (the server never sees it),
-        any other message a JSON-RPC error."""
+    def too_costly(self, raw: bytes, seconds: float) -> Step:
+        """The answer to the client's message ``raw`` whose check ran past ``seconds`` of CPU
+        time: a ``tools/call`` gets a tool result ``isError: true`` saying so (the server never
+        sees it), any other message a JSON-RPC error.
+
+        >>> step = McpSession().too_costly(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}', 2)
+        >>> loads(step.reply)["result"]["isError"], loads(step.reply)["id"]
+        (True, 7)
+        """
         why = (f"checking it took more than {seconds:g} s of CPU time, the guard's limit "
                "(toolmend mcp-guard --check-seconds)")  # fmt: skip
-        if self._current is None:
-            return Step(reply=_error(None, INVALID_REQUEST, f"toolmend mcp-guard: the message was not forwarded: {why}"))
-        rid, name = self._current
-        self._current = None
+        current, self._current = self._current, None
+        if current is None:
+            # Not even parsed within the budget: the id and method from the message's head, where
+            # clients write them (reading the whole message again would cost the budget again).
+            rid, method = _head_of(raw)
+            if method != "tools/call":
+                return Step(reply=_error(rid, INVALID_REQUEST, f"toolmend mcp-guard: the message was not "
+                                         f"forwarded: {why}"))  # fmt: skip
+            current = (rid, "")
+        rid, name = current
         self._count("too_costly")
-        return self._refuse(rid, name, None, f"The call to {name} was not run: {why}. Nothing was executed; "
-                            "call it again with smaller arguments.")  # fmt: skip
+        return self._refuse(rid, name, None, f"The call{f' to {name}' if name else ''} was not run: {why}. "
+                            "Nothing was executed; call it again with smaller arguments.")  # fmt: skip
 
     def server_too_costly(self, seconds: float) -> None:
         """The server's message whose reading ran past ``seconds`` of CPU time passed unread: a
@@ -443,6 +456,33 @@ def _lint(tool: Mapping[str, Any]) -> str:
     except (TypeError, ValueError) as exc:
         return f"its inputSchema cannot be read ({exc})"
     return ""
+
+
+_HEAD = 512
+"""Bytes of a message :func:`_head_of` reads."""
+_HEAD_FIELD = re.compile(rb'"(id|method)"\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.){0,200}")')
+
+
+def _head_of(raw: bytes) -> tuple[Any, str | None]:
+    """The ``id`` and ``method`` of a JSON-RPC message read from its first bytes, before any
+    nested object or list (``None`` for either not found there).
+
+    >>> _head_of(b'{"jsonrpc": "2.0", "id": "a1", "method": "tools/call", "params": {"id": 2}}')
+    ('a1', 'tools/call')
+    >>> _head_of(b'{"params": {"id": 2}, "id": 1}')
+    (None, None)
+    """
+    head = raw[:_HEAD]
+    nested = min((i for i in (head.find(b"{", 1), head.find(b"[", 1)) if i >= 0), default=len(head))
+    found: dict[bytes, Any] = {}
+    for match in _HEAD_FIELD.finditer(head[:nested]):
+        try:
+            found.setdefault(match.group(1), loads(match.group(2)))
+        except ValueError:
+            continue
+    rid = found.get(b"id")
+    method = found.get(b"method")
+    return (rid if _id_key(rid) is not None else None), (method if isinstance(method, str) else None)
 
 
 def _id_key(rid: Any) -> str | None:

@@ -102,9 +102,9 @@ class _Relay:
             try:
                 return await self.budget.run(session.from_client, raw, what="the client's message")
             except BudgetExceeded:
-                step = session.too_costly(self.budget.seconds)
-                _log.warning("toolmend mcp-guard: %s", step.reply.decode() if step.reply else "")
-                return step
+                _log.warning("toolmend mcp-guard: %s: a message's check ran past %g s of CPU time; refused",
+                             self.shown, self.budget.seconds)  # fmt: skip
+                return session.too_costly(raw, self.budget.seconds)
 
     async def from_server(self, session: McpSession, raw: bytes) -> bytes:
         """``session.from_server`` as a budget step; past the budget, ``raw`` unchanged."""
