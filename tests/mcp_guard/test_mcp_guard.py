@@ -257,6 +257,25 @@ async def test_stdio_through_the_cli(tmp_path: Path) -> None:
     assert ran == [{"tool": "add", "arguments": {"a": 40, "b": 2}}]
 
 
+async def test_stdio_through_the_cli_holds_messages_to_the_size_limit(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolmend", "mcp-guard", "--max-body-bytes", "2000", "--",
+              sys.executable, str(_HERE / "mcp_server.py"), str(log)],  # fmt: skip
+        env=env,
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.list_tools()
+        with pytest.raises(MCPError, match="2,000 bytes.*--max-body-bytes"):
+            await session.call_tool("get_weather", {"city": "x" * 5_000})
+        assert not (await session.call_tool("add", {"a": 1})).is_error
+    ran = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ran == [{"tool": "add", "arguments": {"a": 1, "b": 0}}]
+
+
 async def test_the_sdks_default_client_speaks_the_stateless_protocol_through_the_guard() -> None:
     """``mcp.Client(url)`` probes ``server/discover`` and speaks protocol 2026-07-28: no session,
     routing headers (``Mcp-Method``, ``Mcp-Name``) the server checks against the body; a call the

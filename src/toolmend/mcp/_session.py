@@ -147,7 +147,8 @@ class McpSession:
         self._current = None
         limits = self.limits
         if len(raw) > limits.max_body_bytes:
-            return Step(reply=_error(None, INVALID_REQUEST, f"toolmend mcp-guard: the message takes {len(raw):,} "
+            # The id from the message's head, so that the client can match the refusal to its request.
+            return Step(reply=_error(_head_of(raw)[0], INVALID_REQUEST, f"toolmend mcp-guard: the message takes {len(raw):,} "
                                      f"bytes, over the guard's limit of {limits.max_body_bytes:,} bytes "
                                      "(toolmend mcp-guard --max-body-bytes)"))  # fmt: skip
         try:
