@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 import time
@@ -48,16 +49,19 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def served(policy: GuardPolicy | None = None, limits: Limits | None = None) -> AsyncIterator[Served]:
-    """The test server on uvicorn and the guard (aiohttp) in front of it, both on 127.0.0.1."""
+async def served(
+    policy: GuardPolicy | None = None, limits: Limits | None = None, server: Any = None
+) -> AsyncIterator[Served]:
+    """The test server (or ``server``, an ``MCPServer``) on uvicorn and the guard (aiohttp) in
+    front of it, both on 127.0.0.1."""
     calls: list[dict[str, Any]] = []
-    app = server_module.build(calls).streamable_http_app()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
+    app = (server or server_module.build(calls)).streamable_http_app()
+    http = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
+    task = asyncio.create_task(http.serve())
+    while not http.started:
         assert not task.done(), "the MCP server did not start"
         await asyncio.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    port = http.servers[0].sockets[0].getsockname()[1]
     upstream = f"http://127.0.0.1:{port}/mcp"
     runner = web.AppRunner(create_mcp_app(upstream, policy, limits=limits))
     await runner.setup()
@@ -68,7 +72,7 @@ async def served(policy: GuardPolicy | None = None, limits: Limits | None = None
         yield Served(f"http://127.0.0.1:{guard_port}/mcp", upstream, calls)
     finally:
         await runner.cleanup()
-        server.should_exit = True
+        http.should_exit = True
         await task
 
 
@@ -389,3 +393,37 @@ async def test_an_over_limit_body_is_one_shaped_refusal_and_never_forwarded() ->
         # The session goes on: a call within the limit is served.
         assert not (await session.call_tool("add", {"a": 1})).is_error
     assert [c["tool"] for c in s.calls] == ["add"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_a_costly_tool_list_passes_unchanged_and_its_calls_unchecked(caplog: pytest.LogCaptureFixture) -> None:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import Tool
+
+    # 20,000 patterned properties: compiling them takes the checker far past a 0.3 s budget.
+    costly = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+              "patternProperties": {f"^p{i}_[a-z]+$": {"type": "integer"} for i in range(20_000)}}  # fmt: skip
+    ran: list[Any] = []
+
+    class Hostile(MCPServer):
+        async def list_tools(self) -> list[Tool]:
+            tools = await super().list_tools()
+            for tool in tools:
+                tool.input_schema = costly
+            return tools
+
+    server = Hostile("hostile")
+
+    @server.tool()
+    def count(n: Any) -> str:
+        ran.append(n)
+        return f"counted {n}"
+
+    with caplog.at_level(logging.WARNING, logger="toolmend.mcp"):
+        async with served(limits=Limits(check_seconds=0.3), server=server) as s, connect(s.url) as session:
+            listed = await session.list_tools()
+            assert len(listed.tools[0].input_schema["patternProperties"]) == 20_000  # unchanged
+            # "n" a string breaks the schema; unchecked, it reaches the server as it was sent.
+            result = await session.call_tool("count", {"n": "three"})
+    assert not result.is_error and ran == ["three"]
+    assert any("--check-seconds" in r.getMessage() and "unchecked" in r.getMessage() for r in caplog.records)
