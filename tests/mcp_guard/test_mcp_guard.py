@@ -331,6 +331,7 @@ async def _hostile_session(http: aiohttp.ClientSession, url: str) -> str:
 # A step interrupted for its budget may be inside a garbage collector's callback, which reports
 # the interruption as "ignored" (the budget interrupts it again): not a fault of the test.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("steps_end")
 async def test_a_costly_call_does_not_stall_another_session_and_is_refused_as_too_costly() -> None:
     # 60,000 distinct objects under uniqueItems: seconds of the checker's time unbudgeted.
     items = [{"k": i, "v": [i, str(i)]} for i in range(60_000)]
@@ -396,6 +397,7 @@ async def test_an_over_limit_body_is_one_shaped_refusal_and_never_forwarded() ->
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("steps_end")
 async def test_a_costly_tool_list_passes_unchanged_and_its_calls_unchecked(caplog: pytest.LogCaptureFixture) -> None:
     from mcp.server.mcpserver import MCPServer
     from mcp.types import Tool

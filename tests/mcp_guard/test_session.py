@@ -197,6 +197,7 @@ def test_a_message_over_the_size_or_depth_limit_is_a_json_rpc_error() -> None:
 # An interrupted step may be inside a garbage collector's callback, which reports the
 # interruption as "ignored": not a fault of the test.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("steps_end")
 def test_a_tool_list_past_the_budget_leaves_calls_unchecked(caplog: pytest.LogCaptureFixture) -> None:
     # 20,000 patterned properties: compiling them takes the checker far past a 0.2 s budget.
     costly = {"name": "costly", "inputSchema": {"type": "object", "patternProperties": {
