@@ -41,7 +41,8 @@ LAYERS: list[list[str]] = [
     ["integrations"],
     ["runs"],
     ["_bench"],
-    ["reports", "serve", "mcp"],
+    ["reports", "serve"],
+    ["mcp"],
     ["cli"],
     ["__init__", "__main__"],
 ]

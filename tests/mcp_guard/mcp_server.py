@@ -38,6 +38,9 @@ class _Server(MCPServer):
         for tool in tools:
             if tool.name == "loose_forecast":
                 tool.output_schema = FORECAST_SCHEMA
+            if tool.name == "tag":
+                # Distinct objects: a check that costs the guard's checker time in the list's length.
+                tool.input_schema["properties"]["items"]["uniqueItems"] = True
         return tools
 
 
@@ -91,6 +94,12 @@ def build(calls: list[dict[str, Any]] | Path) -> MCPServer:
         for i in range(n):
             await ctx.report_progress(i + 1, n)
         return f"counted to {n}"
+
+    @mcp.tool()
+    def tag(items: list[dict[str, Any]]) -> int:
+        """Tags distinct items (listed with uniqueItems)."""
+        ran("tag", items=items)
+        return len(items)
 
     @mcp.resource("note://hello")
     def hello() -> str:

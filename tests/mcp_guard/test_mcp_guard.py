@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib.util
 import json
+import logging
 import os
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from toolmend.guard import GuardPolicy  # noqa: E402
 from toolmend.mcp import create_mcp_app  # noqa: E402
+from toolmend.serve import Limits  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent
 _SPEC = importlib.util.spec_from_file_location("toolmend_test_mcp_server", _HERE / "mcp_server.py")
@@ -46,18 +50,21 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def served(policy: GuardPolicy | None = None) -> AsyncIterator[Served]:
-    """The test server on uvicorn and the guard (aiohttp) in front of it, both on 127.0.0.1."""
+async def served(
+    policy: GuardPolicy | None = None, limits: Limits | None = None, server: Any = None
+) -> AsyncIterator[Served]:
+    """The test server (or ``server``, an ``MCPServer``) on uvicorn and the guard (aiohttp) in
+    front of it, both on 127.0.0.1."""
     calls: list[dict[str, Any]] = []
-    app = server_module.build(calls).streamable_http_app()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
+    app = (server or server_module.build(calls)).streamable_http_app()
+    http = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="on"))
+    task = asyncio.create_task(http.serve())
+    while not http.started:
         assert not task.done(), "the MCP server did not start"
         await asyncio.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    port = http.servers[0].sockets[0].getsockname()[1]
     upstream = f"http://127.0.0.1:{port}/mcp"
-    runner = web.AppRunner(create_mcp_app(upstream, policy))
+    runner = web.AppRunner(create_mcp_app(upstream, policy, limits=limits))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -66,7 +73,7 @@ async def served(policy: GuardPolicy | None = None) -> AsyncIterator[Served]:
         yield Served(f"http://127.0.0.1:{guard_port}/mcp", upstream, calls)
     finally:
         await runner.cleanup()
-        server.should_exit = True
+        http.should_exit = True
         await task
 
 
@@ -255,6 +262,25 @@ async def test_stdio_through_the_cli(tmp_path: Path) -> None:
     assert ran == [{"tool": "add", "arguments": {"a": 40, "b": 2}}]
 
 
+async def test_stdio_through_the_cli_holds_messages_to_the_size_limit(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolmend", "mcp-guard", "--max-body-bytes", "2000", "--",
+              sys.executable, str(_HERE / "mcp_server.py"), str(log)],  # fmt: skip
+        env=env,
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.list_tools()
+        with pytest.raises(MCPError, match="2,000 bytes.*--max-body-bytes"):
+            await session.call_tool("get_weather", {"city": "x" * 5_000})
+        assert not (await session.call_tool("add", {"a": 1})).is_error
+    ran = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ran == [{"tool": "add", "arguments": {"a": 1, "b": 0}}]
+
+
 async def test_the_sdks_default_client_speaks_the_stateless_protocol_through_the_guard() -> None:
     """``mcp.Client(url)`` probes ``server/discover`` and speaks protocol 2026-07-28: no session,
     routing headers (``Mcp-Method``, ``Mcp-Name``) the server checks against the body; a call the
@@ -271,3 +297,146 @@ async def test_the_sdks_default_client_speaks_the_stateless_protocol_through_the
             {"tool": "add", "arguments": {"a": 4, "b": 1}},
             {"tool": "get_weather", "arguments": {"city": "Oslo", "days": 1}},
         ]
+
+
+# -- limits and the CPU budget (the proxy's, issue 34) -------------------------------------------
+
+_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def _rpc(http: aiohttp.ClientSession, url: str, msg: dict[str, Any], sid: str | None = None) -> Any:
+    """One JSON-RPC message as a raw client sends it; the answer's message (JSON or the first SSE
+    event with data), or None for a notification."""
+    headers = {**_HEADERS, **({"Mcp-Session-Id": sid} if sid else {})}
+    async with http.post(url, data=json.dumps(msg), headers=headers) as resp:
+        text = await resp.text()
+        if resp.content_type == "text/event-stream":
+            datas = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+            return json.loads(datas[0]) if datas else None
+        return json.loads(text) if text.strip() else None
+
+
+async def _hostile_session(http: aiohttp.ClientSession, url: str) -> str:
+    """A session opened by hand (initialize, initialized, tools/list): its Mcp-Session-Id."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}  # fmt: skip
+    async with http.post(url, data=json.dumps(init), headers=_HEADERS) as resp:
+        sid = resp.headers["Mcp-Session-Id"]
+        await resp.read()
+    await _rpc(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    listed = await _rpc(http, url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, sid)
+    assert "tag" in {t["name"] for t in listed["result"]["tools"]}
+    return sid
+
+
+# A step interrupted for its budget may be inside a garbage collector's callback, which reports
+# the interruption as "ignored" (the budget interrupts it again): not a fault of the test.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("steps_end")
+async def test_a_costly_call_does_not_stall_another_session_and_is_refused_as_too_costly() -> None:
+    # 60,000 distinct objects under uniqueItems: seconds of the checker's time unbudgeted.
+    items = [{"k": i, "v": [i, str(i)]} for i in range(60_000)]
+    hostile = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "tag", "arguments": {"items": items}}})  # fmt: skip
+    # This process also holds the MCP server, both clients and pytest: a full garbage collection
+    # (which the costly call's many objects set off, holding the GIL) walks them all, some 300 ms
+    # here, and a guard's own process holds none of them. Frozen, it walks what came since.
+    gc.freeze()
+    try:
+        await _costly_call_against_clean_calls(hostile)
+    finally:
+        gc.unfreeze()
+
+
+async def _costly_call_against_clean_calls(hostile: str) -> None:
+    async with served(limits=Limits(check_seconds=0.5)) as s, connect(s.url) as clean:
+        await clean.list_tools()
+
+        async def timed(n: int) -> list[float]:
+            out = []
+            for _ in range(n):
+                t = time.perf_counter()
+                result = await clean.call_tool("add", {"a": 1, "b": 2})
+                out.append(time.perf_counter() - t)
+                assert not result.is_error
+            return out
+
+        async with aiohttp.ClientSession() as http:
+            sid = await _hostile_session(http, s.url)
+            await timed(2)
+            unloaded = await timed(5)
+
+            async def attack() -> Any:
+                async with http.post(s.url, data=hostile, headers={**_HEADERS, "Mcp-Session-Id": sid}) as resp:
+                    return resp.status, await resp.json()
+
+            task = asyncio.ensure_future(attack())
+            await asyncio.sleep(0.05)  # sent, and being checked
+            # Clean calls answered while the costly one is still being checked (the best of 3).
+            during: list[float] = []
+            while not task.done() and len(during) < 3:
+                during += await timed(1)
+            status, answer = await task
+    assert status == 200 and answer["id"] == 3
+    result = answer["result"]
+    text = result["content"][0]["text"]
+    assert result["isError"] is True and "CPU time" in text and "--check-seconds" in text, text
+    assert [c["tool"] for c in s.calls].count("tag") == 0
+    assert during, "the costly call ended before a clean call could be timed against it"
+    extra = min(during) - min(unloaded)
+    assert extra < 0.1, (
+        f"clean calls took {[round(x * 1000) for x in during]} ms during the costly call, "
+        f"{[round(x * 1000) for x in unloaded]} ms without"
+    )
+
+
+async def test_an_over_limit_body_is_one_shaped_refusal_and_never_forwarded() -> None:
+    async with served(limits=Limits(max_body_bytes=2_000)) as s, connect(s.url) as session:
+        await session.list_tools()
+        async with aiohttp.ClientSession() as http:
+            call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                    "params": {"name": "get_weather", "arguments": {"city": "x" * 5_000}}}  # fmt: skip
+            async with http.post(s.url, data=json.dumps(call), headers=_HEADERS) as resp:
+                body = await resp.json()
+                assert resp.status == 413 and resp.content_type == "application/json"
+        error = body["error"]
+        assert body["jsonrpc"] == "2.0" and error["code"] == -32600
+        assert "2,000" in error["message"] and "toolmend mcp-guard --max-body-bytes" in error["message"]
+        # The session goes on: a call within the limit is served.
+        assert not (await session.call_tool("add", {"a": 1})).is_error
+    assert [c["tool"] for c in s.calls] == ["add"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("steps_end")
+async def test_a_costly_tool_list_passes_unchanged_and_its_calls_unchecked(caplog: pytest.LogCaptureFixture) -> None:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import Tool
+
+    # 20,000 patterned properties: compiling them takes the checker far past a 0.3 s budget.
+    costly = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+              "patternProperties": {f"^p{i}_[a-z]+$": {"type": "integer"} for i in range(20_000)}}  # fmt: skip
+    ran: list[Any] = []
+
+    class Hostile(MCPServer):
+        async def list_tools(self) -> list[Tool]:
+            tools = await super().list_tools()
+            for tool in tools:
+                tool.input_schema = costly
+            return tools
+
+    server = Hostile("hostile")
+
+    @server.tool()
+    def count(n: Any) -> str:
+        ran.append(n)
+        return f"counted {n}"
+
+    with caplog.at_level(logging.WARNING, logger="toolmend.mcp"):
+        async with served(limits=Limits(check_seconds=0.3), server=server) as s, connect(s.url) as session:
+            listed = await session.list_tools()
+            assert len(listed.tools[0].input_schema["patternProperties"]) == 20_000  # unchanged
+            # "n" a string breaks the schema; unchecked, it reaches the server as it was sent.
+            result = await session.call_tool("count", {"n": "three"})
+    assert not result.is_error and ran == ["three"]
+    assert any("--check-seconds" in r.getMessage() and "unchecked" in r.getMessage() for r in caplog.records)

@@ -4,6 +4,7 @@ tools, odd ids) and what a broken peer may send."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from toolmend.guard import GuardPolicy
 from toolmend.mcp import McpSession
+from toolmend.serve import Budget, BudgetExceeded, Limits
 
 ADD = {
     "name": "add",
@@ -143,3 +145,73 @@ def test_strict_refuses_what_it_would_repair() -> None:
     step, msg = _call(s, "add", {"a": "1"})
     text = msg["result"]["content"][0]["text"]
     assert step.reply is not None and "strict mode" in text and "will not be" in text
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"x": schema}}
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("limits", "flag"),
+    [
+        (Limits(max_tools=1), "--max-tools"),
+        (Limits(max_schema_bytes=len(json.dumps(ADD)) + 10), "--max-schema-bytes"),
+        (Limits(max_schema_depth=4), "--max-schema-depth"),
+    ],
+    ids=["tools", "schema-bytes", "schema-depth"],
+)
+def test_a_tool_over_the_limits_is_a_warning_and_its_calls_pass_unchecked(
+    caplog: pytest.LogCaptureFixture, limits: Limits, flag: str
+) -> None:
+    deep = {"name": "deep", "inputSchema": {"type": "object", "properties": {"v": _nested(6)}, "required": ["v"]}}
+    s = McpSession(limits=limits)
+    with caplog.at_level(logging.WARNING, logger="toolmend.mcp"):
+        _listed(s, [ADD, deep])
+    warned = [r.getMessage() for r in caplog.records if "'deep'" in r.getMessage()]
+    assert len(warned) == 1 and flag in warned[0] and "pass unchecked" in warned[0], warned
+    step, _ = _call(s, "deep", {})  # breaks its schema: passes, as nothing checks it
+    assert step.forward is not None
+    assert s.counts.get("unchecked") == 1
+    step, msg = _call(s, "add", {}, rid=10)  # the tool within the limits is still checked
+    assert step.forward is None and msg["result"]["isError"] is True
+
+
+def test_a_message_over_the_size_or_depth_limit_is_a_json_rpc_error() -> None:
+    s = McpSession(limits=Limits(max_body_bytes=200, max_json_depth=4))
+    _listed(s, [ADD])
+    big = s.from_client(_b({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "add", "arguments": {"a": "1" * 300}}}))  # fmt: skip
+    assert big.forward is None
+    error = json.loads(big.reply)["error"]
+    assert error["code"] == -32600 and "200 bytes" in error["message"] and "--max-body-bytes" in error["message"]
+    deep = s.from_client(_b({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                             "params": {"name": "add", "arguments": {"a": [[[1]]]}}}))  # fmt: skip
+    answer = json.loads(deep.reply)
+    assert deep.forward is None and answer["id"] == 2
+    assert answer["error"]["code"] == -32600 and "--max-json-depth" in answer["error"]["message"]
+
+
+# An interrupted step may be inside a garbage collector's callback, which reports the
+# interruption as "ignored": not a fault of the test.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("steps_end")
+def test_a_tool_list_past_the_budget_leaves_calls_unchecked(caplog: pytest.LogCaptureFixture) -> None:
+    # 20,000 patterned properties: compiling them takes the checker far past a 0.2 s budget.
+    costly = {"name": "costly", "inputSchema": {"type": "object", "patternProperties": {
+        f"^p{i}_[a-z]+$": {"type": "integer"} for i in range(20_000)}}}  # fmt: skip
+    s = McpSession()
+    assert s.from_client(_b({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).forward is not None
+    answer = _b({"jsonrpc": "2.0", "id": 1, "result": {"tools": [ADD, costly]}})
+
+    async def read() -> bytes:
+        return await Budget(0.2).run(s.from_server, answer, what="the tool list")
+
+    with caplog.at_level(logging.WARNING, logger="toolmend.mcp"), pytest.raises(BudgetExceeded):
+        asyncio.run(read())
+    s.server_too_costly(0.2)
+    assert any("--check-seconds" in r.getMessage() for r in caplog.records)
+    step, _ = _call(s, "add", {})  # nothing to check against: passes as it came
+    assert step.forward is not None and s.counts.get("unchecked") == 1

@@ -9,7 +9,9 @@ With a server command (after ``--``) the guard speaks MCP's stdio transport on i
 stdout, so a client is configured with ``toolmend mcp-guard -- <server command>`` where it had
 the server command. With ``--upstream`` it serves ``http://HOST:PORT/mcp`` (loopback by
 default). Warnings (tool schemas the checker cannot use, refused and repaired calls with
-``--verbose``) go to stderr. Bad usage is one ``error:`` line and exit status 2.
+``--verbose``) go to stderr. The proxy's limit flags (``--max-body-bytes``, ``--max-tools``,
+``--check-seconds`` ...) apply to the guard's messages and listed tools (docs/protocols/mcp.md,
+"Limits"); in stdio mode the size and depth limits. Bad usage is one ``error:`` line and exit status 2.
 """
 
 from __future__ import annotations
@@ -20,10 +22,22 @@ from typing import Annotated
 from urllib.parse import urlparse
 
 import typer
+from pydantic import ValidationError
 
-from toolmend._errors import ToolmendError
+from toolmend._errors import ToolmendError, first_error
 from toolmend.cli._console import fail
-from toolmend.cli._serve import load_policy
+from toolmend.cli._serve import (
+    BodyTimeoutFlag,
+    CheckSecondsFlag,
+    HeaderTimeoutFlag,
+    MaxBodyBytesFlag,
+    MaxJsonDepthFlag,
+    MaxSchemaBytesFlag,
+    MaxSchemaDepthFlag,
+    MaxToolsFlag,
+    given_limits,
+    load_policy,
+)
 from toolmend.guard import GuardPolicy
 
 __all__ = ["register"]
@@ -47,6 +61,14 @@ def mcp_guard_command(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log each repaired or refused call.")
     ] = False,
+    max_body_bytes: MaxBodyBytesFlag = None,
+    max_tools: MaxToolsFlag = None,
+    max_schema_bytes: MaxSchemaBytesFlag = None,
+    max_schema_depth: MaxSchemaDepthFlag = None,
+    max_json_depth: MaxJsonDepthFlag = None,
+    check_seconds: CheckSecondsFlag = None,
+    header_timeout: HeaderTimeoutFlag = None,
+    body_timeout: BodyTimeoutFlag = None,
 ) -> None:
     """Guard an MCP server's tools/call: check, repair, or answer what is wrong without calling it."""
     if bool(command) == bool(upstream):
@@ -56,6 +78,15 @@ def mcp_guard_command(
         guard_policy = load_policy(policy) if policy is not None else GuardPolicy()
     except ToolmendError as exc:
         fail(str(exc))
+    try:
+        limits = given_limits(dict(
+            max_body_bytes=max_body_bytes, max_tools=max_tools, max_schema_bytes=max_schema_bytes,
+            max_schema_depth=max_schema_depth, max_json_depth=max_json_depth, check_seconds=check_seconds,
+            header_timeout=header_timeout, body_timeout=body_timeout,
+        ))  # fmt: skip
+    except ValidationError as exc:
+        field, msg = first_error(exc)
+        fail(f"--{field.replace('_', '-')}: {msg}" if field else msg)
     if strict:
         guard_policy = guard_policy.model_copy(update={"strict": True})
     logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.WARNING)
@@ -74,7 +105,7 @@ def mcp_guard_command(
             typer.echo(f"toolmend mcp-guard: warning: listening on {host}: anyone who can reach this port "
                        "can call the upstream's tools through it", err=True)  # fmt: skip
         try:
-            run_http(upstream, host=host, port=port, policy=guard_policy,
+            run_http(upstream, host=host, port=port, policy=guard_policy, limits=limits,
                      print_line=lambda line: typer.echo(line, err=True))  # fmt: skip
         except OSError as exc:
             fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")
@@ -83,7 +114,7 @@ def mcp_guard_command(
 
     assert command is not None
     try:
-        code = run_stdio(command, policy=guard_policy)
+        code = run_stdio(command, policy=guard_policy, limits=limits)
     except FileNotFoundError:
         fail(f"cannot start the server: {command[0]!r} not found")
     except PermissionError:

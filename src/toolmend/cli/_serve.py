@@ -20,7 +20,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlparse
 
 import typer
@@ -31,7 +31,57 @@ from toolmend._jsontext import loads
 from toolmend.cli._console import fail
 from toolmend.guard import GuardPolicy
 
+if TYPE_CHECKING:
+    from toolmend.serve._budget import Limits
+
 __all__ = ["load_policy", "register"]
+
+
+# The limits' flags, shared with `toolmend mcp-guard` (the same Limits under the same names).
+MaxBodyBytesFlag = Annotated[
+    int | None,
+    typer.Option("--max-body-bytes", help="Largest request body (413 beyond) (default 64 MiB)."),
+]
+MaxUpstreamBytesFlag = Annotated[
+    int | None,
+    typer.Option(
+        "--max-upstream-bytes",
+        help="Largest upstream answer, decompressed (502 beyond) (default 64 MiB).",
+    ),
+]
+MaxToolsFlag = Annotated[
+    int | None, typer.Option("--max-tools", help="Most tools in one request (default 512).")
+]
+MaxSchemaBytesFlag = Annotated[
+    int | None,
+    typer.Option("--max-schema-bytes", help="Largest 'tools' of one request, as JSON (default 4 MiB)."),
+]
+MaxSchemaDepthFlag = Annotated[
+    int | None, typer.Option("--max-schema-depth", help="Deepest tool schema (at most 48) (default 48).")
+]
+MaxJsonDepthFlag = Annotated[
+    int | None, typer.Option("--max-json-depth", help="Deepest request body (at most 512) (default 512).")
+]
+CheckSecondsFlag = Annotated[
+    float | None,
+    typer.Option("--check-seconds", help="CPU seconds one request's checks may take (default 2)."),
+]
+HeaderTimeoutFlag = Annotated[
+    float | None,
+    typer.Option("--header-timeout", help="Seconds a client may take to send its headers (default 60)."),
+]
+BodyTimeoutFlag = Annotated[
+    float | None,
+    typer.Option("--body-timeout", help="Seconds a client may take to send its body (default 60)."),
+]
+
+
+def given_limits(given: dict[str, Any]) -> Limits:
+    """The :class:`~toolmend.serve.Limits` the flags in ``given`` ask for (``None``: the default);
+    a pydantic ``ValidationError`` naming the field when one is out of range."""
+    from toolmend.serve._budget import Limits
+
+    return Limits(**{k: v for k, v in given.items() if v is not None})
 
 
 def load_policy(path: Path) -> GuardPolicy:
@@ -113,46 +163,18 @@ def serve_command(
         list[str] | None,
         typer.Option("--allow-field", help="Accept and forward this extra request field (repeatable)."),
     ] = None,
-    max_body_bytes: Annotated[
-        int | None,
-        typer.Option("--max-body-bytes", help="Largest request body (413 beyond) (default 64 MiB)."),
-    ] = None,
-    max_upstream_bytes: Annotated[
-        int | None,
-        typer.Option(
-            "--max-upstream-bytes",
-            help="Largest upstream answer, decompressed (502 beyond) (default 64 MiB).",
-        ),
-    ] = None,
-    max_tools: Annotated[
-        int | None, typer.Option("--max-tools", help="Most tools in one request (default 512).")
-    ] = None,
-    max_schema_bytes: Annotated[
-        int | None,
-        typer.Option("--max-schema-bytes", help="Largest 'tools' of one request, as JSON (default 4 MiB)."),
-    ] = None,
-    max_schema_depth: Annotated[
-        int | None, typer.Option("--max-schema-depth", help="Deepest tool schema (at most 48) (default 48).")
-    ] = None,
-    max_json_depth: Annotated[
-        int | None, typer.Option("--max-json-depth", help="Deepest request body (at most 512) (default 512).")
-    ] = None,
-    check_seconds: Annotated[
-        float | None,
-        typer.Option("--check-seconds", help="CPU seconds one request's checks may take (default 2)."),
-    ] = None,
-    header_timeout: Annotated[
-        float | None,
-        typer.Option("--header-timeout", help="Seconds a client may take to send its headers (default 60)."),
-    ] = None,
-    body_timeout: Annotated[
-        float | None,
-        typer.Option("--body-timeout", help="Seconds a client may take to send its body (default 60)."),
-    ] = None,
+    max_body_bytes: MaxBodyBytesFlag = None,
+    max_upstream_bytes: MaxUpstreamBytesFlag = None,
+    max_tools: MaxToolsFlag = None,
+    max_schema_bytes: MaxSchemaBytesFlag = None,
+    max_schema_depth: MaxSchemaDepthFlag = None,
+    max_json_depth: MaxJsonDepthFlag = None,
+    check_seconds: CheckSecondsFlag = None,
+    header_timeout: HeaderTimeoutFlag = None,
+    body_timeout: BodyTimeoutFlag = None,
 ) -> None:
     """Run the tool-call guard as an OpenAI-compatible proxy in front of UPSTREAM."""
     from toolmend.serve import ServeConfig, run
-    from toolmend.serve._budget import Limits
     from toolmend.serve._upstream import public_url
 
     url = urlparse(upstream)
@@ -169,7 +191,7 @@ def serve_command(
             max_schema_bytes=max_schema_bytes, max_schema_depth=max_schema_depth, max_json_depth=max_json_depth,
             check_seconds=check_seconds, header_timeout=header_timeout, body_timeout=body_timeout,
         )  # fmt: skip
-        limits = Limits(**{k: v for k, v in given.items() if v is not None})
+        limits = given_limits(given)
         config = ServeConfig(
             upstream=upstream, host=host, port=port, policy=guard_policy,
             api_key=_key(api_key_env, "--api-key-env"), metrics_auth=metrics_auth, upstream_api_key=_key(upstream_key_env, "--upstream-key-env"),

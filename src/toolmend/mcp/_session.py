@@ -15,6 +15,14 @@ sees every JSON-RPC message in both directions and says what goes on.
   ``structuredContent`` that breaks it (or is missing) turns the result into ``isError: true``
   with the original content and a text that says what does not match. Each result also tells the
   conversation whether the call failed, for the loop breaker.
+- Limits (:class:`~toolmend.serve.Limits`, the proxy's, with the same flags): a client message
+  over ``max_body_bytes`` or nested deeper than ``max_json_depth`` is answered with a JSON-RPC
+  error and never forwarded; a listed tool past ``max_tools``, past ``max_schema_bytes`` of
+  tools in all, or with an ``inputSchema`` deeper than ``max_schema_depth`` is never compiled:
+  its calls pass unchecked, with a warning in the log. A transport that runs a message's check
+  as a :class:`~toolmend.serve.Budget` step answers a check past the budget with
+  :meth:`McpSession.too_costly` (a ``tools/call``'s tool result ``isError: true``) and a
+  ``tools/list`` answer past it with :meth:`McpSession.server_too_costly` (its calls unchecked).
 - Everything else (resources, prompts, notifications, the server's own errors, requests from the
   server) passes as its bytes came. A message that is not JSON-RPC is answered with a JSON-RPC
   error and never forwarded; nothing here raises on what a peer sends.
@@ -35,16 +43,18 @@ b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","argument
 from __future__ import annotations
 
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from toolmend._errors import SpecError
-from toolmend._jsontext import dumpb, loads
+from toolmend._jsontext import MAX_DEPTH, depth, dumpb, loads
 from toolmend.check import Checker
 from toolmend.guard import Conversation, Guard, GuardPolicy, Turn
 from toolmend.guard._messages import call_problem_text
+from toolmend.serve._budget import Limits
 
 __all__ = ["McpSession", "Step"]
 
@@ -86,8 +96,10 @@ class McpSession:
         *,
         conversation: Conversation | None = None,
         label: str = "",
+        limits: Limits | None = None,
     ) -> None:
         self.policy = policy or GuardPolicy()
+        self.limits = limits or Limits()
         self.conversation = conversation if conversation is not None else Conversation()
         self.label = label
         """How log lines name this session (the server's command or URL)."""
@@ -99,6 +111,10 @@ class McpSession:
         self._out_checker: Checker | None = None
         self._pending: OrderedDict[str, _Call | str] = OrderedDict()
         self._modern = False
+        self._current: tuple[Any, str] | None = None
+        """The id and tool name of the ``tools/call`` being checked (for :meth:`too_costly`)."""
+        self._reading = False
+        """Whether a ``tools/list`` answer is being read (for :meth:`server_too_costly`)."""
         self._streak = 0
         """Calls refused in a row: the attempt number the guard's per-turn budget counts."""
         self.counts: dict[str, int] = {}
@@ -109,6 +125,12 @@ class McpSession:
         """Whether a ``tools/list`` request awaits the server's answer (a transport holds the
         client's next messages until it arrives, so that calls sent right behind it are checked)."""
         return any(isinstance(v, str) for v in self._pending.values()) if self._pending else False
+
+    @property
+    def waiting(self) -> bool:
+        """Whether any request awaits the server's answer (else :meth:`from_server` returns each
+        message unread, and a transport need not run it as a budget step)."""
+        return bool(self._pending)
 
     @property
     def tool_names(self) -> list[str]:
@@ -122,12 +144,25 @@ class McpSession:
 
     def from_client(self, raw: bytes) -> Step:
         """What to do with one message the client sent (one line, or one POST body)."""
+        self._current = None
+        limits = self.limits
+        if len(raw) > limits.max_body_bytes:
+            # The id from the message's head, so that the client can match the refusal to its request.
+            return Step(reply=_error(_head_of(raw)[0], INVALID_REQUEST, f"toolmend mcp-guard: the message takes {len(raw):,} "
+                                     f"bytes, over the guard's limit of {limits.max_body_bytes:,} bytes "
+                                     "(toolmend mcp-guard --max-body-bytes)"))  # fmt: skip
         try:
             msg = loads(raw)
         except ValueError as exc:
             return Step(
                 reply=_error(None, PARSE_ERROR, f"toolmend mcp-guard: the message is not JSON: {exc}")
             )
+        # loads itself refuses more than MAX_DEPTH levels; a lower limit costs one more walk.
+        if limits.max_json_depth < MAX_DEPTH and depth(msg, limits.max_json_depth) > limits.max_json_depth:
+            rid = msg.get("id") if isinstance(msg, dict) and _id_key(msg.get("id")) is not None else None
+            return Step(reply=_error(rid, INVALID_REQUEST, "toolmend mcp-guard: the message is nested deeper "
+                                     f"than the guard's limit of {limits.max_json_depth} levels "
+                                     "(toolmend mcp-guard --max-json-depth)"))  # fmt: skip
         if isinstance(msg, list):
             return Step(reply=_error(None, INVALID_REQUEST, "toolmend mcp-guard: JSON-RPC batches are not "
                                      "supported (MCP removed them); send one message at a time"))  # fmt: skip
@@ -160,6 +195,7 @@ class McpSession:
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
             return Step(reply=_error(rid, INVALID_PARAMS, "tools/call needs params.name, a string"))
         name = params["name"]
+        self._current = (rid, name)
         meta = params.get("_meta")
         # From 2026-07-28 on a result must say it is complete; earlier clients may refuse the key.
         self._modern = isinstance(meta, dict) and _VERSION_META in meta
@@ -228,6 +264,46 @@ class McpSession:
         if self._modern:
             result["resultType"] = "complete"
         return Step(reply=dumpb({"jsonrpc": "2.0", "id": rid, "result": result}))
+
+    def too_costly(self, raw: bytes, seconds: float) -> Step:
+        """The answer to the client's message ``raw`` whose check ran past ``seconds`` of CPU
+        time: a ``tools/call`` gets a tool result ``isError: true`` saying so (the server never
+        sees it), any other message a JSON-RPC error.
+
+        >>> step = McpSession().too_costly(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}', 2)
+        >>> loads(step.reply)["result"]["isError"], loads(step.reply)["id"]
+        (True, 7)
+        """
+        why = (f"checking it took more than {seconds:g} s of CPU time, the guard's limit "
+               "(toolmend mcp-guard --check-seconds)")  # fmt: skip
+        current, self._current = self._current, None
+        if current is None:
+            # Not even parsed within the budget: the id and method from the message's head, where
+            # clients write them (reading the whole message again would cost the budget again).
+            rid, method = _head_of(raw)
+            if method != "tools/call":
+                return Step(reply=_error(rid, INVALID_REQUEST, f"toolmend mcp-guard: the message was not "
+                                         f"forwarded: {why}"))  # fmt: skip
+            current = (rid, "")
+        rid, name = current
+        self._count("too_costly")
+        return self._refuse(rid, name, None, f"The call{f' to {name}' if name else ''} was not run: {why}. "
+                            "Nothing was executed; call it again with smaller arguments.")  # fmt: skip
+
+    def server_too_costly(self, seconds: float) -> None:
+        """The server's message whose reading ran past ``seconds`` of CPU time passed unread: a
+        ``tools/list`` answer leaves every call unchecked (with a warning), as before any list."""
+        if not self._reading:
+            return
+        self._reading = False
+        _log.warning("%stools/list: reading the tools took more than %g s of CPU time, the guard's limit "
+                     "(toolmend mcp-guard --check-seconds); calls pass unchecked", self._where(), seconds)  # fmt: skip
+        self._tools = None
+        self._paging = {}
+        self._unchecked = set()
+        self._outputs = {}
+        self._out_checker = None
+        self._guard = None
 
     def _guard_now(self) -> Guard:
         if self._guard is None:
@@ -306,6 +382,7 @@ class McpSession:
         if not isinstance(listed, list):
             _log.warning("%stools/list answer has no 'tools' list; calls stay unchecked", self._where())
             return
+        self._reading = True
         page = dict(self._paging) if more else {}
         for i, tool in enumerate(listed):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
@@ -316,13 +393,14 @@ class McpSession:
         self._tools = page
         self._unchecked = set()
         self._outputs = {}
+        over = self._over_limits(page)
         for name, tool in page.items():
-            problem = _lint(tool)
+            problem = over.get(name) or _lint(tool)
             if problem:
                 _log.warning("%stool %r: %s; its calls pass unchecked", self._where(), name, problem)
                 self._unchecked.add(name)
             out = tool.get("outputSchema")
-            if isinstance(out, dict):
+            if isinstance(out, dict) and name not in over:
                 try:
                     Checker.cached([{"name": name, "inputSchema": out}]).verify()
                     self._outputs[name] = out
@@ -332,6 +410,27 @@ class McpSession:
         outs = [{"name": n, "inputSchema": s} for n, s in self._outputs.items()]
         self._out_checker = Checker.cached(outs) if outs else None
         self._guard = None
+        self._guard_now()  # compiled here, so that a costly tool list costs the listing, not a call
+        self._reading = False
+
+    def _over_limits(self, page: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+        """The listed tools beyond the limits, each with why: none of them is compiled."""
+        limits = self.limits
+        over: dict[str, str] = {}
+        total = 0
+        for i, (name, tool) in enumerate(page.items()):
+            if i >= limits.max_tools:
+                over[name] = (f"it is past the guard's limit of {limits.max_tools:,} tools "
+                              "(toolmend mcp-guard --max-tools)")  # fmt: skip
+                continue
+            total += len(dumpb(tool))
+            if total > limits.max_schema_bytes:
+                over[name] = (f"the tools up to it take {total:,} bytes, over the guard's limit of "
+                              f"{limits.max_schema_bytes:,} (toolmend mcp-guard --max-schema-bytes)")  # fmt: skip
+            elif depth(tool.get("inputSchema"), limits.max_schema_depth) > limits.max_schema_depth:
+                over[name] = (f"its inputSchema is nested deeper than the guard's limit of "
+                              f"{limits.max_schema_depth} levels (toolmend mcp-guard --max-schema-depth)")  # fmt: skip
+        return over
 
 
 def _input_view(tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -358,6 +457,33 @@ def _lint(tool: Mapping[str, Any]) -> str:
     except (TypeError, ValueError) as exc:
         return f"its inputSchema cannot be read ({exc})"
     return ""
+
+
+_HEAD = 512
+"""Bytes of a message :func:`_head_of` reads."""
+_HEAD_FIELD = re.compile(rb'"(id|method)"\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.){0,200}")')
+
+
+def _head_of(raw: bytes) -> tuple[Any, str | None]:
+    """The ``id`` and ``method`` of a JSON-RPC message read from its first bytes, before any
+    nested object or list (``None`` for either not found there).
+
+    >>> _head_of(b'{"jsonrpc": "2.0", "id": "a1", "method": "tools/call", "params": {"id": 2}}')
+    ('a1', 'tools/call')
+    >>> _head_of(b'{"params": {"id": 2}, "id": 1}')
+    (None, None)
+    """
+    head = raw[:_HEAD]
+    nested = min((i for i in (head.find(b"{", 1), head.find(b"[", 1)) if i >= 0), default=len(head))
+    found: dict[bytes, Any] = {}
+    for match in _HEAD_FIELD.finditer(head[:nested]):
+        try:
+            found.setdefault(match.group(1), loads(match.group(2)))
+        except ValueError:
+            continue
+    rid = found.get(b"id")
+    method = found.get(b"method")
+    return (rid if _id_key(rid) is not None else None), (method if isinstance(method, str) else None)
 
 
 def _id_key(rid: Any) -> str | None:

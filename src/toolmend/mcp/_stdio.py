@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from toolmend.guard import Conversation, GuardPolicy
 from toolmend.mcp._session import INVALID_REQUEST, McpSession, _error
+from toolmend.serve._budget import Limits
 
 __all__ = ["relay_stdio", "run_stdio"]
 
@@ -70,15 +71,17 @@ async def relay_stdio(
     policy: GuardPolicy | None = None,
     conversation: Conversation | None = None,
     env: dict[str, str] | None = None,
+    limits: Limits | None = None,
 ) -> int:
     """Start ``argv`` and relay between it and the client (``client_in`` / ``write_client``)
-    through one :class:`McpSession`; the server's exit status."""
+    through one :class:`McpSession` within ``limits`` (its size and depth limits; one client by
+    nature, so its checks run on the loop); the server's exit status."""
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=MAX_LINE
     )
     assert proc.stdin is not None and proc.stdout is not None
     server_in, server_out = proc.stdin, proc.stdout
-    session = McpSession(policy, conversation=conversation, label=" ".join(argv)[:80])
+    session = McpSession(policy, conversation=conversation, label=" ".join(argv)[:80], limits=limits)
     listed = asyncio.Event()
 
     async def client_to_server() -> None:
@@ -205,12 +208,12 @@ def _write_flush(out: BinaryIO, data: bytes) -> None:
     out.flush()
 
 
-def run_stdio(argv: Sequence[str], *, policy: GuardPolicy | None = None) -> int:
+def run_stdio(argv: Sequence[str], *, policy: GuardPolicy | None = None, limits: Limits | None = None) -> int:
     """Relay between this process's stdin/stdout and the server ``argv`` until either side
     ends; the server's exit status."""
 
     async def main() -> int:
         reader, write = await _stdio_streams(sys.stdin.buffer, sys.stdout.buffer)
-        return await relay_stdio(argv, reader, write, policy=policy, env=dict(os.environ))
+        return await relay_stdio(argv, reader, write, policy=policy, env=dict(os.environ), limits=limits)
 
     return asyncio.run(main())

@@ -7,6 +7,13 @@ upstream gave it, a JSON body or an event stream relayed event by event; only th
 guard changes are rewritten (:class:`~toolmend.mcp.McpSession`). A request is sent upstream once
 and never retried, so an accepted ``tools/call`` reaches the server exactly once.
 
+Untrusted input on both sides: the proxy's :class:`~toolmend.serve.Limits` apply (a body past
+``max_body_bytes`` or slower than ``body_timeout`` is refused before it is read in full, see
+:class:`~toolmend.mcp.McpSession` for the rest), and each message's check (a ``tools/call``
+checked, a ``tools/list`` answer's tools compiled) runs as a :class:`~toolmend.serve.Budget` step
+off the event loop, so that one hostile client or server does not stall another session. The
+messages of one session are checked one at a time, in the order they came.
+
 Sessions: the ``Mcp-Session-Id`` the upstream handed out, else an ``x-toolmend-session``
 header, else one shared session (a stateless server without either serves one agent per guard).
 
@@ -17,9 +24,11 @@ header, else one shared session (a stateless server without either serves one ag
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import urllib.parse
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -30,7 +39,9 @@ from aiohttp import web
 from toolmend._http import client_session, client_timeout
 from toolmend._jsontext import dumpb, loads
 from toolmend.guard import SESSION_HEADER, Conversations, GuardPolicy
-from toolmend.mcp._session import PARSE_ERROR, McpSession, _error
+from toolmend.mcp._session import INVALID_REQUEST, PARSE_ERROR, McpSession, Step, _error
+from toolmend.serve._budget import Budget, BudgetExceeded, Limits, read_body
+from toolmend.serve._protocol import RequestError
 
 __all__ = ["MCP_PATH", "create_mcp_app", "run_http", "shown_url"]
 
@@ -50,8 +61,13 @@ _INTERNAL_ERROR = -32603
 class _Relay:
     """One guard in front of one upstream: the sessions and the connection pool."""
 
-    def __init__(self, upstream: str, policy: GuardPolicy, *, max_sessions: int = 1024) -> None:
+    def __init__(
+        self, upstream: str, policy: GuardPolicy, limits: Limits, *, max_sessions: int = 1024
+    ) -> None:
         self.upstream = upstream
+        self.limits = limits
+        self.budget = Budget(limits.check_seconds)
+        self.locks: weakref.WeakKeyDictionary[McpSession, asyncio.Lock] = weakref.WeakKeyDictionary()
         self.shown = shown_url(upstream)
         """The upstream as messages and logs show it: without a user or password."""
         self.policy = policy
@@ -73,12 +89,39 @@ class _Relay:
         found = self.sessions.get(key)
         if found is None:
             found = self.sessions[key] = McpSession(self.policy, conversation=self.conversations.get(key),
-                                                    label=self.shown)  # fmt: skip
+                                                    label=self.shown, limits=self.limits)  # fmt: skip
             while len(self.sessions) > self.max_sessions:
                 self.sessions.popitem(last=False)
         else:
             self.sessions.move_to_end(key)
         return found
+
+    async def from_client(self, session: McpSession, raw: bytes) -> Step:
+        """``session.from_client`` as a budget step; past the budget, the session's refusal."""
+        async with self._lock(session):
+            try:
+                return await self.budget.run(session.from_client, raw, what="the client's message")
+            except BudgetExceeded:
+                _log.warning("toolmend mcp-guard: %s: a message's check ran past %g s of CPU time; refused",
+                             self.shown, self.budget.seconds)  # fmt: skip
+                return session.too_costly(raw, self.budget.seconds)
+
+    async def from_server(self, session: McpSession, raw: bytes) -> bytes:
+        """``session.from_server`` as a budget step; past the budget, ``raw`` unchanged."""
+        if not session.waiting:
+            return raw
+        async with self._lock(session):
+            try:
+                return await self.budget.run(session.from_server, raw, what="the server's message")
+            except BudgetExceeded:
+                session.server_too_costly(self.budget.seconds)
+                return raw
+
+    def _lock(self, session: McpSession) -> asyncio.Lock:
+        lock = self.locks.get(session)
+        if lock is None:
+            lock = self.locks[session] = asyncio.Lock()
+        return lock
 
     def headers(self, request: web.Request) -> dict[str, str]:
         return {k: v for k, v in request.headers.items()
@@ -91,8 +134,12 @@ class _Relay:
         rid: Any = None
         renamed: str | None = None
         if request.method == "POST":
-            raw = await request.read()
-            step = session.from_client(raw)
+            try:
+                raw = await read_body(request, self.limits)
+            except RequestError as exc:
+                return web.Response(body=_error(None, INVALID_REQUEST, _guard_words(exc)), status=exc.status,
+                                    content_type="application/json")  # fmt: skip
+            step = await self.from_client(session, raw)
             if step.reply is not None:
                 status = 400 if _code(step.reply) == PARSE_ERROR else 200
                 return web.Response(body=step.reply, status=status, content_type="application/json")
@@ -121,7 +168,7 @@ class _Relay:
                 return await self._stream(request, resp, headers, session)
             data = await resp.read()
             if kind == "application/json" and data:
-                data = session.from_server(data)
+                data = await self.from_server(session, data)
             return web.Response(body=data, status=resp.status, headers=headers)
         finally:
             resp.release()
@@ -137,12 +184,27 @@ class _Relay:
         await out.prepare(request)
         try:
             async for event in _events(resp):
-                await out.write(_relay_event(event, session) + b"\n\n")
+                await out.write(await self._relay_event(event, session) + b"\n\n")
         except (aiohttp.ClientError, TimeoutError) as exc:
             _log.warning("toolmend mcp-guard: the upstream's event stream broke off (%s)", exc)
         with contextlib.suppress(ConnectionError):
             await out.write_eof()
         return out
+
+    async def _relay_event(self, event: bytes, session: McpSession) -> bytes:
+        """One event as the client gets it: unchanged unless the guard rewrote its message."""
+        fields = event.split(b"\n")
+        data = [f[6:] if f[5:6] == b" " else f[5:] for f in fields if f.startswith(b"data:")]
+        if not data:
+            return event
+        message = b"\n".join(data)
+        if not message.strip():
+            return event
+        out = await self.from_server(session, message)
+        if out is message:
+            return event
+        rest = [f for f in fields if not f.startswith(b"data:")]
+        return b"\n".join([*rest, b"data: " + out])
 
 
 def shown_url(url: str) -> str:
@@ -196,28 +258,21 @@ async def _events(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
         yield buf
 
 
-def _relay_event(event: bytes, session: McpSession) -> bytes:
-    """One event as the client gets it: unchanged unless the guard rewrote its message."""
-    fields = event.split(b"\n")
-    data = [f[6:] if f[5:6] == b" " else f[5:] for f in fields if f.startswith(b"data:")]
-    if not data:
-        return event
-    message = b"\n".join(data)
-    if not message.strip():
-        return event
-    out = session.from_server(message)
-    if out is message:
-        return event
-    rest = [f for f in fields if not f.startswith(b"data:")]
-    return b"\n".join([*rest, b"data: " + out])
+def _guard_words(exc: RequestError) -> str:
+    """A refusal of the proxy's limits (:func:`~toolmend.serve._budget.read_body`) as the guard
+    says it: the same limit and flag, under this command's name."""
+    text = str(exc).replace("toolmend serve", "toolmend mcp-guard").replace("the proxy's", "the guard's")
+    return f"toolmend mcp-guard: {text}"
 
 
 def create_mcp_app(
-    upstream: str, policy: GuardPolicy | None = None, *, max_body: int = 64 * 2**20
+    upstream: str, policy: GuardPolicy | None = None, *, limits: Limits | None = None
 ) -> web.Application:
-    """The aiohttp application that guards ``upstream`` (the upstream's full MCP URL)."""
-    relay = _Relay(upstream, policy or GuardPolicy())
-    app = web.Application(client_max_size=max_body, middlewares=[_shaped])
+    """The aiohttp application that guards ``upstream`` (the upstream's full MCP URL) within
+    ``limits`` (the proxy's defaults when ``None``)."""
+    limits = limits or Limits()
+    relay = _Relay(upstream, policy or GuardPolicy(), limits)
+    app = web.Application(client_max_size=limits.max_body_bytes, middlewares=[_shaped])
     app[RELAY] = relay
     app.on_startup.append(relay.start)
     app.on_cleanup.append(relay.stop)
@@ -249,9 +304,11 @@ async def _shaped(request: web.Request, handler: Any) -> web.StreamResponse:
 
 def run_http(
     upstream: str, *, host: str = "127.0.0.1", port: int = 8710, policy: GuardPolicy | None = None,
-    print_line: Any = print,
+    print_line: Any = print, limits: Limits | None = None,
 ) -> None:  # fmt: skip
-    """Serve the guard at ``http://host:port/mcp`` until interrupted."""
+    """Serve the guard at ``http://host:port/mcp`` until interrupted. A connection that has not sent
+    a request's headers within ``limits.header_timeout`` is closed, as the proxy does."""
+    limits = limits or Limits()
     print_line(f"toolmend mcp-guard: http://{host}:{port}{MCP_PATH} -> {shown_url(upstream)}")
-    web.run_app(create_mcp_app(upstream, policy), host=host, port=port, print=None, access_log=None,
-                handler_cancellation=True)  # fmt: skip
+    web.run_app(create_mcp_app(upstream, policy, limits=limits), host=host, port=port, print=None,
+                access_log=None, handler_cancellation=True, keepalive_timeout=limits.header_timeout)  # fmt: skip
