@@ -102,7 +102,7 @@ def test_the_library_prints_nothing(
         (["world", "-m", "scripted", "-M", "delay=soon"], "error: -M delay of scripted"),
         (
             ["world", "-m", "scripted", "--strategy", "best-of-n", "-S", "n=x"],
-            "error: -S do not fit best-of-n",
+            "error: -S n of best-of-n: input should be a valid integer",
         ),
         (["world", "-m", "scripted", "-o", "trials=abc"], "error: trials must be a whole number"),
         (["bfcl", "-m", "scripted", "--max-connections", "0"], "error: "),

@@ -300,7 +300,14 @@ class _Plan:
     settings: BenchSettings
 
 
-def _resolve(benchmark: str | Benchmark, settings: BenchSettings, cache_root: Path) -> _Plan:
+def _resolve(
+    benchmark: str | Benchmark,
+    settings: BenchSettings,
+    cache_root: Path,
+    before_data: Callable[[Benchmark], None] | None = None,
+) -> _Plan:
+    """The benchmark object, its suite and its data; ``before_data`` sees the benchmark before a
+    suite is built (the longest step on an empty cache), so cheap checks fail first."""
     if isinstance(benchmark, Benchmark):
         if settings.prompt_template is not None or settings.samples > 1:
             raise ConfigError(
@@ -312,6 +319,8 @@ def _resolve(benchmark: str | Benchmark, settings: BenchSettings, cache_root: Pa
         suite = SUITES.get(name) if name in SUITES else None
         options: dict[str, Any] = {"samples": settings.samples} if settings.samples > 1 else {}
         bench = with_prompt_template(suite.benchmark if suite else name, settings.prompt_template, **options)
+    if before_data is not None:
+        before_data(bench)
     if settings.data is not None:
         path = Path(settings.data)
     elif suite is not None:
@@ -627,11 +636,18 @@ async def _execute(
     on_start: Callable[[Path, str], None] | None,
 ) -> BenchResult:
     name = benchmark.name if isinstance(benchmark, Benchmark) else benchmark
-    plan = _resolve(benchmark, settings, cache_root)
-    bench = plan.bench
-    samples_list = _load_samples(plan)
     native = settings.tool_mode == "native"
-    llm = _make_model(bench, model, native, opts, cache_root, settings.model_options)
+    made: list[Model] = []
+
+    def make_model(bench: Benchmark) -> None:
+        # Before the suite and the samples: a model option of the wrong type is the whole output.
+        bench.check_load_options(settings.load_options)
+        made.append(_make_model(bench, model, native, opts, cache_root, settings.model_options))
+
+    plan = _resolve(benchmark, settings, cache_root, make_model)
+    bench = plan.bench
+    llm = made[0]
+    samples_list = _load_samples(plan)
     if run is None:
         # Connection settings of the session that created the run (a resume reuses those it is
         # not given); never the key itself, only the name of the variable it came from.

@@ -41,7 +41,7 @@ import aiohttp
 import certifi
 from pydantic import BaseModel, ConfigDict
 
-from toolmend._errors import EndpointError, ModelError
+from toolmend._errors import ConfigError, EndpointError, ModelError
 
 __all__ = [
     "MAX_RETRY_AFTER_S",
@@ -387,7 +387,7 @@ class Replicas:
         backoff: RetryPolicy | None = None,
     ) -> None:
         if not urls:
-            raise ValueError("Replicas needs at least one URL")
+            raise ConfigError("Replicas needs at least one URL")
         self.replicas = [Replica(u, limit) for u in urls]
         self.threshold = max(1, threshold)
         self.backoff = backoff or RetryPolicy(initial_wait=0.5, max_wait=30.0, jitter=0.25)

@@ -267,8 +267,17 @@ async def test_stdio_through_the_cli_holds_messages_to_the_size_limit(tmp_path: 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolmend", "mcp-guard", "--max-body-bytes", "2000", "--",
-              sys.executable, str(_HERE / "mcp_server.py"), str(log)],  # fmt: skip
+        args=[
+            "-m",
+            "toolmend",
+            "mcp-guard",
+            "--max-body-bytes",
+            "2000",
+            "--",
+            sys.executable,
+            str(_HERE / "mcp_server.py"),
+            str(log),
+        ],  # fmt: skip
         env=env,
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -367,7 +376,9 @@ async def _costly_call_against_clean_calls(hostile: str) -> None:
             unloaded = await timed(5)
 
             async def attack() -> Any:
-                async with http.post(s.url, data=hostile, headers={**_HEADERS, "Mcp-Session-Id": sid}) as resp:
+                async with http.post(
+                    s.url, data=hostile, headers={**_HEADERS, "Mcp-Session-Id": sid}
+                ) as resp:
                     return resp.status, await resp.json()
 
             task = asyncio.ensure_future(attack())
@@ -409,7 +420,9 @@ async def test_an_over_limit_body_is_one_shaped_refusal_and_never_forwarded() ->
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.usefixtures("steps_end")
-async def test_a_costly_tool_list_passes_unchanged_and_its_calls_unchecked(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_costly_tool_list_passes_unchanged_and_its_calls_unchecked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from mcp.server.mcpserver import MCPServer
     from mcp.types import Tool
 

@@ -166,7 +166,10 @@ def _nested(levels: int) -> dict[str, Any]:
 def test_a_tool_over_the_limits_is_a_warning_and_its_calls_pass_unchecked(
     caplog: pytest.LogCaptureFixture, limits: Limits, flag: str
 ) -> None:
-    deep = {"name": "deep", "inputSchema": {"type": "object", "properties": {"v": _nested(6)}, "required": ["v"]}}
+    deep = {
+        "name": "deep",
+        "inputSchema": {"type": "object", "properties": {"v": _nested(6)}, "required": ["v"]},
+    }
     s = McpSession(limits=limits)
     with caplog.at_level(logging.WARNING, logger="toolmend.mcp"):
         _listed(s, [ADD, deep])
@@ -186,7 +189,9 @@ def test_a_message_over_the_size_or_depth_limit_is_a_json_rpc_error() -> None:
                             "params": {"name": "add", "arguments": {"a": "1" * 300}}}))  # fmt: skip
     assert big.forward is None
     error = json.loads(big.reply)["error"]
-    assert error["code"] == -32600 and "200 bytes" in error["message"] and "--max-body-bytes" in error["message"]
+    assert (
+        error["code"] == -32600 and "200 bytes" in error["message"] and "--max-body-bytes" in error["message"]
+    )
     deep = s.from_client(_b({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                              "params": {"name": "add", "arguments": {"a": [[[1]]]}}}))  # fmt: skip
     answer = json.loads(deep.reply)

@@ -30,7 +30,7 @@ Aggregates (see :mod:`toolmend.benchmarks.world._metrics`): the means of the val
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,6 +120,14 @@ class WorldBenchmark(Benchmark):
     headline = "success"
     detail_keys = ("template", "fault_schedule", "ended")
     count_keys = ("tasks", "trials", "faults_injected", "fault/*/injected", "invalid/*/calls")
+
+    def check_load_options(self, options: Mapping[str, Any]) -> None:
+        """Option keys, and the numbers among them, checked before a suite is built."""
+        super().check_load_options(options)
+        for name, check in (("trials", _positive), ("max_turns", _positive), ("fault_seed", _whole),
+                            ("distractors", _whole)):  # fmt: skip
+            if options.get(name) is not None:
+                check(options[name], name)
 
     def load(
         self,
