@@ -31,6 +31,12 @@ def _plain(private_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "1")
 
 
+def _interruptible() -> None:
+    # A shell starts background jobs with SIGINT ignored, and Python keeps an inherited "ignore":
+    # the child must take Ctrl-C however the suite itself was started.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _toolmend(*args: str, cwd: Path) -> list[str]:
     return [sys.executable, "-m", "toolmend", *args]
 
@@ -50,6 +56,7 @@ def test_sigint_midway_prints_a_hint_that_finishes_the_run(tmp_path: Path) -> No
     proc = subprocess.Popen(
         _toolmend("bench", *COMMON, "--runs-dir", str(runs), "--no-report", cwd=tmp_path),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+        preexec_fn=_interruptible,
     )  # fmt: skip
     run = _wait_for_lines(runs, 4, proc)
     proc.send_signal(signal.SIGINT)
@@ -88,6 +95,7 @@ def test_sigint_after_the_last_sample_still_writes_the_report(tmp_path: Path) ->
     proc = subprocess.Popen(
         _toolmend("bench", *COMMON, "--runs-dir", str(runs), cwd=tmp_path),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+        preexec_fn=_interruptible,
     )  # fmt: skip
     run = _wait_for_lines(runs, N, proc)
     proc.send_signal(signal.SIGINT)
@@ -129,6 +137,7 @@ def test_sigint_on_the_main_job_prints_a_hint_that_finishes_it(tmp_path: Path) -
     proc = subprocess.Popen(
         _toolmend("bench", "critic", "--runs-dir", str(runs), cwd=tmp_path),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+        preexec_fn=_interruptible,
     )  # fmt: skip
     # A cold main job builds its suite and embeds its texts first (minutes on a loaded 2-core CI).
     run = _wait_for_lines(runs, 1, proc, within_s=600)

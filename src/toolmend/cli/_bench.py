@@ -337,9 +337,13 @@ def bench_command(
         fail(str(exc))
     finally:
         stop_status()
-    if not no_report and not as_json:
-        err.print("[toolmend] writing the report", markup=False, highlight=False)
-    report = None if no_report else _write_report(result.run_dir)
+    try:
+        if not no_report and not as_json:
+            err.print("[toolmend] writing the report", markup=False, highlight=False)
+        report = None if no_report else _write_report(result.run_dir)
+    except KeyboardInterrupt:
+        # Ctrl-C after the last sample: the run is complete, so its report is written all the same.
+        _after_interrupt(BenchInterrupted(result.run_dir, result.benchmark), no_report)
     if as_json:
         payload = {
             "run_dir": str(result.run_dir),
