@@ -556,23 +556,12 @@ class _Exchange:
     # -- bookkeeping ----------------------------------------------------------------------------
 
     def record(self) -> None:
-        proxy, m = self.proxy, self.proxy.metrics
+        proxy = self.proxy
         seconds = time.perf_counter() - self.started
         if self.conversation is not None and self.status == 200:
             proxy.conversations.remember(self.body["messages"], self.final, self.conversation)
-        stream = "true" if self.is_stream else "false"
-        m.inc("toolmend_requests_total", stream=stream, outcome=self.outcome)
-        m.observe("toolmend_request_seconds", seconds, stream=stream)
         v = self.verdict
-        if v is not None:
-            for code in v.findings:
-                m.inc("toolmend_findings_total", code=code)
-            if v.repairs:
-                m.inc("toolmend_repairs_total", v.repairs)
-            if v.outcome == "recovered":
-                m.inc("toolmend_recoveries_total")
-            if v.outcome in ("aborted", "rejected", "failed_to_model") and v.error is not None:
-                m.inc("toolmend_give_ups_total")
+        proxy.metrics.count_request(stream=self.is_stream, outcome=self.outcome, seconds=seconds, verdict=v)
         if proxy.traces is None:
             return
         sample_id = self.request.headers.get("x-toolmend-sample-id") or "req-" + secrets.token_hex(8)

@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolmend.serve._verdict import Verdict
 
 __all__ = ["HELP", "Metrics"]
 
@@ -76,6 +80,22 @@ class Metrics:
         row[bisect.bisect_left(BUCKETS, seconds)] += 1
         row[-2] += seconds
         row[-1] += 1
+
+    def count_request(self, *, stream: bool, outcome: str, seconds: float, verdict: Verdict | None) -> None:
+        """One finished request of any route: its count and time, and what its verdict did."""
+        label = "true" if stream else "false"
+        self.inc("toolmend_requests_total", stream=label, outcome=outcome)
+        self.observe("toolmend_request_seconds", seconds, stream=label)
+        if verdict is None:
+            return
+        for code in verdict.findings:
+            self.inc("toolmend_findings_total", code=code)
+        if verdict.repairs:
+            self.inc("toolmend_repairs_total", verdict.repairs)
+        if verdict.outcome == "recovered":
+            self.inc("toolmend_recoveries_total")
+        if verdict.outcome in ("aborted", "rejected", "failed_to_model") and verdict.error is not None:
+            self.inc("toolmend_give_ups_total")
 
     def value(self, name: str, **labels: str) -> float:
         """A counter's value (0 when never counted); with no labels, the sum over all label sets."""
