@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import ModelError
 from toolmend._schema import Message, Tool, ToolCall
 from toolmend.models import Completion, GenerateConfig, get_model
 
@@ -131,3 +132,23 @@ def test_the_row_sampler_draws_from_the_softmax(temperature: float) -> None:
     picked = processors(None, logits.repeat(n, 1)).argmax(-1)
     freq = torch.bincount(picked, minlength=4) / n
     assert torch.allclose(freq, torch.softmax(logits / temperature, -1), atol=0.02)
+
+
+async def test_a_prompt_beyond_the_context_fails_alone_before_generating(tiny_model: Path) -> None:
+    # The tiny model's context is 256 positions; transformers would generate past it silently.
+    model = get_model(f"hf/{tiny_model}", batch_size=4, max_new_tokens=6, cache=False)
+    short = [Message(role="user", content="weather in city 3")]
+    long = [Message(role="user", content="weather in city 3 " * 80)]
+    outs = await asyncio.gather(
+        model.generate(short), model.generate(long), model.generate(short), return_exceptions=True
+    )
+    assert model.batcher.batches == 1  # type: ignore[attr-defined]  # the three went out together
+    assert isinstance(outs[0], Completion) and isinstance(outs[2], Completion)
+    assert outs[0].text == outs[2].text
+    assert isinstance(outs[1], ModelError) and not outs[1].retryable
+    assert "beyond the model's context of 256 tokens" in str(outs[1])
+    # The reply budget counts: a prompt that fits alone does not fit with room for a long reply.
+    n = outs[0].usage.input_tokens
+    with pytest.raises(ModelError, match=rf"the prompt has {n} tokens and up to {257 - n} more"):
+        await model.generate(short, config=GenerateConfig(max_tokens=257 - n))
+    await model.aclose()

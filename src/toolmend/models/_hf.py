@@ -7,7 +7,9 @@ The prompt is the tokenizer's chat template (or the ``chat_template`` given, e.g
 supplies for a named model whose own template ignores tools), with tools passed to it as JSON
 Schemas in native mode, or described in the system prompt in prompt mode. Concurrent
 ``generate`` calls are batched (left padding) up to ``batch_size``. Decoding is greedy unless
-``temperature`` > 0.
+``temperature`` > 0. A request whose prompt plus reply budget exceeds the model's context
+(``max_position_embeddings``) is a :class:`~toolmend.ModelError` raised before generating, for
+that request alone (the model would otherwise write past its trained positions without complaint).
 
 Native mode needs a template that renders the tools: one that ignores them (the same text with
 and without tools) would silently send none, so such a request is a :class:`~toolmend.ConfigError`
@@ -363,21 +365,30 @@ class HFModel(Model):
     async def _generate(self, request: GenerateRequest) -> Completion:
         return await self.batcher.submit(request)
 
-    def _run_batch(self, requests: list[GenerateRequest]) -> list[Completion]:
+    def context_length(self) -> int | None:
+        """The model's context in tokens (its ``max_position_embeddings``; ``None``: unstated)."""
+        model, _ = self._load()
+        n = getattr(model.config, "max_position_embeddings", None)
+        return n if isinstance(n, int) and n > 0 else None
+
+    def _run_batch(self, requests: list[GenerateRequest]) -> list[Completion | ModelError]:
         # One generate() per distinct setting: a batch shares temperature, stop strings, etc.
         groups: dict[str, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault(r.config.model_dump_json(), []).append(i)
-        results: list[Completion | None] = [None] * len(requests)
+        results: list[Completion | ModelError | None] = [None] * len(requests)
         for indices in groups.values():
             outs = self._generate_group([requests[i] for i in indices], requests[indices[0]].config)
             for i, out in zip(indices, outs, strict=True):
                 results[i] = out
         return [r for r in results if r is not None]
 
-    def _generate_group(self, requests: list[GenerateRequest], cfg: GenerateConfig) -> list[Completion]:
-        import torch
-
+    def _generate_group(
+        self, requests: list[GenerateRequest], cfg: GenerateConfig
+    ) -> list[Completion | ModelError]:
+        """Completions in the order of ``requests``; a request whose prompt and reply budget do not
+        fit the context gets a :class:`~toolmend.ModelError` in its place, before anything runs
+        (past its trained positions the model would still write, only nonsense)."""
         model, tokenizer = self._load()
         native = self.tool_mode == "native"
         if native and any(r.tools for r in requests):
@@ -392,9 +403,42 @@ class HFModel(Model):
             tools = [to_openai_tool(t) for t in r.tools] if native and r.tools and choice != "none" else None
             texts.append(self.render(chat_dicts(r, self.tool_mode, self.tool_prompt), tools))
             openings.append(call_openings(r.tools, choice) if tools else None)
+        budget = cfg.max_tokens or self.max_new_tokens
+        limit = self.context_length()
+        results: list[Completion | ModelError | None] = [None] * len(requests)
+        if limit is not None:
+            lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+            for i, n in enumerate(lengths):
+                if n + budget > limit:
+                    results[i] = ModelError(
+                        f"{self.name}: the prompt has {n} tokens and up to {budget} more may be generated, "
+                        f"beyond the model's context of {limit} tokens (its max_position_embeddings)"
+                    )
+        run = [i for i, r in enumerate(results) if r is None]
+        if run:
+            picked = [requests[i] for i in run]
+            outs = self._generate_rows(
+                picked, cfg, [texts[i] for i in run], [openings[i] for i in run], budget
+            )
+            for i, out in zip(run, outs, strict=True):
+                results[i] = out
+        return [r for r in results if r is not None]
+
+    def _generate_rows(
+        self,
+        requests: list[GenerateRequest],
+        cfg: GenerateConfig,
+        texts: list[str],
+        openings: list[list[str] | None],
+        budget: int,
+    ) -> list[Completion]:
+        import torch
+
+        model, tokenizer = self._load()
+        native = self.tool_mode == "native"
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         kwargs: dict[str, Any] = {
-            "max_new_tokens": cfg.max_tokens or self.max_new_tokens,
+            "max_new_tokens": budget,
             # Sampling too decodes by argmax: over logits plus each request's own Gumbel noise.
             "do_sample": False,
             "pad_token_id": tokenizer.pad_token_id,
