@@ -44,11 +44,12 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolmend._errors import ConfigError, MissingExtraError, ModelError
+from toolmend._errors import ConfigError, DatasetError, MissingExtraError, ModelError
+from toolmend._jsontext import read_json
 from toolmend._schema import Tool, ToolCall
 from toolmend.formats._calls import parse_calls
 from toolmend.formats._tools import to_openai_tool
@@ -76,6 +77,7 @@ __all__ = [
     "chat_dicts",
     "fingerprint_dir",
     "ignores_tools",
+    "load_few_shot",
     "native_completion",
     "no_tools_error",
 ]
@@ -193,9 +195,46 @@ def fingerprint_dir(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def chat_dicts(request: GenerateRequest, mode: ToolMode, tool_prompt: str) -> list[dict[str, Any]]:
+FewShotSource = str | Path | Sequence[Mapping[str, Any]]
+"""Worked examples: a JSON file holding a list of messages, or the list itself."""
+
+
+def load_few_shot(source: FewShotSource | None) -> list[dict[str, str]]:
+    """The worked examples ``source`` holds: messages ``{"role": "user" | "assistant", "content":
+    "..."}``, from a user message to an assistant one (a list, or a JSON file of one).
+
+    >>> load_few_shot([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "[add(a=2, b=2)]"}])[1]
+    {'role': 'assistant', 'content': '[add(a=2, b=2)]'}
+    >>> load_few_shot([{"role": "user", "content": "2+2?"}])
+    Traceback (most recent call last):
+    ...
+    toolmend._errors.DatasetError: few_shot: expected examples that end with an assistant message (its answer)
+    """
+    if source is None:
+        return []
+    path = source if isinstance(source, str | Path) else None
+    where = str(path) if path is not None else "few_shot"
+    data = read_json(path) if path is not None else source
+    if not isinstance(data, list) or not data:
+        raise DatasetError("expected a non-empty list of messages", path=where)
+    out: list[dict[str, str]] = []
+    for i, m in enumerate(data):
+        if not isinstance(m, Mapping) or m.get("role") not in ("user", "assistant"):
+            raise DatasetError('expected an object with "role": "user" or "assistant"', path=where, field=f"[{i}]")
+        if not isinstance(m.get("content"), str):
+            raise DatasetError("expected a string", path=where, field=f"[{i}].content")
+        out.append({"role": m["role"], "content": m["content"]})
+    if out[0]["role"] != "user" or out[-1]["role"] != "assistant":
+        first = "start with a user message" if out[0]["role"] != "user" else "end with an assistant message (its answer)"
+        raise DatasetError(f"expected examples that {first}", path=where)
+    return out
+
+
+def chat_dicts(
+    request: GenerateRequest, mode: ToolMode, tool_prompt: str, few_shot: Sequence[dict[str, str]] = ()
+) -> list[dict[str, Any]]:
     """Messages for a local chat template: the OpenAI shape, with call arguments as objects (what
-    Hugging Face templates expect)."""
+    Hugging Face templates expect); ``few_shot`` examples go right after the system message."""
     names = ToolNameMap([])  # local templates take any name
     prompt_tools = mode == "prompt" and bool(request.tools)
     messages = to_wire_messages(
@@ -210,6 +249,9 @@ def chat_dicts(request: GenerateRequest, mode: ToolMode, tool_prompt: str) -> li
             fn["arguments"] = json.loads(fn["arguments"])
         if m.get("content") is None:
             m["content"] = ""
+    if few_shot:
+        at = 1 if messages and messages[0]["role"] == "system" else 0
+        messages[at:at] = [dict(m) for m in few_shot]
     return messages
 
 
@@ -267,6 +309,7 @@ class HFModel(Model):
         name: str | None = None,
         cache: ResponseCache | None = None,
         tool_choice: ToolChoice | None = None,
+        few_shot: FewShotSource | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
         self.gguf: GGUFSource | None = None
@@ -280,6 +323,10 @@ class HFModel(Model):
         super().__init__(name or f"hf/{path}", cache=cache, max_connections=max(64, batch_size))
         self.chat_template = chat_template or (self.gguf.chat_template if self.gguf else None)
         """The template to render with (``None``: the tokenizer's own)."""
+        self.stop: list[str] = list(self.gguf.stop) if self.gguf else []
+        """Texts that end every reply (a base model's transcript), trimmed from it."""
+        self.few_shot = load_few_shot(few_shot)
+        """Worked examples put after the system message of every request."""
         self._ignores_tools: bool | None = None
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
@@ -307,6 +354,10 @@ class HFModel(Model):
             identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
         if self.tool_choice is not None:
             identity["tool_choice"] = self.tool_choice
+        if self.stop:
+            identity["stop"] = self.stop
+        if self.few_shot:
+            identity["few_shot"] = hashlib.sha256(json.dumps(self.few_shot).encode()).hexdigest()[:16]
         return identity
 
     def request_defaults(self) -> dict[str, Any]:
@@ -401,7 +452,7 @@ class HFModel(Model):
         for r in requests:
             choice = self.choice(r) if native else None
             tools = [to_openai_tool(t) for t in r.tools] if native and r.tools and choice != "none" else None
-            texts.append(self.render(chat_dicts(r, self.tool_mode, self.tool_prompt), tools))
+            texts.append(self.render(chat_dicts(r, self.tool_mode, self.tool_prompt, self.few_shot), tools))
             openings.append(call_openings(r.tools, choice) if tools else None)
         budget = cfg.max_tokens or self.max_new_tokens
         limit = self.context_length()
@@ -454,8 +505,9 @@ class HFModel(Model):
             from transformers import LogitsProcessorList
 
             kwargs["logits_processor"] = LogitsProcessorList(processors)
-        if cfg.stop:
-            kwargs.update(stop_strings=cfg.stop, tokenizer=tokenizer)
+        stops = [s for s in [*self.stop, *(cfg.stop or [])] if s]
+        if stops:
+            kwargs.update(stop_strings=stops, tokenizer=tokenizer)
         with torch.no_grad():
             out = model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]
@@ -466,6 +518,9 @@ class HFModel(Model):
             n = next((k for k, t in enumerate(new) if t in (eos, tokenizer.pad_token_id)), None)
             used = new if n is None else new[: n + (1 if new[n] == eos else 0)]
             text = tokenizer.decode(used, skip_special_tokens=True)
+            cut = min((k for k in (text.find(s) for s in stops) if k >= 0), default=None)
+            if cut is not None:  # generation stops after the stop text; the reply ends before it
+                text = text[:cut]
             calls: list[ToolCall] = []
             raws: list[RawToolCall] = []
             if native and r.tools and self.choice(r) != "none":
@@ -476,7 +531,7 @@ class HFModel(Model):
                     tool_calls=calls,
                     raw_tool_calls=raws,
                     usage=Usage(input_tokens=int(mask.sum()), output_tokens=len(used)),
-                    finish_reason="stop" if n is not None else "length",
+                    finish_reason="stop" if n is not None or cut is not None else "length",
                     model=self.name,
                 )
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import threading
 from typing import Any
 
@@ -24,7 +25,15 @@ from toolmend.formats._tools import to_openai_tool
 from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolMode, Usage
 from toolmend.models._cache import ResponseCache
 from toolmend.models._gguf import resolve_gguf
-from toolmend.models._hf import chat_dicts, fingerprint_dir, ignores_tools, native_completion, no_tools_error
+from toolmend.models._hf import (
+    FewShotSource,
+    chat_dicts,
+    fingerprint_dir,
+    ignores_tools,
+    load_few_shot,
+    native_completion,
+    no_tools_error,
+)
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 
 __all__ = ["LlamaCppModel"]
@@ -47,6 +56,7 @@ class LlamaCppModel(Model):
         chat_template: str | None = None,
         name: str | None = None,
         cache: ResponseCache | None = None,
+        few_shot: FewShotSource | None = None,
     ) -> None:
         try:
             import llama_cpp  # noqa: F401
@@ -60,6 +70,10 @@ class LlamaCppModel(Model):
         self.tool_mode: ToolMode = tool_mode
         self.tool_prompt = tool_prompt
         self.chat_template = chat_template or self.source.chat_template
+        self.stop = list(self.source.stop)
+        """Texts that end every reply (a base model's transcript)."""
+        self.few_shot = load_few_shot(few_shot)
+        """Worked examples put after the system message of every request."""
         self._llm: Any = None
         self._formatter: Any = None
         self._ignores_tools: bool | None = None
@@ -76,6 +90,10 @@ class LlamaCppModel(Model):
         }
         if self.chat_template is not None:
             identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
+        if self.stop:
+            identity["stop"] = self.stop
+        if self.few_shot:
+            identity["few_shot"] = hashlib.sha256(json.dumps(self.few_shot).encode()).hexdigest()[:16]
         return identity
 
     def _load(self) -> tuple[Any, Any]:
@@ -121,7 +139,9 @@ class LlamaCppModel(Model):
                 if self._ignores_tools:
                     raise no_tools_error(self.name)
             tools = [to_openai_tool(t) for t in request.tools] if native else None
-            formatted = formatter(messages=chat_dicts(request, self.tool_mode, self.tool_prompt), tools=tools)
+            formatted = formatter(
+                messages=chat_dicts(request, self.tool_mode, self.tool_prompt, self.few_shot), tools=tools
+            )
             prompt_tokens = llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
             cfg = request.config
             budget = cfg.max_tokens or self.max_new_tokens
@@ -131,7 +151,7 @@ class LlamaCppModel(Model):
                     f"generated, beyond the context of {self.n_ctx} (set n_ctx)"
                 )
             own = formatted.stop or []
-            stop = [s for s in [*([own] if isinstance(own, str) else own), *(cfg.stop or [])] if s]
+            stop = [s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s]
             out = llm.create_completion(
                 prompt=prompt_tokens,
                 max_tokens=budget,
