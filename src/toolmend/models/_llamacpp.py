@@ -6,7 +6,10 @@ llama-cpp-python's Jinja2 chat formatter with the tools in native mode, a templa
 tools refused in native mode, and the calls the model writes parsed by
 :func:`~toolmend.models._hf.native_completion`. Requests run one at a time (a llama.cpp context
 holds one sequence); greedy unless ``temperature`` > 0. A prompt longer than the context is a
-:class:`~toolmend.ModelError` raised before generating.
+:class:`~toolmend.ModelError` raised before generating. ``tool_choice`` (a request's, else the
+constructor's: ``-M tool_choice=required``) is enforced while decoding exactly as the transformers
+engine does it (:class:`~toolmend.models._hf.ForcedOpening`): the reply opens with a Hermes call of
+an offered tool and its first parameter, and the rest is the model's own.
 
     model = LlamaCppModel("smollm2-135m", n_ctx=4096)
 """
@@ -22,11 +25,13 @@ from typing import Any
 from toolmend._errors import MissingExtraError, ModelError
 from toolmend._schema import ToolCall
 from toolmend.formats._tools import to_openai_tool
-from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolMode, Usage
+from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolChoice, ToolMode, Usage
 from toolmend.models._cache import ResponseCache
 from toolmend.models._gguf import resolve_gguf
 from toolmend.models._hf import (
     FewShotSource,
+    ForcedOpening,
+    call_openings,
     chat_dicts,
     fingerprint_dir,
     ignores_tools,
@@ -57,6 +62,7 @@ class LlamaCppModel(Model):
         name: str | None = None,
         cache: ResponseCache | None = None,
         few_shot: FewShotSource | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> None:
         try:
             import llama_cpp  # noqa: F401
@@ -74,6 +80,9 @@ class LlamaCppModel(Model):
         """Texts that end every reply (a base model's transcript)."""
         self.few_shot = load_few_shot(few_shot)
         """Worked examples put after the system message of every request."""
+        self.tool_choice = None if tool_choice == "auto" else tool_choice
+        """The ``tool_choice`` of requests with tools that set none."""
+        self._pieces: list[str] | None = None
         self._llm: Any = None
         self._formatter: Any = None
         self._ignores_tools: bool | None = None
@@ -94,7 +103,41 @@ class LlamaCppModel(Model):
             identity["stop"] = self.stop
         if self.few_shot:
             identity["few_shot"] = hashlib.sha256(json.dumps(self.few_shot).encode()).hexdigest()[:16]
+        if self.tool_choice is not None:
+            identity["tool_choice"] = self.tool_choice
         return identity
+
+    def request_defaults(self) -> dict[str, Any]:
+        """The ``tool_choice`` given to requests that set none, where one is set."""
+        return {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
+
+    def choice(self, request: GenerateRequest) -> ToolChoice | None:
+        """The ``tool_choice`` that ``request`` is decoded under."""
+        if request.tool_choice is not None or not request.tools:
+            return request.tool_choice
+        return self.tool_choice
+
+    def _forced(self, llm: Any, openings: list[str], prompt_len: int) -> Any:
+        """A llama-cpp-python logits processor that makes the reply open with one of ``openings``."""
+        import numpy as np
+
+        if self._pieces is None:
+            self._pieces = [
+                llm.detokenize([i], special=True).decode("utf-8", "replace") for i in range(llm.n_vocab())
+            ]
+        forced = ForcedOpening(self._pieces, [openings], prompt_len)
+        pieces = self._pieces
+
+        def process(input_ids: Any, scores: Any) -> Any:
+            written = "".join(pieces[int(t)] for t in input_ids[prompt_len:])
+            ids = forced.allowed(written, openings)
+            if ids is None:
+                return scores
+            out = np.full_like(scores, -np.inf)
+            out[ids] = scores[ids]
+            return out
+
+        return process
 
     def _load(self) -> tuple[Any, Any]:
         if self._llm is None:
@@ -138,7 +181,9 @@ class LlamaCppModel(Model):
                     self._ignores_tools = ignores_tools(self.render)
                 if self._ignores_tools:
                     raise no_tools_error(self.name)
-            tools = [to_openai_tool(t) for t in request.tools] if native else None
+            choice = self.choice(request) if native else None
+            tools = [to_openai_tool(t) for t in request.tools] if native and choice != "none" else None
+            openings = call_openings(request.tools, choice) if tools else None
             formatted = formatter(
                 messages=chat_dicts(request, self.tool_mode, self.tool_prompt, self.few_shot), tools=tools
             )
@@ -152,8 +197,14 @@ class LlamaCppModel(Model):
                 )
             own = formatted.stop or []
             stop = [s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s]
+            extra: dict[str, Any] = {}
+            if openings:
+                from llama_cpp import LogitsProcessorList
+
+                extra["logits_processor"] = LogitsProcessorList([self._forced(llm, openings, len(prompt_tokens))])
             out = llm.create_completion(
                 prompt=prompt_tokens,
+                **extra,
                 max_tokens=budget,
                 temperature=cfg.temperature or 0.0,
                 top_p=cfg.top_p if cfg.top_p is not None else 1.0,
@@ -164,7 +215,7 @@ class LlamaCppModel(Model):
         text = choice["text"]
         calls: list[ToolCall] = []
         raws: list[RawToolCall] = []
-        if native:
+        if tools:
             text, calls, raws = native_completion(text, request.tools)
         usage = out.get("usage") or {}
         return Completion(

@@ -121,7 +121,7 @@ def _local(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> M
     if engine == "llama.cpp":
         from toolmend.models._llamacpp import LlamaCppModel
 
-        kw = _take(options, *common, "n_ctx", "n_threads")
+        kw = _take(options, *common, "n_ctx", "n_threads", "tool_choice")
         _check_empty("local (llama.cpp)", options)
         kw.setdefault("max_new_tokens", LOCAL_MAX_NEW_TOKENS)
         return LlamaCppModel(rest, name=name, cache=cache, **kw)
