@@ -13,7 +13,7 @@ from toolmend._errors import DatasetError, ModelError
 from toolmend._schema import Message, Tool, ToolCall
 from toolmend.models import Completion, GenerateConfig, get_model
 from toolmend.models._base import GenerateRequest
-from toolmend.models._hf import chat_dicts
+from toolmend.models._hf import CALL_OPENING, chat_dicts
 
 pytest.importorskip("transformers", reason="the hf extra (transformers) is not installed")
 
@@ -208,4 +208,27 @@ async def test_a_stop_text_ends_the_reply_before_it(tiny_model: Path) -> None:
     cut = await model.generate(ask)
     assert cut.text == free.text[: free.text.find(stop)]
     assert cut.finish_reason == "stop"
+    await model.aclose()
+
+
+async def test_a_default_required_choice_leaves_replies_to_tool_results_free(tiny_model: Path) -> None:
+    # Forced to call on every request, an agent loop never gets the call-free reply that ends a
+    # turn: BFCL multi-turn episodes ran to the step limit or past the context.
+    model = get_model(f"hf/{tiny_model}", max_new_tokens=64, cache=False, tool_choice="required")
+    tools = [
+        Tool(name="get_weather", parameters={"type": "object", "properties": {"city": {"type": "string"}}})
+    ]
+    ask = [Message(role="user", content="weather in city 3")]
+    first = await model.generate(ask, tools=tools)
+    opening = CALL_OPENING.format(name="get_weather") + '"city": '
+    assert first.tool_calls or first.text.startswith(opening), first.text
+    answered = [
+        *ask,
+        Message(role="assistant", tool_calls=[ToolCall(id="c1", name="get_weather", arguments={"city": "3"})]),
+        Message(role="tool", content="sunny", tool_call_id="c1", name="get_weather"),
+    ]
+    after = await model.generate(answered, tools=tools)
+    assert not after.tool_calls and not after.text.startswith("<tool_call>"), after.text
+    forced = await model.generate(answered, tools=tools, tool_choice="required")  # asked for: still forced
+    assert forced.tool_calls or forced.text.startswith(opening), forced.text
     await model.aclose()

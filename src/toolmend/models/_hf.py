@@ -25,8 +25,11 @@ among the offered ones (a named choice: that tool); the values and any further a
 the model's own. A small instruction model may answer every request in
 prose however the tools are presented (SmolLM2-135M-Instruct does), so its tool calling can only
 be measured this way. ``"none"`` renders no tools. The constructor's ``tool_choice`` applies to
-requests with tools that set none (``-M tool_choice=required``); ``"auto"`` (the default) decodes
-freely.
+requests with tools that set none (``-M tool_choice=required``) and that answer a user turn; a
+request that answers tool results decodes freely, as OpenAI's Agents SDK resets ``tool_choice``
+after a call, because a reply forced to call every time can never end a multi-step episode (in
+BFCL's multi-turn loop a turn ends only with a reply that calls nothing). ``"auto"`` (the default)
+decodes freely.
 
 Sampling gives each request a random stream of its own, seeded from the config's ``seed``, the
 sample id, the epoch and the prompt (Gumbel-max over the model's logits after temperature and the
@@ -75,6 +78,7 @@ __all__ = [
     "HFModel",
     "call_openings",
     "chat_dicts",
+    "default_choice",
     "fingerprint_dir",
     "ignores_tools",
     "load_few_shot",
@@ -132,6 +136,26 @@ def call_openings(tools: list[Tool], choice: ToolChoice | None) -> list[str] | N
         keys = list((tool.parameters or {}).get("properties") or {})
         openings.extend([head + json.dumps(k, ensure_ascii=False) + ": " for k in keys] or [head + "}"])
     return openings
+
+
+def default_choice(request: GenerateRequest, default: ToolChoice | None) -> ToolChoice | None:
+    """The ``tool_choice`` that ``request`` is decoded under when the model's own is ``default``:
+    the request's, else ``default`` unless the request answers tool results (see the module
+    docstring).
+
+    >>> from toolmend._schema import Message, Tool
+    >>> ask = GenerateRequest(messages=[Message(role="user", content="hi")], tools=[Tool(name="a")])
+    >>> default_choice(ask, "required")
+    'required'
+    >>> after = ask.model_copy(update={"messages": [*ask.messages, Message(role="tool", content="1")]})
+    >>> default_choice(after, "required") is None
+    True
+    """
+    if request.tool_choice is not None or not request.tools:
+        return request.tool_choice
+    if request.messages and request.messages[-1].role == "tool":
+        return None
+    return default
 
 
 class ForcedOpening:
@@ -354,6 +378,7 @@ class HFModel(Model):
             identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
         if self.tool_choice is not None:
             identity["tool_choice"] = self.tool_choice
+            identity["tool_choice_after_tool_results"] = "auto"
         if self.stop:
             identity["stop"] = self.stop
         if self.few_shot:
@@ -365,10 +390,8 @@ class HFModel(Model):
         return {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
 
     def choice(self, request: GenerateRequest) -> ToolChoice | None:
-        """The ``tool_choice`` that ``request`` is decoded under."""
-        if request.tool_choice is not None or not request.tools:
-            return request.tool_choice
-        return self.tool_choice
+        """The ``tool_choice`` that ``request`` is decoded under (:func:`default_choice`)."""
+        return default_choice(request, self.tool_choice)
 
     def pieces(self) -> list[str]:
         """The text of each token id, decoded alone (for :class:`ForcedOpening`)."""

@@ -7,8 +7,8 @@ tools refused in native mode, and the calls the model writes parsed by
 :func:`~toolmend.models._hf.native_completion`. Requests run one at a time (a llama.cpp context
 holds one sequence); greedy unless ``temperature`` > 0. A prompt longer than the context is a
 :class:`~toolmend.ModelError` raised before generating. ``tool_choice`` (a request's, else the
-constructor's: ``-M tool_choice=required``) is enforced while decoding exactly as the transformers
-engine does it (:class:`~toolmend.models._hf.ForcedOpening`): the reply opens with a Hermes call of
+constructor's: ``-M tool_choice=required``, not after tool results) is enforced while decoding
+exactly as the transformers engine does it (:class:`~toolmend.models._hf.ForcedOpening`): the reply opens with a Hermes call of
 an offered tool and its first parameter, and the rest is the model's own.
 
     model = LlamaCppModel("smollm2-135m", n_ctx=4096)
@@ -33,6 +33,7 @@ from toolmend.models._hf import (
     ForcedOpening,
     call_openings,
     chat_dicts,
+    default_choice,
     fingerprint_dir,
     ignores_tools,
     load_few_shot,
@@ -105,6 +106,7 @@ class LlamaCppModel(Model):
             identity["few_shot"] = hashlib.sha256(json.dumps(self.few_shot).encode()).hexdigest()[:16]
         if self.tool_choice is not None:
             identity["tool_choice"] = self.tool_choice
+            identity["tool_choice_after_tool_results"] = "auto"
         return identity
 
     def request_defaults(self) -> dict[str, Any]:
@@ -112,10 +114,8 @@ class LlamaCppModel(Model):
         return {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
 
     def choice(self, request: GenerateRequest) -> ToolChoice | None:
-        """The ``tool_choice`` that ``request`` is decoded under."""
-        if request.tool_choice is not None or not request.tools:
-            return request.tool_choice
-        return self.tool_choice
+        """The ``tool_choice`` that ``request`` is decoded under (:func:`~toolmend.models._hf.default_choice`)."""
+        return default_choice(request, self.tool_choice)
 
     def _forced(self, llm: Any, openings: list[str], prompt_len: int) -> Any:
         """A llama-cpp-python logits processor that makes the reply open with one of ``openings``."""
