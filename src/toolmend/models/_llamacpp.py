@@ -6,7 +6,10 @@ llama-cpp-python's Jinja2 chat formatter with the tools in native mode, a templa
 tools refused in native mode, and the calls the model writes parsed by
 :func:`~toolmend.models._hf.native_completion`. Requests run one at a time (a llama.cpp context
 holds one sequence); greedy unless ``temperature`` > 0. A prompt longer than the context is a
-:class:`~toolmend.ModelError` raised before generating.
+:class:`~toolmend.ModelError` raised before generating. ``tool_choice`` (a request's, else the
+constructor's: ``-M tool_choice=required``, not after tool results) is enforced while decoding
+exactly as the transformers engine does it (:class:`~toolmend.models._hf.ForcedOpening`): the reply opens with a Hermes call of
+an offered tool and its first parameter, and the rest is the model's own.
 
     model = LlamaCppModel("smollm2-135m", n_ctx=4096)
 """
@@ -15,16 +18,28 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import threading
 from typing import Any
 
 from toolmend._errors import MissingExtraError, ModelError
 from toolmend._schema import ToolCall
 from toolmend.formats._tools import to_openai_tool
-from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolMode, Usage
+from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolChoice, ToolMode, Usage
 from toolmend.models._cache import ResponseCache
 from toolmend.models._gguf import resolve_gguf
-from toolmend.models._hf import chat_dicts, fingerprint_dir, ignores_tools, native_completion, no_tools_error
+from toolmend.models._hf import (
+    FewShotSource,
+    ForcedOpening,
+    call_openings,
+    chat_dicts,
+    default_choice,
+    fingerprint_dir,
+    ignores_tools,
+    load_few_shot,
+    native_completion,
+    no_tools_error,
+)
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 
 __all__ = ["LlamaCppModel"]
@@ -47,6 +62,8 @@ class LlamaCppModel(Model):
         chat_template: str | None = None,
         name: str | None = None,
         cache: ResponseCache | None = None,
+        few_shot: FewShotSource | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> None:
         try:
             import llama_cpp  # noqa: F401
@@ -60,6 +77,13 @@ class LlamaCppModel(Model):
         self.tool_mode: ToolMode = tool_mode
         self.tool_prompt = tool_prompt
         self.chat_template = chat_template or self.source.chat_template
+        self.stop = list(self.source.stop)
+        """Texts that end every reply (a base model's transcript)."""
+        self.few_shot = load_few_shot(few_shot)
+        """Worked examples put after the system message of every request."""
+        self.tool_choice = None if tool_choice == "auto" else tool_choice
+        """The ``tool_choice`` of requests with tools that set none."""
+        self._pieces: list[str] | None = None
         self._llm: Any = None
         self._formatter: Any = None
         self._ignores_tools: bool | None = None
@@ -76,7 +100,44 @@ class LlamaCppModel(Model):
         }
         if self.chat_template is not None:
             identity["chat_template"] = hashlib.sha256(self.chat_template.encode()).hexdigest()[:16]
+        if self.stop:
+            identity["stop"] = self.stop
+        if self.few_shot:
+            identity["few_shot"] = hashlib.sha256(json.dumps(self.few_shot).encode()).hexdigest()[:16]
+        if self.tool_choice is not None:
+            identity["tool_choice"] = self.tool_choice
+            identity["tool_choice_after_tool_results"] = "auto"
         return identity
+
+    def request_defaults(self) -> dict[str, Any]:
+        """The ``tool_choice`` given to requests that set none, where one is set."""
+        return {"tool_choice": self.tool_choice} if self.tool_choice is not None else {}
+
+    def choice(self, request: GenerateRequest) -> ToolChoice | None:
+        """The ``tool_choice`` that ``request`` is decoded under (:func:`~toolmend.models._hf.default_choice`)."""
+        return default_choice(request, self.tool_choice)
+
+    def _forced(self, llm: Any, openings: list[str], prompt_len: int) -> Any:
+        """A llama-cpp-python logits processor that makes the reply open with one of ``openings``."""
+        import numpy as np
+
+        if self._pieces is None:
+            self._pieces = [
+                llm.detokenize([i], special=True).decode("utf-8", "replace") for i in range(llm.n_vocab())
+            ]
+        forced = ForcedOpening(self._pieces, [openings], prompt_len)
+        pieces = self._pieces
+
+        def process(input_ids: Any, scores: Any) -> Any:
+            written = "".join(pieces[int(t)] for t in input_ids[prompt_len:])
+            ids = forced.allowed(written, openings)
+            if ids is None:
+                return scores
+            out = np.full_like(scores, -np.inf)
+            out[ids] = scores[ids]
+            return out
+
+        return process
 
     def _load(self) -> tuple[Any, Any]:
         if self._llm is None:
@@ -120,8 +181,12 @@ class LlamaCppModel(Model):
                     self._ignores_tools = ignores_tools(self.render)
                 if self._ignores_tools:
                     raise no_tools_error(self.name)
-            tools = [to_openai_tool(t) for t in request.tools] if native else None
-            formatted = formatter(messages=chat_dicts(request, self.tool_mode, self.tool_prompt), tools=tools)
+            choice = self.choice(request) if native else None
+            tools = [to_openai_tool(t) for t in request.tools] if native and choice != "none" else None
+            openings = call_openings(request.tools, choice) if tools else None
+            formatted = formatter(
+                messages=chat_dicts(request, self.tool_mode, self.tool_prompt, self.few_shot), tools=tools
+            )
             prompt_tokens = llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
             cfg = request.config
             budget = cfg.max_tokens or self.max_new_tokens
@@ -131,9 +196,15 @@ class LlamaCppModel(Model):
                     f"generated, beyond the context of {self.n_ctx} (set n_ctx)"
                 )
             own = formatted.stop or []
-            stop = [s for s in [*([own] if isinstance(own, str) else own), *(cfg.stop or [])] if s]
+            stop = [s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s]
+            extra: dict[str, Any] = {}
+            if openings:
+                from llama_cpp import LogitsProcessorList
+
+                extra["logits_processor"] = LogitsProcessorList([self._forced(llm, openings, len(prompt_tokens))])
             out = llm.create_completion(
                 prompt=prompt_tokens,
+                **extra,
                 max_tokens=budget,
                 temperature=cfg.temperature or 0.0,
                 top_p=cfg.top_p if cfg.top_p is not None else 1.0,
@@ -144,7 +215,7 @@ class LlamaCppModel(Model):
         text = choice["text"]
         calls: list[ToolCall] = []
         raws: list[RawToolCall] = []
-        if native:
+        if tools:
             text, calls, raws = native_completion(text, request.tools)
         usage = out.get("usage") or {}
         return Completion(

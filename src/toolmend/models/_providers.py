@@ -87,6 +87,7 @@ def _hf(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> Mode
         "tool_prompt",
         "chat_template",
         "tool_choice",
+        "few_shot",
     )
     _check_empty("hf", options)
     return HFModel(rest, cache=cache, **kw)
@@ -116,11 +117,11 @@ def _local(rest: str, cache: ResponseCache | None, options: dict[str, Any]) -> M
         raise ConfigError(f"unknown local engine {engine!r}; expected one of {', '.join(LOCAL_ENGINES)}")
     resolve_gguf(rest)  # a missing package or file fails here, before any engine is imported
     name = f"local/{rest} ({engine})"
-    common = ("max_new_tokens", "tool_mode", "tool_prompt", "chat_template")
+    common = ("max_new_tokens", "tool_mode", "tool_prompt", "chat_template", "few_shot")
     if engine == "llama.cpp":
         from toolmend.models._llamacpp import LlamaCppModel
 
-        kw = _take(options, *common, "n_ctx", "n_threads")
+        kw = _take(options, *common, "n_ctx", "n_threads", "tool_choice")
         _check_empty("local (llama.cpp)", options)
         kw.setdefault("max_new_tokens", LOCAL_MAX_NEW_TOKENS)
         return LlamaCppModel(rest, name=name, cache=cache, **kw)
