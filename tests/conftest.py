@@ -47,6 +47,7 @@ def load_helper(name: str) -> ModuleType:
 fake_openai_server = load_helper("fake_openai_server")
 load_helper("resume_worker")
 load_helper("real_model")
+load_helper("audit")
 
 
 @pytest.fixture(scope="session")
