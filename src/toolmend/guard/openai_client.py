@@ -44,7 +44,6 @@ from toolmend._schema import Message, Tool
 from toolmend.guard._aborted import GuardAborted
 from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
-from toolmend.guard._engine import Guard
 from toolmend.guard._policy import GuardPolicy
 from toolmend.guard._responses import (
     chat_request,
@@ -56,6 +55,7 @@ from toolmend.guard._responses import (
     output_text,
 )
 from toolmend.guard._turn import Turn
+from toolmend.guard._wrapped import GuardedBase, Passthrough, Replay, WrapCore, transport_error
 
 __all__ = ["GuardAborted", "to_openai_messages", "wrap"]
 
@@ -89,17 +89,16 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+_RETRYABLE = (
+    openai.APIConnectionError,
+    openai.APITimeoutError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+
+
 def _translate(exc: Exception) -> Exception:
-    """An openai transport error as a retryable/non-retryable ModelError (others unchanged)."""
-    if isinstance(
-        exc,
-        openai.APIConnectionError
-        | openai.APITimeoutError
-        | openai.RateLimitError
-        | openai.InternalServerError,
-    ):
-        return ModelError(str(exc), retryable=True, status=getattr(exc, "status_code", None))
-    return exc
+    return transport_error(exc, _RETRYABLE)
 
 
 def _usage_sum(responses: Sequence[Any]) -> Any:
@@ -177,18 +176,7 @@ def _chunks(response: ChatCompletion) -> list[ChatCompletionChunk]:
     return [ChatCompletionChunk.model_validate(c) for c in out]
 
 
-class _Core:
-    def __init__(self, tools: Sequence[Tool | Mapping[str, Any]] | None, policy: GuardPolicy | None) -> None:
-        self.policy = policy or GuardPolicy()
-        self.guard = Guard(tools, self.policy) if tools is not None else None
-        self.events: list[dict[str, Any]] = []
-
-    def guard_for(self, kwargs: Mapping[str, Any]) -> Guard | None:
-        if self.guard is not None:
-            return self.guard
-        tools = kwargs.get("tools")
-        return Guard(list(tools), self.policy) if tools else None
-
+class _Core(WrapCore):
     @staticmethod
     def request(kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
         return {**kwargs, "messages": [*kwargs["messages"], *to_openai_messages(history)]}
@@ -201,10 +189,8 @@ class _Core:
                      output_tokens=usage.completion_tokens if usage else 0)  # fmt: skip
 
     def finish(self, outcome: GuardOutcome, responses: list[ChatCompletion]) -> ChatCompletion:
-        self.events.extend(outcome.events)
         last = responses[-1]
-        if outcome.status == "aborted":
-            raise GuardAborted(outcome, last)
+        self.settle(outcome, last)
         message = last.choices[0].message
         calls = [
             {"id": c.id or f"call_{i}", "type": "function",
@@ -227,50 +213,8 @@ def _no_calls(finish: str) -> str:
     return "stop" if finish == "tool_calls" else finish
 
 
-class _Stream:
-    """A replayed stream: iterable, closable, usable in ``with``."""
-
-    def __init__(self, chunks: list[ChatCompletionChunk]) -> None:
-        self._chunks = iter(chunks)
-
-    def __iter__(self) -> Iterator[ChatCompletionChunk]:
-        return self._chunks
-
-    def __next__(self) -> ChatCompletionChunk:
-        return next(self._chunks)
-
-    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
-        return self._async()
-
-    async def _async(self) -> AsyncIterator[ChatCompletionChunk]:
-        for chunk in self._chunks:
-            yield chunk
-
-    def close(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-    def __enter__(self) -> _Stream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    async def __aenter__(self) -> _Stream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-class _Completions:
-    def __init__(self, inner: Any, core: _Core) -> None:
-        self._inner, self._core = inner, core
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+class _Completions(Passthrough):
+    _core: _Core
 
     def _once(self, kwargs: dict[str, Any]) -> ChatCompletion:
         try:
@@ -284,7 +228,7 @@ class _Completions:
         guard = self._core.guard_for(kwargs)
         first = self._once(kwargs)
         if guard is None:
-            return _Stream(_chunks(first)) if kwargs.get("stream") else first
+            return Replay(_chunks(first)) if kwargs.get("stream") else first
         responses = [first]
 
         def respond(history: list[Message]) -> Reply:
@@ -300,7 +244,7 @@ class _Completions:
             context=kwargs.get("messages"),
         )
         final = self._core.finish(outcome, responses)
-        return _Stream(_chunks(final)) if kwargs.get("stream") else final
+        return Replay(_chunks(final)) if kwargs.get("stream") else final
 
 
 class _AsyncCompletions(_Completions):
@@ -318,7 +262,7 @@ class _AsyncCompletions(_Completions):
         guard = self._core.guard_for(kwargs)
         first = await self._aonce(kwargs)
         if guard is None:
-            return _Stream(_chunks(first)) if kwargs.get("stream") else first
+            return Replay(_chunks(first)) if kwargs.get("stream") else first
         responses = [first]
 
         async def respond(history: list[Message]) -> Reply:
@@ -334,15 +278,13 @@ class _AsyncCompletions(_Completions):
             context=kwargs.get("messages"),
         )
         final = self._core.finish(outcome, responses)
-        return _Stream(_chunks(final)) if kwargs.get("stream") else final
+        return Replay(_chunks(final)) if kwargs.get("stream") else final
 
 
-class _Chat:
+class _Chat(Passthrough):
     def __init__(self, inner: Any, completions: _Completions) -> None:
-        self._inner, self.completions = inner, completions
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        super().__init__(inner, completions._core)
+        self.completions = completions
 
 
 # -- the Responses API ------------------------------------------------------------------------------
@@ -376,15 +318,11 @@ def _final_response(events: Sequence[Any]) -> Response:
     raise ModelError("the response stream ended before response.completed")
 
 
-class _ResponsesCore:
+class _ResponsesCore(Passthrough):
     """What the sync and async ``responses`` share: the request in the chat shape the guard
     reads, each answer as a turn, and the decided response."""
 
-    def __init__(self, inner: Any, core: _Core) -> None:
-        self._inner, self._core = inner, core
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    _core: _Core
 
     @staticmethod
     def request(kwargs: Mapping[str, Any], history: list[Message]) -> dict[str, Any]:
@@ -403,10 +341,7 @@ class _ResponsesCore:
                      output_tokens=usage.output_tokens if usage else 0)  # fmt: skip
 
     def finish(self, outcome: GuardOutcome, responses: list[Response]) -> Response:
-        self._core.events.extend(outcome.events)
-        last = responses[-1]
-        if outcome.status == "aborted":
-            raise GuardAborted(outcome, last)
+        self._core.settle(outcome, responses[-1])
         dumps = [r.model_dump(mode="json", exclude_none=True) for r in responses]
         known = {str(item.get("call_id")): item for d in dumps for item in d.get("output") or []
                  if item.get("type") == "function_call"}  # fmt: skip
@@ -439,19 +374,18 @@ def _parsed(raw: Any) -> Any:
         return None
 
 
-class _Replay:
-    """A replayed response stream: iterable (sync and async), usable in ``with``, and
-    ``get_final_response()`` / ``until_done()`` as the SDK's ``responses.stream`` offers."""
+class _Replay(Replay):
+    """A replayed response stream: iterable (sync and async, again and again), usable in
+    ``with``, and ``get_final_response()`` / ``until_done()`` as the SDK's ``responses.stream``
+    offers."""
 
     def __init__(self, response: Response) -> None:
         self._response = response
         self._events = _events(response)
+        super().__init__(self._events)
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._events)
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._async()
 
     async def _async(self) -> AsyncIterator[Any]:
         for event in self._events:
@@ -463,21 +397,6 @@ class _Replay:
 
     def until_done(self) -> _Replay:
         return self
-
-    def close(self) -> None:
-        return None
-
-    def __enter__(self) -> _Replay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    async def __aenter__(self) -> _Replay:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
 
 class _Responses(_ResponsesCore):
@@ -559,30 +478,16 @@ class _AsyncStreamManager:
         return None
 
 
-class GuardedClient:
+class GuardedClient(GuardedBase):
     """The wrapped client: ``chat.completions.create`` and ``responses.create`` / ``.stream`` are
     guarded, everything else passes through."""
 
     def __init__(self, client: Any, core: _Core) -> None:
-        self._client = client
-        self._core = core
+        super().__init__(client, core)
         is_async = isinstance(client, openai.AsyncOpenAI)
         kind = _AsyncCompletions if is_async else _Completions
         self.chat = _Chat(client.chat, kind(client.chat.completions, core))
         self.responses = (_AsyncResponses if is_async else _Responses)(client.responses, core)
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """Telemetry of every guarded turn so far."""
-        return self._core.events
-
-    @property
-    def guard(self) -> Guard | None:
-        """The guard, when ``tools=`` was given to :func:`wrap` (its run budget spans calls)."""
-        return self._core.guard
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 def wrap(

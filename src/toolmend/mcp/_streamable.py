@@ -41,6 +41,7 @@ from toolmend._jsontext import dumpb, loads
 from toolmend.guard import SESSION_HEADER, Conversations, GuardPolicy
 from toolmend.mcp._session import INVALID_REQUEST, PARSE_ERROR, McpSession, Step, _error
 from toolmend.serve._budget import Budget, BudgetExceeded, Limits, read_body
+from toolmend.serve._listen import listen
 from toolmend.serve._protocol import RequestError
 
 __all__ = ["MCP_PATH", "create_mcp_app", "run_http", "shown_url"]
@@ -306,9 +307,12 @@ def run_http(
     upstream: str, *, host: str = "127.0.0.1", port: int = 8710, policy: GuardPolicy | None = None,
     print_line: Any = print, limits: Limits | None = None,
 ) -> None:  # fmt: skip
-    """Serve the guard at ``http://host:port/mcp`` until interrupted. A connection that has not sent
-    a request's headers within ``limits.header_timeout`` is closed, as the proxy does."""
+    """Serve the guard at ``http://host:port/mcp`` until interrupted, as ``toolmend serve`` listens
+    (:func:`toolmend.serve._listen.listen`: a connection that has not sent a request's headers
+    within ``limits.header_timeout`` is closed; a warning when ``host`` reaches beyond loopback)."""
     limits = limits or Limits()
-    print_line(f"toolmend mcp-guard: http://{host}:{port}{MCP_PATH} -> {shown_url(upstream)}")
-    web.run_app(create_mcp_app(upstream, policy, limits=limits), host=host, port=port, print=None,
-                access_log=None, handler_cancellation=True, keepalive_timeout=limits.header_timeout)  # fmt: skip
+    exposed = (f"toolmend mcp-guard: warning: listening on {host}: anyone who can reach this port "
+               "can call the upstream's tools through it")  # fmt: skip
+    listen(create_mcp_app(upstream, policy, limits=limits), host=host, port=port, limits=limits,
+           banner=f"toolmend mcp-guard: http://{host}:{port}{MCP_PATH} -> {shown_url(upstream)}",
+           exposed=exposed, print_line=print_line)  # fmt: skip
