@@ -242,20 +242,28 @@ async def _memory(proxied: str, pid: int, args: argparse.Namespace) -> dict[str,
 # -- the floor: a bare pass-through on each candidate server stack -----------------------------------
 
 
-def _probe_aiohttp(upstream: str, port: int) -> None:
+def _probe_aiohttp(
+    upstream: str,
+    port: int,
+    routes: tuple[str, ...] = ("/v1/chat/completions", "/v1/responses"),
+    headers: dict[str, str] | None = None,
+) -> None:
     """Read the request, parse it, forward it with one pooled client session; a non-streamed
-    answer is read, parsed and sent back, a stream is relayed piece by piece as it comes."""
+    answer is read, parsed and sent back, a stream is relayed piece by piece as it comes. Serves
+    ``routes`` (each forwarded to the same path below ``upstream``), sending ``headers``."""
     import aiohttp
     from aiohttp import web
+
+    sent = headers or {"Content-Type": "application/json"}
 
     async def start(app: web.Application) -> None:
         app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
 
-    async def chat(request: web.Request) -> web.StreamResponse:
+    async def relay(request: web.Request) -> web.StreamResponse:
         body = await request.read()
         stream = json.loads(body).get("stream")
         async with request.app["s"].post(upstream + request.path.removeprefix("/v1"), data=body,
-                                         headers={"Content-Type": "application/json"}) as r:  # fmt: skip
+                                         headers=sent) as r:  # fmt: skip
             if not stream:
                 raw = await r.read()
                 json.loads(raw)
@@ -272,8 +280,8 @@ def _probe_aiohttp(upstream: str, port: int) -> None:
 
     app = web.Application()
     app.on_startup.append(start)
-    app.router.add_post("/v1/chat/completions", chat)
-    app.router.add_post("/v1/responses", chat)
+    for route in routes:
+        app.router.add_post(route, relay)
     app.router.add_get("/healthz", health)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, handler_cancellation=True)
 
@@ -322,38 +330,9 @@ MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object", "pr
 
 
 def _probe_messages(upstream: str, port: int) -> None:
-    """The bare pass-through for ``/v1/messages``: read and parse the request, forward it with one
-    pooled session, read and parse a non-streamed answer, relay a stream piece by piece."""
-    import aiohttp
-    from aiohttp import web
-
-    async def start(app: web.Application) -> None:
-        app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-
-    async def messages(request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        stream = json.loads(body).get("stream")
-        headers = {"Content-Type": "application/json", "anthropic-version": "2023-06-01"}
-        async with request.app["s"].post(upstream + "/messages", data=body, headers=headers) as r:
-            if not stream:
-                raw = await r.read()
-                json.loads(raw)
-                return web.Response(body=raw, content_type=r.content_type)
-            out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await out.prepare(request)
-            async for piece in r.content.iter_any():
-                await out.write(piece)
-            await out.write_eof()
-            return out
-
-    async def health(_r: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    app = web.Application()
-    app.on_startup.append(start)
-    app.router.add_post("/v1/messages", messages)
-    app.router.add_get("/healthz", health)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, handler_cancellation=True)
+    """The bare pass-through for ``/v1/messages`` (:func:`_probe_aiohttp` on that route)."""
+    _probe_aiohttp(upstream, port, ("/v1/messages",),
+                   {"Content-Type": "application/json", "anthropic-version": "2023-06-01"})  # fmt: skip
 
 
 MESSAGES = Protocol(
