@@ -176,13 +176,84 @@ def _chunks(response: ChatCompletion) -> list[ChatCompletionChunk]:
     return [ChatCompletionChunk.model_validate(c) for c in out]
 
 
-class _Core(WrapCore):
-    @staticmethod
-    def request(kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
+class _Turns(Passthrough):
+    """A guarded ``create`` of one API, sync (:class:`_AsyncTurns`: async): the first answer,
+    then the guard's turn over it with re-asks as real requests, then the decided answer (a
+    stream replayed). The API says how it reads a request and an answer."""
+
+    _core: WrapCore
+
+    def view(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The request in the chat shape the guard reads."""
+        return kwargs
+
+    def request(self, kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
+        """A hidden re-ask: the request with the guard's exchange ``history`` added."""
+        raise NotImplementedError
+
+    def reply(self, response: Any) -> Reply:
+        raise NotImplementedError
+
+    def finish(self, outcome: GuardOutcome, responses: list[Any]) -> Any:
+        """The decided answer (or :class:`GuardAborted`)."""
+        raise NotImplementedError
+
+    def replay(self, response: Any) -> Any:
+        """A (decided) answer as the stream a ``stream=True`` caller reads."""
+        raise NotImplementedError
+
+    def _once(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    async def _aonce(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def create(self, **kwargs: Any) -> Any:
+        """``create`` with the guard (see the module docstring)."""
+        chat = self.view(kwargs)
+        guard = self._core.guard_for(chat)
+        first = self._once(kwargs)
+        if guard is None:
+            return self.replay(first) if kwargs.get("stream") else first
+        responses = [first]
+
+        def respond(history: list[Message]) -> Reply:
+            responses.append(self._once(self.request(kwargs, history)))
+            return self.reply(responses[-1])
+
+        outcome = drive_sync(guard, respond, [], first=self.reply(first), allowed=AllowedCalls.from_openai(chat),
+                             context=chat.get("messages"))  # fmt: skip
+        final = self.finish(outcome, responses)
+        return self.replay(final) if kwargs.get("stream") else final
+
+
+class _AsyncTurns(_Turns):
+    async def create(self, **kwargs: Any) -> Any:
+        """``create`` with the guard (see the module docstring)."""
+        chat = self.view(kwargs)
+        guard = self._core.guard_for(chat)
+        first = await self._aonce(kwargs)
+        if guard is None:
+            return self.replay(first) if kwargs.get("stream") else first
+        responses = [first]
+
+        async def respond(history: list[Message]) -> Reply:
+            responses.append(await self._aonce(self.request(kwargs, history)))
+            return self.reply(responses[-1])
+
+        outcome = await drive(guard, respond, [], first=self.reply(first), allowed=AllowedCalls.from_openai(chat),
+                              context=chat.get("messages"))  # fmt: skip
+        final = self.finish(outcome, responses)
+        return self.replay(final) if kwargs.get("stream") else final
+
+
+class _Completions(_Turns):
+    """``chat.completions`` with the guard."""
+
+    def request(self, kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
         return {**kwargs, "messages": [*kwargs["messages"], *to_openai_messages(history)]}
 
-    @staticmethod
-    def reply(response: ChatCompletion) -> Reply:
+    def reply(self, response: ChatCompletion) -> Reply:
         usage = response.usage
         turn = Turn.from_openai(response.choices[0].message.model_dump())
         return Reply(turn=turn, input_tokens=usage.prompt_tokens if usage else 0,
@@ -190,7 +261,7 @@ class _Core(WrapCore):
 
     def finish(self, outcome: GuardOutcome, responses: list[ChatCompletion]) -> ChatCompletion:
         last = responses[-1]
-        self.settle(outcome, last)
+        self._core.settle(outcome, last)
         message = last.choices[0].message
         calls = [
             {"id": c.id or f"call_{i}", "type": "function",
@@ -207,14 +278,8 @@ class _Core(WrapCore):
         )  # fmt: skip
         return last.model_copy(update={"choices": [choice], "usage": _usage_sum(responses)})
 
-
-def _no_calls(finish: str) -> str:
-    # Every call was dropped (tool_choice "none"): the answer is the text.
-    return "stop" if finish == "tool_calls" else finish
-
-
-class _Completions(Passthrough):
-    _core: _Core
+    def replay(self, response: ChatCompletion) -> Replay:
+        return Replay(_chunks(response))
 
     def _once(self, kwargs: dict[str, Any]) -> ChatCompletion:
         try:
@@ -223,31 +288,8 @@ class _Completions(Passthrough):
             raise _translate(exc) from exc
         return _assemble(list(result)) if kwargs.get("stream") else result
 
-    def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with the guard (see the module docstring)."""
-        guard = self._core.guard_for(kwargs)
-        first = self._once(kwargs)
-        if guard is None:
-            return Replay(_chunks(first)) if kwargs.get("stream") else first
-        responses = [first]
 
-        def respond(history: list[Message]) -> Reply:
-            responses.append(self._once(self._core.request(kwargs, history)))
-            return self._core.reply(responses[-1])
-
-        outcome = drive_sync(
-            guard,
-            respond,
-            [],
-            first=self._core.reply(first),
-            allowed=AllowedCalls.from_openai(kwargs),
-            context=kwargs.get("messages"),
-        )
-        final = self._core.finish(outcome, responses)
-        return Replay(_chunks(final)) if kwargs.get("stream") else final
-
-
-class _AsyncCompletions(_Completions):
+class _AsyncCompletions(_AsyncTurns, _Completions):
     async def _aonce(self, kwargs: dict[str, Any]) -> ChatCompletion:
         try:
             result = await self._inner.create(**kwargs)
@@ -257,28 +299,10 @@ class _AsyncCompletions(_Completions):
             return _assemble([chunk async for chunk in result])
         return result
 
-    async def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with the guard (see the module docstring)."""
-        guard = self._core.guard_for(kwargs)
-        first = await self._aonce(kwargs)
-        if guard is None:
-            return Replay(_chunks(first)) if kwargs.get("stream") else first
-        responses = [first]
 
-        async def respond(history: list[Message]) -> Reply:
-            responses.append(await self._aonce(self._core.request(kwargs, history)))
-            return self._core.reply(responses[-1])
-
-        outcome = await drive(
-            guard,
-            respond,
-            [],
-            first=self._core.reply(first),
-            allowed=AllowedCalls.from_openai(kwargs),
-            context=kwargs.get("messages"),
-        )
-        final = self._core.finish(outcome, responses)
-        return Replay(_chunks(final)) if kwargs.get("stream") else final
+def _no_calls(finish: str) -> str:
+    # Every call was dropped (tool_choice "none"): the answer is the text.
+    return "stop" if finish == "tool_calls" else finish
 
 
 class _Chat(Passthrough):
@@ -318,22 +342,24 @@ def _final_response(events: Sequence[Any]) -> Response:
     raise ModelError("the response stream ended before response.completed")
 
 
-class _ResponsesCore(Passthrough):
+class _ResponsesCore(_Turns):
     """What the sync and async ``responses`` share: the request in the chat shape the guard
     reads, each answer as a turn, and the decided response."""
 
-    _core: _Core
+    def view(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return chat_request(kwargs)
 
-    @staticmethod
-    def request(kwargs: Mapping[str, Any], history: list[Message]) -> dict[str, Any]:
+    def replay(self, response: Response) -> _Replay:
+        return _Replay(response)
+
+    def request(self, kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
         """A hidden re-ask (never streamed): the input with the guard's exchange as items."""
         extra = input_items(to_openai_messages(history))
         out = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
         out["input"] = [*input_list(kwargs), *extra]
         return out
 
-    @staticmethod
-    def reply(response: Response) -> Reply:
+    def reply(self, response: Response) -> Reply:
         usage = response.usage
         view = completion_view(response.model_dump(mode="json"))
         return Reply(turn=Turn.from_openai(view["choices"][0]["message"]),
@@ -409,30 +435,12 @@ class _Responses(_ResponsesCore):
         except Exception as exc:
             raise _translate(exc) from exc
 
-    def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with the guard (see the module docstring)."""
-        chat = chat_request(kwargs)
-        guard = self._core.guard_for(chat)
-        first = self._once(kwargs)
-        if guard is None:
-            return _Replay(first) if kwargs.get("stream") else first
-        responses = [first]
-
-        def respond(history: list[Message]) -> Reply:
-            responses.append(self._once(self.request(kwargs, history)))
-            return self.reply(responses[-1])
-
-        outcome = drive_sync(guard, respond, [], first=self.reply(first),
-                             allowed=AllowedCalls.from_openai(chat), context=chat["messages"])  # fmt: skip
-        final = self.finish(outcome, responses)
-        return _Replay(final) if kwargs.get("stream") else final
-
     def stream(self, **kwargs: Any) -> _Replay:
         """``responses.stream`` with the guard: the decided response's events."""
         return self.create(**{**kwargs, "stream": True})
 
 
-class _AsyncResponses(_ResponsesCore):
+class _AsyncResponses(_AsyncTurns, _ResponsesCore):
     async def _aonce(self, kwargs: dict[str, Any]) -> Response:
         try:
             result = await self._inner.create(**kwargs)
@@ -441,24 +449,6 @@ class _AsyncResponses(_ResponsesCore):
             raise
         except Exception as exc:
             raise _translate(exc) from exc
-
-    async def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with the guard (see the module docstring)."""
-        chat = chat_request(kwargs)
-        guard = self._core.guard_for(chat)
-        first = await self._aonce(kwargs)
-        if guard is None:
-            return _Replay(first) if kwargs.get("stream") else first
-        responses = [first]
-
-        async def respond(history: list[Message]) -> Reply:
-            responses.append(await self._aonce(self.request(kwargs, history)))
-            return self.reply(responses[-1])
-
-        outcome = await drive(guard, respond, [], first=self.reply(first),
-                              allowed=AllowedCalls.from_openai(chat), context=chat["messages"])  # fmt: skip
-        final = self.finish(outcome, responses)
-        return _Replay(final) if kwargs.get("stream") else final
 
     def stream(self, **kwargs: Any) -> _AsyncStreamManager:
         """``responses.stream`` with the guard: ``async with client.responses.stream(...) as s``."""
@@ -482,7 +472,7 @@ class GuardedClient(GuardedBase):
     """The wrapped client: ``chat.completions.create`` and ``responses.create`` / ``.stream`` are
     guarded, everything else passes through."""
 
-    def __init__(self, client: Any, core: _Core) -> None:
+    def __init__(self, client: Any, core: WrapCore) -> None:
         super().__init__(client, core)
         is_async = isinstance(client, openai.AsyncOpenAI)
         kind = _AsyncCompletions if is_async else _Completions
@@ -509,4 +499,4 @@ def wrap(
         raise ToolmendError(
             f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
         )
-    return GuardedClient(client, _Core(tools, policy))
+    return GuardedClient(client, WrapCore(tools, policy))
