@@ -30,7 +30,7 @@ import logging
 import urllib.parse
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -43,6 +43,7 @@ from toolmend.mcp._session import INVALID_REQUEST, PARSE_ERROR, McpSession, Step
 from toolmend.serve._budget import Budget, BudgetExceeded, Limits, read_body
 from toolmend.serve._listen import listen
 from toolmend.serve._protocol import RequestError
+from toolmend.serve._upstream import sse_events
 
 __all__ = ["MCP_PATH", "create_mcp_app", "run_http", "shown_url"]
 
@@ -184,7 +185,7 @@ class _Relay:
         out = web.StreamResponse(status=resp.status, headers=headers)
         await out.prepare(request)
         try:
-            async for event in _events(resp):
+            async for event in sse_events(resp):
                 await out.write(await self._relay_event(event, session) + b"\n\n")
         except (aiohttp.ClientError, TimeoutError) as exc:
             _log.warning("toolmend mcp-guard: the upstream's event stream broke off (%s)", exc)
@@ -236,27 +237,6 @@ def _request_id(raw: bytes) -> Any:
     except ValueError:
         return None
     return msg.get("id") if isinstance(msg, dict) else None
-
-
-async def _events(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    """The events of an SSE body, each as its lines joined by ``\\n`` (line ends normalised)."""
-    buf = b""
-    cr = False
-    async for piece in resp.content.iter_any():
-        if cr:
-            piece = b"\r" + piece
-        cr = piece.endswith(b"\r")
-        if cr:
-            piece = piece[:-1]
-        if b"\r" in piece:
-            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buf += piece
-        while b"\n\n" in buf:
-            event, _, buf = buf.partition(b"\n\n")
-            if event:
-                yield event
-    if buf.strip():
-        yield buf
 
 
 def _guard_words(exc: RequestError) -> str:

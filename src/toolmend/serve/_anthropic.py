@@ -51,9 +51,9 @@ from toolmend.guard._anthropic import (
 )
 from toolmend.serve import _json as fastjson
 from toolmend.serve._assembler import ContentGate
-from toolmend.serve._budget import check_depth, check_tools, read_body
+from toolmend.serve._budget import read_body
 from toolmend.serve._exchange import Exchange, comment_line, event_json, incomplete, json_response, mime
-from toolmend.serve._protocol import RequestError, request_checker
+from toolmend.serve._protocol import RequestError, parse_body, request_checker
 from toolmend.serve._upstream import (
     UpstreamError,
     redact,
@@ -233,7 +233,7 @@ def count_tokens_handler(proxy: _Proxy) -> Any:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
             raw = await read_body(request, proxy.config.limits)
-            body = _parse(raw)
+            body = parse_body(raw)
             _need("model" in body, "model: field required (the model to ask)", "model")
         except RequestError as exc:
             proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
@@ -246,17 +246,6 @@ def count_tokens_handler(proxy: _Proxy) -> Any:
         return web.Response(body=reply.raw, content_type=mime(reply.headers))
 
     return handle
-
-
-def _parse(raw: bytes) -> dict[str, Any]:
-    try:
-        body = fastjson.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise RequestError(f"the request body is not valid JSON: {why}") from None
-    if not isinstance(body, dict):
-        raise RequestError(f"the request body must be a JSON object, got {type(body).__name__}")
-    return body
 
 
 class MessagesExchange(Exchange):
@@ -275,13 +264,8 @@ class MessagesExchange(Exchange):
         """The thinking blocks each answer so far began with, for the re-ask's assistant turns."""
 
     @staticmethod
-    def admit(raw: bytes, config: ServeConfig) -> dict[str, Any]:
-        limits = config.limits
-        body = _parse(raw)
-        check_depth(body, limits)
-        check_tools(body.get("tools"), limits)
+    def validate(body: dict[str, Any], config: ServeConfig) -> None:
         validate_messages(body)
-        return body
 
     @staticmethod
     def refusal(exc: RequestError) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from toolmend.guard import Conversations, GuardPolicy
 from toolmend.serve import _json as fastjson
 from toolmend.serve._anthropic import MessagesExchange, anthropic_error, count_tokens_handler
 from toolmend.serve._assembler import ContentGate, StreamAssembler
-from toolmend.serve._budget import Budget, Limits, check_tools, parse_json
+from toolmend.serve._budget import Budget, Limits
 from toolmend.serve._exchange import (
     Exchange,
     comment_line,
@@ -238,11 +238,8 @@ class _Exchange(Exchange):
             self.raw = fastjson.dumps(self.sent)
 
     @staticmethod
-    def admit(raw: bytes, config: ServeConfig) -> dict[str, Any]:
-        body = parse_json(raw, config.limits)
-        check_tools(body.get("tools"), config.limits)
+    def validate(body: dict[str, Any], config: ServeConfig) -> None:
         validate_request(body, config.extra_fields)
-        return body
 
     def guards(self) -> bool:
         return super().guards() and (self.body.get("n") or 1) == 1

@@ -37,8 +37,8 @@ from aiohttp import web
 
 from toolmend.guard import SESSION_HEADER, Conversation
 from toolmend.serve import _json as fastjson
-from toolmend.serve._budget import judge_within, read_body
-from toolmend.serve._protocol import RequestError, openai_error, tool_names
+from toolmend.serve._budget import check_depth, check_tools, judge_within, read_body
+from toolmend.serve._protocol import RequestError, openai_error, parse_body, tool_names
 from toolmend.serve._traces import trace_record
 from toolmend.serve._upstream import UpstreamError, UpstreamReply, iter_sse, read_capped
 from toolmend.serve._verdict import Answer, Verdict
@@ -145,9 +145,19 @@ class Exchange:
 
     # -- what a protocol says ----------------------------------------------------------------
 
-    @staticmethod
-    def admit(raw: bytes, config: ServeConfig) -> dict[str, Any]:
+    @classmethod
+    def admit(cls, raw: bytes, config: ServeConfig) -> dict[str, Any]:
         """The request in ``raw``, parsed and validated within the limits (a budget step)."""
+        body = parse_body(raw)
+        check_depth(body, config.limits)
+        check_tools(body.get("tools"), config.limits)
+        cls.validate(body, config)
+        return body
+
+    @staticmethod
+    def validate(body: dict[str, Any], config: ServeConfig) -> None:
+        """Raise :class:`RequestError` for a request of this protocol the proxy cannot forward or
+        guard, naming the field."""
         raise NotImplementedError
 
     @staticmethod

@@ -44,7 +44,6 @@ from toolmend.guard._responses import (
     usage_view,
 )
 from toolmend.serve import _json as fastjson
-from toolmend.serve._budget import check_tools, parse_json
 from toolmend.serve._exchange import Exchange, comment_line, event_json, incomplete
 from toolmend.serve._protocol import RequestError, request_checker
 from toolmend.serve._responses_stream import (
@@ -176,11 +175,8 @@ class ResponsesExchange(Exchange):
         """The last ``sequence_number`` the client was sent (streams)."""
 
     @staticmethod
-    def admit(raw: bytes, config: ServeConfig) -> dict[str, Any]:
-        body = parse_json(raw, config.limits)
-        check_tools(body.get("tools"), config.limits)
+    def validate(body: dict[str, Any], config: ServeConfig) -> None:
         validate_responses(body, config.extra_fields)
-        return body
 
     def chat_view(self, body: dict[str, Any]) -> dict[str, Any]:
         return chat_request(body)
