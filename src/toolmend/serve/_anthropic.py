@@ -519,13 +519,8 @@ def _message_delta(asm: MessageAssembler, verdict: Verdict) -> dict[str, Any]:
         usage["input_tokens"] = _count(asm.usage.get("input_tokens")) + verdict.reask_usage["prompt_tokens"]
         usage["output_tokens"] += verdict.reask_usage["completion_tokens"]
     if verdict.changed or verdict.reasks:
-        out["toolmend"] = _toolmend(verdict)
+        out["toolmend"] = verdict.summary()
     return out
-
-
-def _toolmend(verdict: Verdict) -> dict[str, Any]:
-    return {"outcome": verdict.outcome, "findings": verdict.findings, "repairs": verdict.repairs,
-            "reasks": verdict.reasks, "reask_usage": dict(verdict.reask_usage)}  # fmt: skip
 
 
 def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict[str, Any]:
@@ -571,7 +566,7 @@ def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict
         usage["input_tokens"] = _count(usage.get("input_tokens")) + verdict.reask_usage["prompt_tokens"]
         usage["output_tokens"] = _count(usage.get("output_tokens")) + verdict.reask_usage["completion_tokens"]
         out["usage"] = usage
-    out["toolmend"] = _toolmend(verdict)
+    out["toolmend"] = verdict.summary()
     return out
 
 

@@ -437,8 +437,7 @@ def _add_usage(obj: dict[str, Any], verdict: Verdict) -> None:
         usage["completion_tokens"] = int(usage.get("completion_tokens") or 0) + extra["completion_tokens"]
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         obj["usage"] = usage
-    obj["toolmend"] = {"outcome": verdict.outcome, "findings": verdict.findings, "repairs": verdict.repairs,
-                       "reasks": verdict.reasks, "reask_usage": dict(extra)}  # fmt: skip
+    obj["toolmend"] = verdict.summary()
 
 
 def _upstream_error_body(exc: UpstreamError) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from toolmend.guard._responses import (
 )
 from toolmend.serve import _json as fastjson
 from toolmend.serve._exchange import Exchange, comment_line, event_json, incomplete
-from toolmend.serve._protocol import RequestError, request_checker
+from toolmend.serve._protocol import RequestError, _require, request_checker
 from toolmend.serve._responses_stream import (
     TERMINAL,
     ResponseStreamAssembler,
@@ -79,11 +79,6 @@ RESPONSES_FIELDS = frozenset(
 (``toolmend serve --allow-field NAME`` adds more)."""
 
 _TOOL_AT = re.compile(r"tools\[(\d+)\]\.function\.")
-
-
-def _require(cond: bool, message: str, param: str, code: str = "invalid_value") -> None:
-    if not cond:
-        raise RequestError(message, param=param, code=code)
 
 
 def validate_responses(body: Mapping[str, Any], extra_fields: Iterable[str] = ()) -> None:
@@ -226,8 +221,7 @@ class ResponsesExchange(Exchange):
             usage["output_tokens"] = int(usage.get("output_tokens") or 0) + extra["completion_tokens"]
             usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
             out["usage"] = usage
-        out["toolmend"] = {"outcome": verdict.outcome, "findings": verdict.findings, "repairs": verdict.repairs,
-                           "reasks": verdict.reasks, "reask_usage": dict(verdict.reask_usage)}  # fmt: skip
+        out["toolmend"] = verdict.summary()
         return out
 
     # -- non-streaming ------------------------------------------------------------------------
