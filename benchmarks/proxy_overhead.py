@@ -54,6 +54,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -96,11 +98,34 @@ def _wait_healthy(url: str, proc: subprocess.Popen[Any], timeout: float = 60) ->
     raise SystemExit(f"{url} did not come up")
 
 
-class Load:
-    """N concurrent clients sending marked requests; latencies and who got which answer."""
+@dataclass(frozen=True)
+class Protocol:
+    """What a load sends on one route and how it knows an answer is the request's own."""
 
-    def __init__(self, concurrency: int) -> None:
+    path: str
+    """The route below the base URL (``/chat/completions``)."""
+    body: Callable[[str], dict[str, Any]]
+    """The request for a marker."""
+    own: Callable[[bytes, str, bool], bool]
+    """Whether an answer (its bytes, streamed or not) carries the marker's call."""
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+
+
+CHAT = Protocol(
+    "/chat/completions",
+    lambda mark: {"model": "bench", "messages": [{"role": "user", "content": mark}], "tools": TOOLS},
+    lambda raw, mark, stream: (f'"call_{mark}"' in raw.decode() if stream else
+                               json.loads(raw)["choices"][0]["message"]["tool_calls"][0]["id"] == f"call_{mark}"),
+)  # fmt: skip
+
+
+class Load:
+    """N concurrent clients sending marked requests of a :class:`Protocol`; latencies and who got
+    which answer."""
+
+    def __init__(self, concurrency: int, protocol: Protocol = CHAT) -> None:
         self.concurrency = concurrency
+        self.protocol = protocol
         self.answers: Counter[str] = Counter()
         self.sent = 0
         self.failures = 0
@@ -108,30 +133,23 @@ class Load:
     async def run(
         self, session: Any, base: str, marks: list[str], stream: bool, service_ms: list[float] | None = None
     ) -> list[float]:
-        url = base + "/chat/completions"
+        protocol = self.protocol
+        url = base + protocol.path
         work = iter(enumerate(marks))
         latencies: list[float] = []
 
         async def one(i: int, mark: str) -> None:
-            body: dict[str, Any] = {
-                "model": "bench",
-                "messages": [{"role": "user", "content": mark}],
-                "tools": TOOLS,
-            }
+            body = protocol.body(mark)
             if service_ms:
                 body["metadata"] = {"latency_ms": f"{service_ms[i]:.3f}"}
             if stream:
                 body["stream"] = True
             self.sent += 1
             t = time.perf_counter()
-            async with session.post(
-                url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-            ) as r:
+            async with session.post(url, data=json.dumps(body).encode(), headers=protocol.headers) as r:
                 raw = await r.read()
             latencies.append(time.perf_counter() - t)
-            ok = r.status == 200 and (f'"call_{mark}"' in raw.decode() if stream else
-                                      json.loads(raw)["choices"][0]["message"]["tool_calls"][0]["id"] == f"call_{mark}")  # fmt: skip
-            if ok:
+            if r.status == 200 and protocol.own(raw, mark, stream):
                 self.answers[mark] += 1
             else:
                 self.failures += 1
@@ -163,11 +181,11 @@ async def _compare(
     args: argparse.Namespace,
     stream: bool,
     tag: str,
-    load_type: type[Load] | None = None,
+    protocol: Protocol = CHAT,
 ) -> dict[str, Any]:
     import aiohttp
 
-    load = (load_type or Load)(args.concurrency)
+    load = Load(args.concurrency, protocol)
     lat: dict[str, list[float]] = {"direct": [], "proxy": []}
     cpu: Counter[str] = Counter()
     wall = 0.0
@@ -224,20 +242,28 @@ async def _memory(proxied: str, pid: int, args: argparse.Namespace) -> dict[str,
 # -- the floor: a bare pass-through on each candidate server stack -----------------------------------
 
 
-def _probe_aiohttp(upstream: str, port: int) -> None:
+def _probe_aiohttp(
+    upstream: str,
+    port: int,
+    routes: tuple[str, ...] = ("/v1/chat/completions", "/v1/responses"),
+    headers: dict[str, str] | None = None,
+) -> None:
     """Read the request, parse it, forward it with one pooled client session; a non-streamed
-    answer is read, parsed and sent back, a stream is relayed piece by piece as it comes."""
+    answer is read, parsed and sent back, a stream is relayed piece by piece as it comes. Serves
+    ``routes`` (each forwarded to the same path below ``upstream``), sending ``headers``."""
     import aiohttp
     from aiohttp import web
+
+    sent = headers or {"Content-Type": "application/json"}
 
     async def start(app: web.Application) -> None:
         app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
 
-    async def chat(request: web.Request) -> web.StreamResponse:
+    async def relay(request: web.Request) -> web.StreamResponse:
         body = await request.read()
         stream = json.loads(body).get("stream")
         async with request.app["s"].post(upstream + request.path.removeprefix("/v1"), data=body,
-                                         headers={"Content-Type": "application/json"}) as r:  # fmt: skip
+                                         headers=sent) as r:  # fmt: skip
             if not stream:
                 raw = await r.read()
                 json.loads(raw)
@@ -254,8 +280,8 @@ def _probe_aiohttp(upstream: str, port: int) -> None:
 
     app = web.Application()
     app.on_startup.append(start)
-    app.router.add_post("/v1/chat/completions", chat)
-    app.router.add_post("/v1/responses", chat)
+    for route in routes:
+        app.router.add_post(route, relay)
     app.router.add_get("/healthz", health)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, handler_cancellation=True)
 
@@ -304,67 +330,19 @@ MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object", "pr
 
 
 def _probe_messages(upstream: str, port: int) -> None:
-    """The bare pass-through for ``/v1/messages``: read and parse the request, forward it with one
-    pooled session, read and parse a non-streamed answer, relay a stream piece by piece."""
-    import aiohttp
-    from aiohttp import web
-
-    async def start(app: web.Application) -> None:
-        app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-
-    async def messages(request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        stream = json.loads(body).get("stream")
-        headers = {"Content-Type": "application/json", "anthropic-version": "2023-06-01"}
-        async with request.app["s"].post(upstream + "/messages", data=body, headers=headers) as r:
-            if not stream:
-                raw = await r.read()
-                json.loads(raw)
-                return web.Response(body=raw, content_type=r.content_type)
-            out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await out.prepare(request)
-            async for piece in r.content.iter_any():
-                await out.write(piece)
-            await out.write_eof()
-            return out
-
-    async def health(_r: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    app = web.Application()
-    app.on_startup.append(start)
-    app.router.add_post("/v1/messages", messages)
-    app.router.add_get("/healthz", health)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, handler_cancellation=True)
+    """The bare pass-through for ``/v1/messages`` (:func:`_probe_aiohttp` on that route)."""
+    _probe_aiohttp(upstream, port, ("/v1/messages",),
+                   {"Content-Type": "application/json", "anthropic-version": "2023-06-01"})  # fmt: skip
 
 
-async def _messages_load(
-    session: Any, base: str, marks: list[str], stream: bool, concurrency: int
-) -> Counter[str]:
-    """Send one Messages request per mark (``concurrency`` at a time); count who got its own call."""
-    work = iter(marks)
-    got: Counter[str] = Counter()
-
-    async def worker() -> None:
-        for mark in work:
-            body: dict[str, Any] = {"model": "bench", "max_tokens": 64, "tools": MESSAGES_TOOLS,
-                                    "messages": [{"role": "user", "content": mark}]}  # fmt: skip
-            if stream:
-                body["stream"] = True
-            headers = {"Content-Type": "application/json", "anthropic-version": "2023-06-01"}
-            async with session.post(
-                base + "/v1/messages", data=json.dumps(body).encode(), headers=headers
-            ) as r:
-                raw = await r.read()
-            ok = r.status == 200 and (
-                f'"toolu_{mark}"' in raw.decode()
-                if stream
-                else json.loads(raw)["content"][0]["id"] == f"toolu_{mark}"
-            )
-            got["ok" if ok else "failed"] += 1
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return got
+MESSAGES = Protocol(
+    "/messages",
+    lambda mark: {"model": "bench", "max_tokens": 64, "tools": MESSAGES_TOOLS,
+                  "messages": [{"role": "user", "content": mark}]},
+    lambda raw, mark, stream: (f'"toolu_{mark}"' in raw.decode() if stream else
+                               json.loads(raw)["content"][0]["id"] == f"toolu_{mark}"),
+    {"Content-Type": "application/json", "anthropic-version": "2023-06-01"},
+)  # fmt: skip
 
 
 def messages_overhead(args: argparse.Namespace) -> bool:
@@ -384,11 +362,11 @@ def messages_overhead(args: argparse.Namespace) -> bool:
         p = _free_port()
         procs.append(_start([sys.executable, "-m", "toolmend", "serve", "--upstream", direct, "--port", str(p)],
                             f"http://127.0.0.1:{p}/healthz"))  # fmt: skip
-        targets["toolmend serve"] = (f"http://127.0.0.1:{p}", procs[-1].pid)
+        targets["toolmend serve"] = (f"http://127.0.0.1:{p}/v1", procs[-1].pid)
         p = _free_port()
         procs.append(_start([sys.executable, __file__, "--probe", "messages", "--upstream", direct, "--port", str(p)],
                             f"http://127.0.0.1:{p}/healthz"))  # fmt: skip
-        targets["bare pass-through (aiohttp)"] = (f"http://127.0.0.1:{p}", procs[-1].pid)
+        targets["bare pass-through (aiohttp)"] = (f"http://127.0.0.1:{p}/v1", procs[-1].pid)
         cpu: Counter[tuple[str, bool]] = Counter()
         sent: Counter[tuple[str, bool]] = Counter()
         failed = 0
@@ -400,18 +378,19 @@ def messages_overhead(args: argparse.Namespace) -> bool:
             ) as session:
                 for stream in (False, True):
                     for url, _pid in targets.values():  # warm-up
-                        await _messages_load(session, url, [f"w{i}" for i in range(args.concurrency * 2)], stream,
-                                             args.concurrency)  # fmt: skip
+                        warm = [f"w{i}" for i in range(args.concurrency * 2)]
+                        await Load(args.concurrency, MESSAGES).run(session, url, warm, stream)
                     for r in range(args.rounds):
                         order = list(targets) if r % 2 == 0 else list(reversed(targets))
                         for what in order:
                             url, pid = targets[what]
                             marks = [f"{what[0]}{int(stream)}{r}-{i}" for i in range(args.requests)]
                             before = _cpu_s(pid)
-                            got = await _messages_load(session, url, marks, stream, args.concurrency)
+                            load = Load(args.concurrency, MESSAGES)
+                            await load.run(session, url, marks, stream)
                             cpu[what, stream] += _cpu_s(pid) - before
                             sent[what, stream] += len(marks)
-                            failed += got["failed"] + len(marks) - sum(got.values())
+                            failed += len(marks) - sum(load.answers.values())
 
         asyncio.run(run())
         print("\n/v1/messages (Anthropic Messages), clean tool_use answers, "
@@ -477,46 +456,13 @@ RESPONSES_TOOLS = [
 ]
 
 
-class ResponsesLoad(Load):
-    """:class:`Load` for ``/v1/responses``: the marker is the ``input``; an answer is right when
-    its function call's ``call_id`` carries the marker."""
-
-    async def run(
-        self, session: Any, base: str, marks: list[str], stream: bool, service_ms: list[float] | None = None
-    ) -> list[float]:
-        url = base + "/responses"
-        work = iter(enumerate(marks))
-        latencies: list[float] = []
-
-        async def one(i: int, mark: str) -> None:
-            body: dict[str, Any] = {"model": "bench", "input": mark, "tools": RESPONSES_TOOLS}
-            if service_ms:
-                body["metadata"] = {"latency_ms": f"{service_ms[i]:.3f}"}
-            if stream:
-                body["stream"] = True
-            self.sent += 1
-            t = time.perf_counter()
-            async with session.post(
-                url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-            ) as r:
-                raw = await r.read()
-            latencies.append(time.perf_counter() - t)
-            ok = r.status == 200 and (
-                b'"response.completed"' in raw and f'"call_{mark}"'.encode() in raw
-                if stream
-                else json.loads(raw)["output"][0]["call_id"] == f"call_{mark}"
-            )
-            if ok:
-                self.answers[mark] += 1
-            else:
-                self.failures += 1
-
-        async def worker() -> None:
-            for i, mark in work:
-                await one(i, mark)
-
-        await asyncio.gather(*(worker() for _ in range(self.concurrency)))
-        return latencies
+RESPONSES = Protocol(
+    "/responses",
+    lambda mark: {"model": "bench", "input": mark, "tools": RESPONSES_TOOLS},
+    lambda raw, mark, stream: (b'"response.completed"' in raw and f'"call_{mark}"'.encode() in raw if stream else
+                               json.loads(raw)["output"][0]["call_id"] == f"call_{mark}"),
+)  # fmt: skip
+"""The marker is the ``input``; an answer is right when its function call's ``call_id`` carries it."""
 
 
 def _responses_rows(
@@ -531,7 +477,7 @@ def _responses_rows(
         for stream in (False, True):
             tag = f"r{len(rows)}{'s' if stream else 'n'}"
             r = asyncio.run(_compare(direct, url, {"proxy": pid, "upstream": upstream_pid}, args, stream, tag,
-                                     ResponsesLoad))  # fmt: skip
+                                     RESPONSES))  # fmt: skip
             rows.append({"what": f"{what} /v1/responses", **r})
             print(f"  {what} /v1/responses, {r['mode']}: CPU busy during the proxied requests: {_busy(r)}",
                   flush=True)  # fmt: skip

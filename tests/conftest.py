@@ -47,6 +47,8 @@ def load_helper(name: str) -> ModuleType:
 fake_openai_server = load_helper("fake_openai_server")
 load_helper("resume_worker")
 load_helper("real_model")
+load_helper("audit")
+load_helper("cli_usage")
 
 
 @pytest.fixture(scope="session")

@@ -9,48 +9,16 @@ themselves: a file's access time moves when anything reads it.
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from audit import watched
 
 from toolmend._errors import SpecError
 from toolmend._schema import ToolCall
 from toolmend.check import Checker, check
 from toolmend.check._spec import DIALECTS, compile_parameters
-
-_WATCHING: list[bool] = [False]
-_SEEN: list[tuple[str, str]] = []
-_PREFIXES = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).parents[2] / "src")})
-
-
-def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _WATCHING[0]:
-        return
-    if event == "open":
-        path = str(args[0])
-        # A module imported lazily is the project's (or its interpreter's) own code.
-        if path.startswith(_PREFIXES) and path.endswith((".py", ".pyc", ".so")):
-            return
-        _SEEN.append((event, path))
-    elif event in ("socket.connect", "socket.getaddrinfo", "urllib.Request", "subprocess.Popen", "os.system"):
-        _SEEN.append((event, repr(args)[:200]))
-
-
-sys.addaudithook(_hook)
-
-
-@contextmanager
-def _watched() -> Iterator[list[tuple[str, str]]]:
-    _SEEN.clear()
-    _WATCHING[0] = True
-    try:
-        yield _SEEN
-    finally:
-        _WATCHING[0] = False
 
 
 def test_the_guard_sees_an_open_and_a_connect(tmp_path: Path) -> None:
@@ -59,7 +27,7 @@ def test_the_guard_sees_an_open_and_a_connect(tmp_path: Path) -> None:
 
     target = tmp_path / "x.json"
     target.write_text("{}")
-    with _watched() as seen:
+    with watched() as seen:
         target.read_text()
         sock = socket.socket()
         try:
@@ -99,7 +67,7 @@ def _hostile(tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
 def test_hostile_specs_are_refused_without_opening_anything(tmp_path: Path) -> None:
     cases = _hostile(tmp_path)
     check([ToolCall(name="warm", arguments={})], [{"name": "warm", "parameters": {"type": "object"}}])
-    with _watched() as seen:
+    with watched() as seen:
         for i, (_, schema) in enumerate(cases):
             spec = {"name": f"t{i}", "description": "", "inputSchema": schema}  # the MCP way
             with pytest.raises(SpecError, match="dialect|fetches nothing"):
@@ -123,7 +91,7 @@ def test_every_bundled_dialect_checks_without_opening_anything() -> None:
     schemas += [
         {**s, "$schema": str(s["$schema"]).replace("http://", "https://").rstrip("#")} for s in schemas
     ]
-    with _watched() as seen:
+    with watched() as seen:
         for schema in schemas:
             checker = Checker([{"name": "f", "parameters": schema}])
             assert checker.check_call(ToolCall(name="f", arguments={"a": "xy"})) == [], schema["$schema"]

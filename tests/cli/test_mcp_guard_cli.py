@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from toolmend.cli._app import app
+from cli_usage import assert_bad_usage
 
 
 @pytest.mark.parametrize(
@@ -32,11 +30,4 @@ from toolmend.cli._app import app
 def test_bad_usage_is_one_line_and_exit_2(
     tmp_path: Path, args: list[str], files: dict[str, str], words: str
 ) -> None:
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    args = [str(tmp_path / a) if a in files or a.startswith("missing") else a for a in args]
-    result = CliRunner().invoke(app, ["mcp-guard", *args])
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:") and words in lines[0], result.output
-    assert "topsecret" not in result.output
+    assert_bad_usage("mcp-guard", tmp_path, args, files, words)

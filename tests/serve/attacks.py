@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 _HERE = Path(__file__).resolve().parent
 if "scripted_upstream" not in sys.modules:
     _spec = importlib.util.spec_from_file_location("scripted_upstream", _HERE / "scripted_upstream.py")
@@ -189,20 +187,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    up = upstream()
-
-    async def serve() -> None:
-        runner = web.AppRunner(up.thread.app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", args.port)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"PORT {port}", flush=True)
-        while True:
-            await asyncio.sleep(3600)
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+    upstream().serve_forever(args.port)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,6 @@ As a process (for benchmarks/proxy_overhead.py)::
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import importlib.util
 import json
 import sys
@@ -35,7 +33,7 @@ if "scripted_upstream" not in sys.modules:  # run as a process: load the sibling
     sys.modules["scripted_upstream"] = _mod
     _spec.loader.exec_module(_mod)
 
-from scripted_upstream import AppThread, Scene  # noqa: E402
+from scripted_upstream import Scene, Scripted  # noqa: E402
 
 __all__ = ["MessagesUpstream", "events", "message", "text", "tool_use"]
 
@@ -96,37 +94,20 @@ def events(*blocks: dict[str, Any], stop: str | None = None, usage: tuple[int, i
     return out
 
 
-class MessagesUpstream:
+class MessagesUpstream(Scripted):
     """See the module docstring. ``handler`` (optional) picks the scene from the request body."""
 
     def __init__(self, *script: Scene, handler: Callable[[dict[str, Any]], Scene] | None = None) -> None:
-        self.script = list(script)
-        self.handler = handler
-        self.bodies: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.sent: list[bytes] = []
-        self.cancelled = 0
-        """Each answer's bytes as this server wrote them (a stream: all its events)."""
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count)
-        self.thread = AppThread(app)
+        super().__init__(app, script, handler)
 
-    def start(self) -> MessagesUpstream:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.thread.stop()
-
-    @property
-    def base_url(self) -> str:
-        return self.thread.url + "/v1"
-
-    def _next(self, body: dict[str, Any]) -> Scene:
-        if self.handler is not None:
-            return self.handler(body)
-        return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+    def frame(self, item: Any) -> bytes:
+        """An event as Anthropic's API writes it (raw bytes: the data of an event of type ``x``)."""
+        if isinstance(item, bytes):
+            return b"event: x\ndata: " + item + b"\n\n"
+        return f"event: {item['type']}\ndata: {json.dumps(item)}\n\n".encode()
 
     async def _count(self, request: web.Request) -> web.Response:
         """A token count: the request body's length in bytes, so a test can tell it was this one."""
@@ -138,44 +119,7 @@ class MessagesUpstream:
         body = json.loads(await request.read())
         self.bodies.append(body)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
-        scene = self._next(body)
-        if scene.delay:
-            await asyncio.sleep(scene.delay)
-        if scene.drop and scene.chunks is None:
-            assert request.transport is not None
-            request.transport.close()
-            raise asyncio.CancelledError
-        if scene.chunks is None:
-            raw = scene.body if isinstance(scene.body, bytes) else json.dumps(scene.body).encode()
-            self.sent.append(raw)
-            return web.Response(
-                body=raw, status=scene.status, headers=scene.headers, content_type="application/json"
-            )
-        resp = web.StreamResponse(
-            status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers}
-        )
-        await resp.prepare(request)
-        written = []
-        try:
-            for event in scene.chunks:
-                if scene.chunk_delay:
-                    await asyncio.sleep(scene.chunk_delay)
-                if isinstance(event, bytes):
-                    frame = b"event: x\ndata: " + event + b"\n\n"
-                else:
-                    frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                written.append(frame)
-                await resp.write(frame)
-        except (asyncio.CancelledError, ConnectionError):
-            self.cancelled += 1  # the proxy went away mid-stream
-            raise
-        self.sent.append(b"".join(written))
-        if scene.drop:
-            assert request.transport is not None
-            request.transport.close()
-            return resp
-        await resp.write_eof()
-        return resp
+        return await self.play(request, self._next(body))
 
 
 def _bench_scene(body: dict[str, Any]) -> Scene:
@@ -213,26 +157,7 @@ def main() -> None:
         "--script", type=Path, help="answer from this JSON array of Messages answers, in order"
     )
     args = parser.parse_args()
-    upstream = MessagesUpstream(handler=_scripted(args.script) if args.script else _bench_scene)
-
-    class _Discard(list):  # type: ignore[type-arg]
-        def append(self, _item: Any) -> None:
-            return None
-
-    upstream.bodies, upstream.headers, upstream.sent = _Discard(), _Discard(), _Discard()
-
-    async def serve() -> None:
-        runner = web.AppRunner(upstream.thread.app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", args.port, backlog=1024)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"PORT {port}", flush=True)
-        while True:
-            await asyncio.sleep(3600)
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+    MessagesUpstream(handler=_scripted(args.script) if args.script else _bench_scene).serve_forever(args.port)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,11 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
-__all__ = ["AppThread", "Scene", "ScriptedUpstream", "call", "completion", "stream_of"]
+__all__ = ["AppThread", "Scene", "Scripted", "ScriptedUpstream", "call", "completion", "stream_of"]
 
 
 @dataclass
@@ -157,30 +157,30 @@ class AppThread:
             self._loop.call_soon_threadsafe(self._loop.stop)
 
 
-class ScriptedUpstream:
-    """See the module docstring. ``handler`` (optional) picks the scene from the request body."""
+class Scripted:
+    """What every scripted upstream shares: the script (or a ``handler`` that picks the scene from
+    the request body), the server thread, and how a scene is played (:meth:`play`); a subclass
+    adds its routes to ``app`` and says how one stream item is framed."""
 
-    def __init__(self, *script: Scene, handler: Callable[[dict[str, Any]], Scene] | None = None) -> None:
+    def __init__(
+        self,
+        app: web.Application,
+        script: tuple[Scene, ...],
+        handler: Callable[[dict[str, Any]], Scene] | None,
+    ) -> None:
         self.script = list(script)
         self.handler = handler
         self.bodies: list[dict[str, Any]] = []
-        self.raw: list[bytes] = []
-        """Each request body as the bytes that arrived."""
-        self.auth: list[str | None] = []
         self.headers: list[dict[str, str]] = []
         """Each request's headers as they arrived."""
-        self.peers: set[Any] = set()
-        self.paths: list[str] = []
-        """Each request's path (``/v1/chat/completions``, ``/v1/responses``)."""
+        self.sent: list[bytes] = []
+        """Each answer's bytes as this server wrote them (a stream: all its events)."""
         self.cancelled = 0
+        """Answers whose client went away before the end (while "thinking" or mid-stream)."""
         self.finished = 0
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_post("/v1/responses", self._chat)  # the same scenes, Responses-shaped
-        app.router.add_get("/v1/models", self._models)
         self.thread = AppThread(app)
 
-    def start(self) -> ScriptedUpstream:
+    def start(self) -> Self:
         self.thread.start()
         return self
 
@@ -196,6 +196,97 @@ class ScriptedUpstream:
             return self.handler(body)
         return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
+    def frame(self, item: Any) -> bytes:
+        """One stream item (a chunk dict or raw bytes) as the bytes of its event."""
+        data = item if isinstance(item, bytes) else json.dumps(item).encode()
+        return b"data: " + data + b"\n\n"
+
+    async def play(self, request: web.Request, scene: Scene, end: bytes = b"") -> web.StreamResponse:
+        """Answer ``request`` as ``scene`` says; a stream's items go out through :meth:`frame`, then
+        ``end`` (when ``scene.done``)."""
+        if scene.delay:
+            try:
+                await asyncio.sleep(scene.delay)
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+        if scene.drop and scene.chunks is None:
+            assert request.transport is not None
+            request.transport.close()
+            raise asyncio.CancelledError
+        if scene.chunks is None:
+            if isinstance(scene.body, bytes):
+                self.sent.append(scene.body)
+                return web.Response(body=scene.body, status=scene.status, headers=scene.headers,
+                                    content_type="application/json")  # fmt: skip
+            self.sent.append(json.dumps(scene.body).encode())
+            return web.json_response(scene.body, status=scene.status, headers=scene.headers)
+        resp = web.StreamResponse(
+            status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers}
+        )
+        written = []
+        try:
+            await resp.prepare(request)
+            for item in scene.chunks:
+                if scene.chunk_delay:
+                    await asyncio.sleep(scene.chunk_delay)
+                if item is None:
+                    await asyncio.sleep(3600)
+                written.append(self.frame(item))
+                await resp.write(written[-1])
+            self.sent.append(b"".join(written))
+            if scene.drop:
+                assert request.transport is not None
+                request.transport.close()
+                return resp
+            if scene.done and end:
+                await resp.write(end)
+            await resp.write_eof()
+            self.finished += 1
+        except (asyncio.CancelledError, ConnectionError):
+            self.cancelled += 1
+            raise
+        return resp
+
+    def serve_forever(self, port: int) -> None:
+        """The process form: serve on ``port`` (0: any free one, printed as ``PORT <n>``) until
+        interrupted, keeping nothing per request (memory stays flat under a long benchmark)."""
+        for name, value in vars(self).items():
+            if isinstance(value, list) and name != "script":
+                setattr(self, name, _Discard())
+            elif isinstance(value, set):
+                setattr(self, name, _NoSet())
+
+        async def serve() -> None:
+            runner = web.AppRunner(self.thread.app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+            await site.start()
+            bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            print(f"PORT {bound}", flush=True)
+            while True:
+                await asyncio.sleep(3600)
+
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve())
+
+
+class ScriptedUpstream(Scripted):
+    """See the module docstring."""
+
+    def __init__(self, *script: Scene, handler: Callable[[dict[str, Any]], Scene] | None = None) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/responses", self._chat)  # the same scenes, Responses-shaped
+        app.router.add_get("/v1/models", self._models)
+        super().__init__(app, script, handler)
+        self.raw: list[bytes] = []
+        """Each request body as the bytes that arrived."""
+        self.auth: list[str | None] = []
+        self.peers: set[Any] = set()
+        self.paths: list[str] = []
+        """Each request's path (``/v1/chat/completions``, ``/v1/responses``)."""
+
     async def _models(self, _request: web.Request) -> web.Response:
         return web.json_response(
             {"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "me"}]}
@@ -210,46 +301,7 @@ class ScriptedUpstream:
         self.auth.append(request.headers.get("Authorization"))
         self.headers.append(dict(request.headers))
         self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
-        scene = self._next(body)
-        if scene.delay:
-            try:
-                await asyncio.sleep(scene.delay)
-            except asyncio.CancelledError:
-                self.cancelled += 1  # the proxy went away while we were "thinking"
-                raise
-        if scene.drop and scene.chunks is None:
-            assert request.transport is not None
-            request.transport.close()
-            raise asyncio.CancelledError
-        if scene.chunks is None:
-            if isinstance(scene.body, bytes):
-                return web.Response(body=scene.body, status=scene.status, headers=scene.headers,
-                                    content_type="application/json")  # fmt: skip
-            return web.json_response(scene.body, status=scene.status, headers=scene.headers)
-        resp = web.StreamResponse(
-            status=scene.status, headers={"Content-Type": "text/event-stream", **scene.headers}
-        )
-        try:
-            await resp.prepare(request)
-            for chunk in scene.chunks:
-                if scene.chunk_delay:
-                    await asyncio.sleep(scene.chunk_delay)
-                if chunk is None:
-                    await asyncio.sleep(3600)
-                data = chunk if isinstance(chunk, bytes) else json.dumps(chunk).encode()
-                await resp.write(b"data: " + data + b"\n\n")
-            if scene.drop:
-                assert request.transport is not None
-                request.transport.close()
-                return resp
-            if scene.done:
-                await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
-            self.finished += 1
-        except (asyncio.CancelledError, ConnectionError):
-            self.cancelled += 1
-            raise
-        return resp
+        return await self.play(request, self._next(body), b"data: [DONE]\n\n")
 
 
 def _bench_scene(body: dict[str, Any]) -> Scene:
@@ -303,25 +355,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    upstream = ScriptedUpstream(handler=_bench_scene)
-    # The process form keeps nothing per request: memory must stay flat under a long benchmark.
-    upstream.bodies = _Discard()
-    upstream.raw = _Discard()
-    upstream.auth = _Discard()
-    upstream.peers = _NoSet()
-
-    async def serve() -> None:
-        runner = web.AppRunner(upstream.thread.app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", args.port, backlog=1024)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"PORT {port}", flush=True)
-        while True:
-            await asyncio.sleep(3600)
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+    ScriptedUpstream(handler=_bench_scene).serve_forever(args.port)
 
 
 class _Discard(list):  # type: ignore[type-arg]

@@ -14,8 +14,6 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,37 +26,7 @@ if "attacks" not in sys.modules:
     _spec.loader.exec_module(_mod)
 
 from attacks import clean_body, scene, send  # noqa: E402
-
-_WATCHING = [False]
-_SEEN: list[tuple[str, Any]] = []
-_PREFIXES = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).parents[2] / "src")})
-
-
-def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _WATCHING[0]:
-        return
-    if event == "open":
-        path = str(args[0])
-        if path.startswith(_PREFIXES) and path.endswith((".py", ".pyc", ".so")):
-            return
-        _SEEN.append((event, path))
-    elif event == "socket.connect":
-        _SEEN.append((event, args[1]))
-    elif event in ("socket.getaddrinfo", "urllib.Request", "subprocess.Popen", "os.system"):
-        _SEEN.append((event, repr(args)[:200]))
-
-
-sys.addaudithook(_hook)
-
-
-@contextmanager
-def _watched() -> Iterator[list[tuple[str, Any]]]:
-    _SEEN.clear()
-    _WATCHING[0] = True
-    try:
-        yield _SEEN
-    finally:
-        _WATCHING[0] = False
+from audit import watched  # noqa: E402
 
 
 def _hostile_tools(tmp_path: Path) -> list[dict[str, Any]]:
@@ -92,7 +60,7 @@ def test_hostile_specs_through_the_proxy_open_nothing(serve: Any, tmp_path: Path
         out.append(await send(clean_body("last"), port))
         return out
 
-    with _watched() as seen:
+    with watched() as seen:
         answers = asyncio.run(go())
     assert answers[0][0] == 200 and answers[-1][0] == 200
     for (status, raw), tool in zip(answers[1:-1], tools, strict=True):

@@ -35,6 +35,7 @@ from toolmend.benchmarks._replies import reply_text
 from toolmend.formats._calls import write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.models._base import Completion
+from toolmend.models._predictions import Prediction
 
 __all__ = [
     "BENCHMARKS",
@@ -64,11 +65,6 @@ def as_mode(value: str) -> Mode:
     if value == "improved":
         return "improved"
     raise ConfigError(f"--mode must be compat or improved, got {value!r}")
-
-
-Prediction = str | list[str]
-"""A model's raw output for a sample; a list for multi-generation samples (CriticTool external
-errors, Repair@N)."""
 
 
 class SampleScore(BaseModel):

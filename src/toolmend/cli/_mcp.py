@@ -22,9 +22,7 @@ from typing import Annotated
 from urllib.parse import urlparse
 
 import typer
-from pydantic import ValidationError
 
-from toolmend._errors import ToolmendError, first_error
 from toolmend.cli._console import fail
 from toolmend.cli._serve import (
     BodyTimeoutFlag,
@@ -35,10 +33,9 @@ from toolmend.cli._serve import (
     MaxSchemaBytesFlag,
     MaxSchemaDepthFlag,
     MaxToolsFlag,
-    given_limits,
-    load_policy,
+    guard_settings,
+    started,
 )
-from toolmend.guard import GuardPolicy
 
 __all__ = ["register"]
 
@@ -74,21 +71,9 @@ def mcp_guard_command(
     if bool(command) == bool(upstream):
         fail("give either a server command after '--' (stdio) or --upstream URL (streamable HTTP), not both"
              if command else "give a server command after '--' (stdio) or --upstream URL (streamable HTTP)")  # fmt: skip
-    try:
-        guard_policy = load_policy(policy) if policy is not None else GuardPolicy()
-    except ToolmendError as exc:
-        fail(str(exc))
-    try:
-        limits = given_limits(dict(
-            max_body_bytes=max_body_bytes, max_tools=max_tools, max_schema_bytes=max_schema_bytes,
-            max_schema_depth=max_schema_depth, max_json_depth=max_json_depth, check_seconds=check_seconds,
-            header_timeout=header_timeout, body_timeout=body_timeout,
-        ))  # fmt: skip
-    except ValidationError as exc:
-        field, msg = first_error(exc)
-        fail(f"--{field.replace('_', '-')}: {msg}" if field else msg)
-    if strict:
-        guard_policy = guard_policy.model_copy(update={"strict": True})
+    given = dict(locals())  # the parameters as given: the limit flags among them
+    with started(host, port):
+        guard_policy, limits = guard_settings(policy, given, strict=strict)
     logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.WARNING)
     if upstream is not None:
         try:
@@ -101,14 +86,9 @@ def mcp_guard_command(
             fail(
                 f"--upstream {shown_url(upstream)!r}: expected an http(s) URL such as http://127.0.0.1:8000/mcp"
             )
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            typer.echo(f"toolmend mcp-guard: warning: listening on {host}: anyone who can reach this port "
-                       "can call the upstream's tools through it", err=True)  # fmt: skip
-        try:
+        with started(host, port):
             run_http(upstream, host=host, port=port, policy=guard_policy, limits=limits,
                      print_line=lambda line: typer.echo(line, err=True))  # fmt: skip
-        except OSError as exc:
-            fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")
         return
     from toolmend.mcp import run_stdio
 

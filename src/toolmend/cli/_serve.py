@@ -16,9 +16,11 @@ are not forwarded once the proxy has upstream credentials of its own; ``--metric
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tomllib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlparse
@@ -34,7 +36,7 @@ from toolmend.guard import GuardPolicy
 if TYPE_CHECKING:
     from toolmend.serve._budget import Limits
 
-__all__ = ["load_policy", "register"]
+__all__ = ["guard_settings", "load_policy", "register", "started"]
 
 
 # The limits' flags, shared with `toolmend mcp-guard` (the same Limits under the same names).
@@ -76,12 +78,13 @@ BodyTimeoutFlag = Annotated[
 ]
 
 
-def given_limits(given: dict[str, Any]) -> Limits:
-    """The :class:`~toolmend.serve.Limits` the flags in ``given`` ask for (``None``: the default);
-    a pydantic ``ValidationError`` naming the field when one is out of range."""
+def given_limits(given: Mapping[str, Any]) -> Limits:
+    """The :class:`~toolmend.serve.Limits` the limit flags among a command's parameters ``given``
+    ask for (``None``: the default); a pydantic ``ValidationError`` naming the field when one is
+    out of range."""
     from toolmend.serve._budget import Limits
 
-    return Limits(**{k: v for k, v in given.items() if v is not None})
+    return Limits(**{k: v for k, v in given.items() if k in Limits.model_fields and v is not None})
 
 
 def load_policy(path: Path) -> GuardPolicy:
@@ -108,6 +111,34 @@ def load_policy(path: Path) -> GuardPolicy:
         raise ToolmendError(f"{path}, field {field or '?'!r}: {msg}") from None
     except ToolmendError as exc:
         raise ToolmendError(f"{path}: {exc}") from None
+
+
+def guard_settings(
+    policy: Path | None, given: dict[str, Any], *, strict: bool = False
+) -> tuple[GuardPolicy, Limits]:
+    """The policy file's :class:`GuardPolicy` (the default without one; ``strict`` on top) and the
+    :class:`~toolmend.serve.Limits` the flags in ``given`` ask for; raises what
+    :func:`started` turns into one ``error:`` line."""
+    guard_policy = load_policy(policy) if policy is not None else GuardPolicy()
+    if strict:
+        guard_policy = guard_policy.model_copy(update={"strict": True})
+    return guard_policy, given_limits(given)
+
+
+@contextlib.contextmanager
+def started(host: str, port: int) -> Iterator[None]:
+    """Where a server command sets itself up and listens: a bad setting (a flag's value, the
+    policy file) or an address it cannot listen on is one ``error:`` line and exit status 2,
+    never a traceback."""
+    try:
+        yield
+    except ValidationError as exc:
+        field, msg = first_error(exc)
+        fail(f"--{field.replace('_', '-')}: {msg}" if field else msg)
+    except ToolmendError as exc:
+        fail(str(exc).splitlines()[0])
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")
 
 
 def _key(var: str | None, flag: str) -> str | None:
@@ -174,6 +205,7 @@ def serve_command(
     body_timeout: BodyTimeoutFlag = None,
 ) -> None:
     """Run the tool-call guard as an OpenAI-compatible proxy in front of UPSTREAM."""
+    given = dict(locals())  # the parameters as given: the limit flags among them
     from toolmend.serve import ServeConfig, run
     from toolmend.serve._upstream import public_url
 
@@ -184,14 +216,8 @@ def serve_command(
         fail("--metrics-auth needs --api-key-env (the key /metrics asks for)")
     if shadow and strict:
         fail("--shadow and --strict cannot be combined (shadow never changes a response)")
-    try:
-        guard_policy = load_policy(policy) if policy is not None else GuardPolicy()
-        given = dict(
-            max_body_bytes=max_body_bytes, max_upstream_bytes=max_upstream_bytes, max_tools=max_tools,
-            max_schema_bytes=max_schema_bytes, max_schema_depth=max_schema_depth, max_json_depth=max_json_depth,
-            check_seconds=check_seconds, header_timeout=header_timeout, body_timeout=body_timeout,
-        )  # fmt: skip
-        limits = given_limits(given)
+    with started(host, port):
+        guard_policy, limits = guard_settings(policy, given)
         config = ServeConfig(
             upstream=upstream, host=host, port=port, policy=guard_policy,
             api_key=_key(api_key_env, "--api-key-env"), metrics_auth=metrics_auth, upstream_api_key=_key(upstream_key_env, "--upstream-key-env"),
@@ -199,13 +225,6 @@ def serve_command(
             retries=retries, extra_fields=frozenset(allow_field or ()), limits=limits,
         )  # fmt: skip
         run(config, print_line=lambda line: typer.echo(line, err=True))
-    except ValidationError as exc:
-        field, msg = first_error(exc)
-        fail(f"--{field.replace('_', '-')}: {msg}" if field else msg)
-    except ToolmendError as exc:
-        fail(str(exc).splitlines()[0])
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")
 
 
 def register(app: typer.Typer) -> None:

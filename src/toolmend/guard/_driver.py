@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -198,23 +198,18 @@ async def drive(
     Returns a :class:`GuardOutcome`; never raises on model output. A non-retryable
     :class:`~toolmend.ModelError`, or a retryable one past ``policy.transport_retries``, propagates.
     """
-    loop = _Loop(guard, messages, allowed, _given(first, decision), context)
-    pending: list[Message] | None = None if first is not None else list(messages)
-    started = time.perf_counter()
-    got = first
-    while True:
-        if pending is not None:
-            started = time.perf_counter()
+    steps = _steps(_Loop(guard, messages, allowed, _given(first, decision), context), messages, first)
+    try:
+        pending = next(steps)
+        while True:
             try:
                 answer = respond(pending)
-                got = await answer if inspect.isawaitable(answer) else answer
+                got: Turn | Reply | ModelError = await answer if inspect.isawaitable(answer) else answer
             except ModelError as exc:
-                loop.failed(exc)
-                continue
-        assert got is not None
-        pending = loop.answered(got, started)
-        if pending is None:
-            return loop.outcome
+                got = exc
+            pending = steps.send(got)
+    except StopIteration as done:
+        return done.value
 
 
 def drive_sync(
@@ -228,18 +223,36 @@ def drive_sync(
     context: Context | None = None,
 ) -> GuardOutcome:
     """:func:`drive` for a blocking ``respond`` (a sync client), with no event loop."""
-    loop = _Loop(guard, messages, allowed, _given(first, decision), context)
+    steps = _steps(_Loop(guard, messages, allowed, _given(first, decision), context), messages, first)
+    try:
+        pending = next(steps)
+        while True:
+            try:
+                got: Turn | Reply | ModelError = respond(pending)
+            except ModelError as exc:
+                got = exc
+            pending = steps.send(got)
+    except StopIteration as done:
+        return done.value
+
+
+def _steps(
+    loop: _Loop, messages: list[Message], first: Turn | Reply | None
+) -> Generator[list[Message], Turn | Reply | ModelError, GuardOutcome]:
+    """One guarded turn without its I/O, which :func:`drive` and :func:`drive_sync` do: it yields
+    the messages to ask with and is sent the answer (or the :class:`~toolmend.ModelError` asking
+    raised, asked again while the policy allows); it returns the outcome."""
     pending: list[Message] | None = None if first is not None else list(messages)
     started = time.perf_counter()
     got = first
     while True:
         if pending is not None:
             started = time.perf_counter()
-            try:
-                got = respond(pending)
-            except ModelError as exc:
-                loop.failed(exc)
+            answer = yield pending
+            if isinstance(answer, ModelError):
+                loop.failed(answer)
                 continue
+            got = answer
         assert got is not None
         pending = loop.answered(got, started)
         if pending is None:

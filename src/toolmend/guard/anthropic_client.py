@@ -26,10 +26,10 @@ them, so ``text_stream``, ``get_final_message()`` and the event helpers work as 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmend._errors import MissingExtraError, ModelError, ToolmendError
+from toolmend._errors import MissingExtraError, ToolmendError
 from toolmend._schema import Message, Tool
 from toolmend.guard._aborted import GuardAborted
 from toolmend.guard._allowed import AllowedCalls
@@ -43,9 +43,9 @@ from toolmend.guard._anthropic import (
     tools_as_openai,
 )
 from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
-from toolmend.guard._engine import Guard
 from toolmend.guard._policy import GuardPolicy
 from toolmend.guard._turn import Turn
+from toolmend.guard._wrapped import GuardedBase, Passthrough, Replay, WrapCore, transport_error
 
 __all__ = ["GuardAborted", "wrap_anthropic"]
 
@@ -74,13 +74,11 @@ _EVENT_TYPES: dict[str, Any] = {
 _NOT_FOR_CREATE = ("stream", "output_format")
 
 
+_RETRYABLE = (anthropic.APIConnectionError, anthropic.RateLimitError, anthropic.InternalServerError)
+
+
 def _translate(exc: Exception) -> Exception:
-    """An anthropic transport error as a retryable ModelError (others unchanged)."""
-    if isinstance(
-        exc, anthropic.APIConnectionError | anthropic.RateLimitError | anthropic.InternalServerError
-    ):
-        return ModelError(str(exc), retryable=True, status=getattr(exc, "status_code", None))
-    return exc
+    return transport_error(exc, _RETRYABLE)
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -97,46 +95,18 @@ def _thinking(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-class _Replay:
+class _Replay(Replay):
     """Events replayed as the raw stream the SDK's ``MessageStream`` reads (or a caller iterates)."""
 
     def __init__(self, events: list[Any], response: Any = None) -> None:
-        self._events = iter(events)
+        super().__init__(events)
         self.response = response
-
-    def __iter__(self) -> Iterator[Any]:
-        return self._events
-
-    def __next__(self) -> Any:
-        return next(self._events)
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._async()
-
-    async def _async(self) -> AsyncIterator[Any]:
-        for event in self._events:
-            yield event
-
-    def close(self) -> None:
-        return None
-
-    def __enter__(self) -> _Replay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 class _AsyncReplay(_Replay):
     """The async form: ``async for``, ``await close()``, ``async with``."""
 
     async def close(self) -> None:  # type: ignore[override]
-        return None
-
-    async def __aenter__(self) -> _AsyncReplay:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
         return None
 
 
@@ -214,17 +184,9 @@ class _Turn:
         return [_EVENT_TYPES[e["type"]].model_validate(e) for e in events_of(message, pieces)]
 
 
-class _Core:
+class _Core(WrapCore):
     def __init__(self, tools: Sequence[Tool | Mapping[str, Any]] | None, policy: GuardPolicy | None) -> None:
-        self.policy = policy or GuardPolicy()
-        self.guard = Guard(_tool_list(tools), self.policy) if tools is not None else None
-        self.events: list[dict[str, Any]] = []
-
-    def guard_for(self, kwargs: Mapping[str, Any]) -> Guard | None:
-        if self.guard is not None:
-            return self.guard
-        tools = kwargs.get("tools")
-        return Guard(_tool_list(tools), self.policy) if tools else None
+        super().__init__(tools, policy, _tool_list)
 
     @staticmethod
     def allowed(kwargs: Mapping[str, Any]) -> AllowedCalls:
@@ -239,9 +201,7 @@ class _Core:
         ]
 
     def finish(self, turn: _Turn, outcome: GuardOutcome) -> dict[str, Any] | None:
-        self.events.extend(outcome.events)
-        if outcome.status == "aborted":
-            raise GuardAborted(outcome, turn.answers[-1])
+        self.settle(outcome, turn.answers[-1])
         return turn.final(outcome)
 
 
@@ -254,12 +214,8 @@ def _tool_list(tools: Any) -> list[Any]:
     return tools
 
 
-class _Messages:
-    def __init__(self, inner: Any, core: _Core) -> None:
-        self._inner, self._core = inner, core
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+class _Messages(Passthrough):
+    _core: _Core
 
     def _call(self, **kwargs: Any) -> Any:
         try:
@@ -388,28 +344,14 @@ class _AsyncStreamManager:
             await self._stream.close()
 
 
-class GuardedAnthropic:
+class GuardedAnthropic(GuardedBase):
     """The wrapped client: ``messages.create`` and ``messages.stream`` are guarded, everything else
     passes through."""
 
     def __init__(self, client: Any, core: _Core) -> None:
-        self._client = client
-        self._core = core
+        super().__init__(client, core)
         kind = _AsyncMessages if isinstance(client, anthropic.AsyncAnthropic) else _Messages
         self.messages = kind(client.messages, core)
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """Telemetry of every guarded turn so far."""
-        return self._core.events
-
-    @property
-    def guard(self) -> Guard | None:
-        """The guard, when ``tools=`` was given (its run budget spans calls)."""
-        return self._core.guard
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 def wrap_anthropic(

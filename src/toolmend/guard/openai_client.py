@@ -44,7 +44,6 @@ from toolmend._schema import Message, Tool
 from toolmend.guard._aborted import GuardAborted
 from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._driver import GuardOutcome, Reply, drive, drive_sync
-from toolmend.guard._engine import Guard
 from toolmend.guard._policy import GuardPolicy
 from toolmend.guard._responses import (
     chat_request,
@@ -56,6 +55,7 @@ from toolmend.guard._responses import (
     output_text,
 )
 from toolmend.guard._turn import Turn
+from toolmend.guard._wrapped import GuardedBase, Passthrough, Replay, WrapCore, transport_error
 
 __all__ = ["GuardAborted", "to_openai_messages", "wrap"]
 
@@ -89,17 +89,16 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+_RETRYABLE = (
+    openai.APIConnectionError,
+    openai.APITimeoutError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+
+
 def _translate(exc: Exception) -> Exception:
-    """An openai transport error as a retryable/non-retryable ModelError (others unchanged)."""
-    if isinstance(
-        exc,
-        openai.APIConnectionError
-        | openai.APITimeoutError
-        | openai.RateLimitError
-        | openai.InternalServerError,
-    ):
-        return ModelError(str(exc), retryable=True, status=getattr(exc, "status_code", None))
-    return exc
+    return transport_error(exc, _RETRYABLE)
 
 
 def _usage_sum(responses: Sequence[Any]) -> Any:
@@ -177,34 +176,92 @@ def _chunks(response: ChatCompletion) -> list[ChatCompletionChunk]:
     return [ChatCompletionChunk.model_validate(c) for c in out]
 
 
-class _Core:
-    def __init__(self, tools: Sequence[Tool | Mapping[str, Any]] | None, policy: GuardPolicy | None) -> None:
-        self.policy = policy or GuardPolicy()
-        self.guard = Guard(tools, self.policy) if tools is not None else None
-        self.events: list[dict[str, Any]] = []
+class _Turns(Passthrough):
+    """A guarded ``create`` of one API, sync (:class:`_AsyncTurns`: async): the first answer,
+    then the guard's turn over it with re-asks as real requests, then the decided answer (a
+    stream replayed). The API says how it reads a request and an answer."""
 
-    def guard_for(self, kwargs: Mapping[str, Any]) -> Guard | None:
-        if self.guard is not None:
-            return self.guard
-        tools = kwargs.get("tools")
-        return Guard(list(tools), self.policy) if tools else None
+    _core: WrapCore
 
-    @staticmethod
-    def request(kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
+    def view(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The request in the chat shape the guard reads."""
+        return kwargs
+
+    def request(self, kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
+        """A hidden re-ask: the request with the guard's exchange ``history`` added."""
+        raise NotImplementedError
+
+    def reply(self, response: Any) -> Reply:
+        raise NotImplementedError
+
+    def finish(self, outcome: GuardOutcome, responses: list[Any]) -> Any:
+        """The decided answer (or :class:`GuardAborted`)."""
+        raise NotImplementedError
+
+    def replay(self, response: Any) -> Any:
+        """A (decided) answer as the stream a ``stream=True`` caller reads."""
+        raise NotImplementedError
+
+    def _once(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    async def _aonce(self, kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def create(self, **kwargs: Any) -> Any:
+        """``create`` with the guard (see the module docstring)."""
+        chat = self.view(kwargs)
+        guard = self._core.guard_for(chat)
+        first = self._once(kwargs)
+        if guard is None:
+            return self.replay(first) if kwargs.get("stream") else first
+        responses = [first]
+
+        def respond(history: list[Message]) -> Reply:
+            responses.append(self._once(self.request(kwargs, history)))
+            return self.reply(responses[-1])
+
+        outcome = drive_sync(guard, respond, [], first=self.reply(first), allowed=AllowedCalls.from_openai(chat),
+                             context=chat.get("messages"))  # fmt: skip
+        final = self.finish(outcome, responses)
+        return self.replay(final) if kwargs.get("stream") else final
+
+
+class _AsyncTurns(_Turns):
+    async def create(self, **kwargs: Any) -> Any:
+        """``create`` with the guard (see the module docstring)."""
+        chat = self.view(kwargs)
+        guard = self._core.guard_for(chat)
+        first = await self._aonce(kwargs)
+        if guard is None:
+            return self.replay(first) if kwargs.get("stream") else first
+        responses = [first]
+
+        async def respond(history: list[Message]) -> Reply:
+            responses.append(await self._aonce(self.request(kwargs, history)))
+            return self.reply(responses[-1])
+
+        outcome = await drive(guard, respond, [], first=self.reply(first), allowed=AllowedCalls.from_openai(chat),
+                              context=chat.get("messages"))  # fmt: skip
+        final = self.finish(outcome, responses)
+        return self.replay(final) if kwargs.get("stream") else final
+
+
+class _Completions(_Turns):
+    """``chat.completions`` with the guard."""
+
+    def request(self, kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
         return {**kwargs, "messages": [*kwargs["messages"], *to_openai_messages(history)]}
 
-    @staticmethod
-    def reply(response: ChatCompletion) -> Reply:
+    def reply(self, response: ChatCompletion) -> Reply:
         usage = response.usage
         turn = Turn.from_openai(response.choices[0].message.model_dump())
         return Reply(turn=turn, input_tokens=usage.prompt_tokens if usage else 0,
                      output_tokens=usage.completion_tokens if usage else 0)  # fmt: skip
 
     def finish(self, outcome: GuardOutcome, responses: list[ChatCompletion]) -> ChatCompletion:
-        self.events.extend(outcome.events)
         last = responses[-1]
-        if outcome.status == "aborted":
-            raise GuardAborted(outcome, last)
+        self._core.settle(outcome, last)
         message = last.choices[0].message
         calls = [
             {"id": c.id or f"call_{i}", "type": "function",
@@ -221,56 +278,8 @@ class _Core:
         )  # fmt: skip
         return last.model_copy(update={"choices": [choice], "usage": _usage_sum(responses)})
 
-
-def _no_calls(finish: str) -> str:
-    # Every call was dropped (tool_choice "none"): the answer is the text.
-    return "stop" if finish == "tool_calls" else finish
-
-
-class _Stream:
-    """A replayed stream: iterable, closable, usable in ``with``."""
-
-    def __init__(self, chunks: list[ChatCompletionChunk]) -> None:
-        self._chunks = iter(chunks)
-
-    def __iter__(self) -> Iterator[ChatCompletionChunk]:
-        return self._chunks
-
-    def __next__(self) -> ChatCompletionChunk:
-        return next(self._chunks)
-
-    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
-        return self._async()
-
-    async def _async(self) -> AsyncIterator[ChatCompletionChunk]:
-        for chunk in self._chunks:
-            yield chunk
-
-    def close(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-    def __enter__(self) -> _Stream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    async def __aenter__(self) -> _Stream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-class _Completions:
-    def __init__(self, inner: Any, core: _Core) -> None:
-        self._inner, self._core = inner, core
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def replay(self, response: ChatCompletion) -> Replay:
+        return Replay(_chunks(response))
 
     def _once(self, kwargs: dict[str, Any]) -> ChatCompletion:
         try:
@@ -279,31 +288,8 @@ class _Completions:
             raise _translate(exc) from exc
         return _assemble(list(result)) if kwargs.get("stream") else result
 
-    def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with the guard (see the module docstring)."""
-        guard = self._core.guard_for(kwargs)
-        first = self._once(kwargs)
-        if guard is None:
-            return _Stream(_chunks(first)) if kwargs.get("stream") else first
-        responses = [first]
 
-        def respond(history: list[Message]) -> Reply:
-            responses.append(self._once(self._core.request(kwargs, history)))
-            return self._core.reply(responses[-1])
-
-        outcome = drive_sync(
-            guard,
-            respond,
-            [],
-            first=self._core.reply(first),
-            allowed=AllowedCalls.from_openai(kwargs),
-            context=kwargs.get("messages"),
-        )
-        final = self._core.finish(outcome, responses)
-        return _Stream(_chunks(final)) if kwargs.get("stream") else final
-
-
-class _AsyncCompletions(_Completions):
+class _AsyncCompletions(_AsyncTurns, _Completions):
     async def _aonce(self, kwargs: dict[str, Any]) -> ChatCompletion:
         try:
             result = await self._inner.create(**kwargs)
@@ -313,36 +299,16 @@ class _AsyncCompletions(_Completions):
             return _assemble([chunk async for chunk in result])
         return result
 
-    async def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with the guard (see the module docstring)."""
-        guard = self._core.guard_for(kwargs)
-        first = await self._aonce(kwargs)
-        if guard is None:
-            return _Stream(_chunks(first)) if kwargs.get("stream") else first
-        responses = [first]
 
-        async def respond(history: list[Message]) -> Reply:
-            responses.append(await self._aonce(self._core.request(kwargs, history)))
-            return self._core.reply(responses[-1])
-
-        outcome = await drive(
-            guard,
-            respond,
-            [],
-            first=self._core.reply(first),
-            allowed=AllowedCalls.from_openai(kwargs),
-            context=kwargs.get("messages"),
-        )
-        final = self._core.finish(outcome, responses)
-        return _Stream(_chunks(final)) if kwargs.get("stream") else final
+def _no_calls(finish: str) -> str:
+    # Every call was dropped (tool_choice "none"): the answer is the text.
+    return "stop" if finish == "tool_calls" else finish
 
 
-class _Chat:
+class _Chat(Passthrough):
     def __init__(self, inner: Any, completions: _Completions) -> None:
-        self._inner, self.completions = inner, completions
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        super().__init__(inner, completions._core)
+        self.completions = completions
 
 
 # -- the Responses API ------------------------------------------------------------------------------
@@ -376,26 +342,24 @@ def _final_response(events: Sequence[Any]) -> Response:
     raise ModelError("the response stream ended before response.completed")
 
 
-class _ResponsesCore:
+class _ResponsesCore(_Turns):
     """What the sync and async ``responses`` share: the request in the chat shape the guard
     reads, each answer as a turn, and the decided response."""
 
-    def __init__(self, inner: Any, core: _Core) -> None:
-        self._inner, self._core = inner, core
+    def view(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return chat_request(kwargs)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def replay(self, response: Response) -> _Replay:
+        return _Replay(response)
 
-    @staticmethod
-    def request(kwargs: Mapping[str, Any], history: list[Message]) -> dict[str, Any]:
+    def request(self, kwargs: dict[str, Any], history: list[Message]) -> dict[str, Any]:
         """A hidden re-ask (never streamed): the input with the guard's exchange as items."""
         extra = input_items(to_openai_messages(history))
         out = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
         out["input"] = [*input_list(kwargs), *extra]
         return out
 
-    @staticmethod
-    def reply(response: Response) -> Reply:
+    def reply(self, response: Response) -> Reply:
         usage = response.usage
         view = completion_view(response.model_dump(mode="json"))
         return Reply(turn=Turn.from_openai(view["choices"][0]["message"]),
@@ -403,10 +367,7 @@ class _ResponsesCore:
                      output_tokens=usage.output_tokens if usage else 0)  # fmt: skip
 
     def finish(self, outcome: GuardOutcome, responses: list[Response]) -> Response:
-        self._core.events.extend(outcome.events)
-        last = responses[-1]
-        if outcome.status == "aborted":
-            raise GuardAborted(outcome, last)
+        self._core.settle(outcome, responses[-1])
         dumps = [r.model_dump(mode="json", exclude_none=True) for r in responses]
         known = {str(item.get("call_id")): item for d in dumps for item in d.get("output") or []
                  if item.get("type") == "function_call"}  # fmt: skip
@@ -439,19 +400,18 @@ def _parsed(raw: Any) -> Any:
         return None
 
 
-class _Replay:
-    """A replayed response stream: iterable (sync and async), usable in ``with``, and
-    ``get_final_response()`` / ``until_done()`` as the SDK's ``responses.stream`` offers."""
+class _Replay(Replay):
+    """A replayed response stream: iterable (sync and async, again and again), usable in
+    ``with``, and ``get_final_response()`` / ``until_done()`` as the SDK's ``responses.stream``
+    offers."""
 
     def __init__(self, response: Response) -> None:
         self._response = response
         self._events = _events(response)
+        super().__init__(self._events)
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._events)
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._async()
 
     async def _async(self) -> AsyncIterator[Any]:
         for event in self._events:
@@ -464,21 +424,6 @@ class _Replay:
     def until_done(self) -> _Replay:
         return self
 
-    def close(self) -> None:
-        return None
-
-    def __enter__(self) -> _Replay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    async def __aenter__(self) -> _Replay:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
 
 class _Responses(_ResponsesCore):
     def _once(self, kwargs: dict[str, Any]) -> Response:
@@ -490,30 +435,12 @@ class _Responses(_ResponsesCore):
         except Exception as exc:
             raise _translate(exc) from exc
 
-    def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with the guard (see the module docstring)."""
-        chat = chat_request(kwargs)
-        guard = self._core.guard_for(chat)
-        first = self._once(kwargs)
-        if guard is None:
-            return _Replay(first) if kwargs.get("stream") else first
-        responses = [first]
-
-        def respond(history: list[Message]) -> Reply:
-            responses.append(self._once(self.request(kwargs, history)))
-            return self.reply(responses[-1])
-
-        outcome = drive_sync(guard, respond, [], first=self.reply(first),
-                             allowed=AllowedCalls.from_openai(chat), context=chat["messages"])  # fmt: skip
-        final = self.finish(outcome, responses)
-        return _Replay(final) if kwargs.get("stream") else final
-
     def stream(self, **kwargs: Any) -> _Replay:
         """``responses.stream`` with the guard: the decided response's events."""
         return self.create(**{**kwargs, "stream": True})
 
 
-class _AsyncResponses(_ResponsesCore):
+class _AsyncResponses(_AsyncTurns, _ResponsesCore):
     async def _aonce(self, kwargs: dict[str, Any]) -> Response:
         try:
             result = await self._inner.create(**kwargs)
@@ -522,24 +449,6 @@ class _AsyncResponses(_ResponsesCore):
             raise
         except Exception as exc:
             raise _translate(exc) from exc
-
-    async def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with the guard (see the module docstring)."""
-        chat = chat_request(kwargs)
-        guard = self._core.guard_for(chat)
-        first = await self._aonce(kwargs)
-        if guard is None:
-            return _Replay(first) if kwargs.get("stream") else first
-        responses = [first]
-
-        async def respond(history: list[Message]) -> Reply:
-            responses.append(await self._aonce(self.request(kwargs, history)))
-            return self.reply(responses[-1])
-
-        outcome = await drive(guard, respond, [], first=self.reply(first),
-                              allowed=AllowedCalls.from_openai(chat), context=chat["messages"])  # fmt: skip
-        final = self.finish(outcome, responses)
-        return _Replay(final) if kwargs.get("stream") else final
 
     def stream(self, **kwargs: Any) -> _AsyncStreamManager:
         """``responses.stream`` with the guard: ``async with client.responses.stream(...) as s``."""
@@ -559,30 +468,16 @@ class _AsyncStreamManager:
         return None
 
 
-class GuardedClient:
+class GuardedClient(GuardedBase):
     """The wrapped client: ``chat.completions.create`` and ``responses.create`` / ``.stream`` are
     guarded, everything else passes through."""
 
-    def __init__(self, client: Any, core: _Core) -> None:
-        self._client = client
-        self._core = core
+    def __init__(self, client: Any, core: WrapCore) -> None:
+        super().__init__(client, core)
         is_async = isinstance(client, openai.AsyncOpenAI)
         kind = _AsyncCompletions if is_async else _Completions
         self.chat = _Chat(client.chat, kind(client.chat.completions, core))
         self.responses = (_AsyncResponses if is_async else _Responses)(client.responses, core)
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """Telemetry of every guarded turn so far."""
-        return self._core.events
-
-    @property
-    def guard(self) -> Guard | None:
-        """The guard, when ``tools=`` was given to :func:`wrap` (its run budget spans calls)."""
-        return self._core.guard
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 def wrap(
@@ -604,4 +499,4 @@ def wrap(
         raise ToolmendError(
             f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
         )
-    return GuardedClient(client, _Core(tools, policy))
+    return GuardedClient(client, WrapCore(tools, policy))

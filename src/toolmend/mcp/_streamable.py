@@ -30,7 +30,7 @@ import logging
 import urllib.parse
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -41,7 +41,9 @@ from toolmend._jsontext import dumpb, loads
 from toolmend.guard import SESSION_HEADER, Conversations, GuardPolicy
 from toolmend.mcp._session import INVALID_REQUEST, PARSE_ERROR, McpSession, Step, _error
 from toolmend.serve._budget import Budget, BudgetExceeded, Limits, read_body
+from toolmend.serve._listen import listen
 from toolmend.serve._protocol import RequestError
+from toolmend.serve._upstream import sse_events
 
 __all__ = ["MCP_PATH", "create_mcp_app", "run_http", "shown_url"]
 
@@ -183,7 +185,7 @@ class _Relay:
         out = web.StreamResponse(status=resp.status, headers=headers)
         await out.prepare(request)
         try:
-            async for event in _events(resp):
+            async for event in sse_events(resp):
                 await out.write(await self._relay_event(event, session) + b"\n\n")
         except (aiohttp.ClientError, TimeoutError) as exc:
             _log.warning("toolmend mcp-guard: the upstream's event stream broke off (%s)", exc)
@@ -237,27 +239,6 @@ def _request_id(raw: bytes) -> Any:
     return msg.get("id") if isinstance(msg, dict) else None
 
 
-async def _events(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    """The events of an SSE body, each as its lines joined by ``\\n`` (line ends normalised)."""
-    buf = b""
-    cr = False
-    async for piece in resp.content.iter_any():
-        if cr:
-            piece = b"\r" + piece
-        cr = piece.endswith(b"\r")
-        if cr:
-            piece = piece[:-1]
-        if b"\r" in piece:
-            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buf += piece
-        while b"\n\n" in buf:
-            event, _, buf = buf.partition(b"\n\n")
-            if event:
-                yield event
-    if buf.strip():
-        yield buf
-
-
 def _guard_words(exc: RequestError) -> str:
     """A refusal of the proxy's limits (:func:`~toolmend.serve._budget.read_body`) as the guard
     says it: the same limit and flag, under this command's name."""
@@ -306,9 +287,12 @@ def run_http(
     upstream: str, *, host: str = "127.0.0.1", port: int = 8710, policy: GuardPolicy | None = None,
     print_line: Any = print, limits: Limits | None = None,
 ) -> None:  # fmt: skip
-    """Serve the guard at ``http://host:port/mcp`` until interrupted. A connection that has not sent
-    a request's headers within ``limits.header_timeout`` is closed, as the proxy does."""
+    """Serve the guard at ``http://host:port/mcp`` until interrupted, as ``toolmend serve`` listens
+    (:func:`toolmend.serve._listen.listen`: a connection that has not sent a request's headers
+    within ``limits.header_timeout`` is closed; a warning when ``host`` reaches beyond loopback)."""
     limits = limits or Limits()
-    print_line(f"toolmend mcp-guard: http://{host}:{port}{MCP_PATH} -> {shown_url(upstream)}")
-    web.run_app(create_mcp_app(upstream, policy, limits=limits), host=host, port=port, print=None,
-                access_log=None, handler_cancellation=True, keepalive_timeout=limits.header_timeout)  # fmt: skip
+    exposed = (f"toolmend mcp-guard: warning: listening on {host}: anyone who can reach this port "
+               "can call the upstream's tools through it")  # fmt: skip
+    listen(create_mcp_app(upstream, policy, limits=limits), host=host, port=port, limits=limits,
+           banner=f"toolmend mcp-guard: http://{host}:{port}{MCP_PATH} -> {shown_url(upstream)}",
+           exposed=exposed, print_line=print_line)  # fmt: skip

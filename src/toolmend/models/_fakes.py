@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from toolmend._errors import DatasetError, ModelError
-from toolmend._jsontext import lines, loads, read_text
+from toolmend._errors import ModelError
 from toolmend._schema import Message
 from toolmend.models._base import Completion, GenerateRequest, Model, Usage
+from toolmend.models._predictions import read_predictions
 
 __all__ = ["ReplayModel", "Script", "ScriptedModel"]
 
@@ -87,7 +86,8 @@ class ReplayModel(Model):
     def __init__(self, path: str | Path) -> None:
         super().__init__(f"replay/{path}", max_connections=1000)
         self.path = Path(path)
-        self.outputs = _read_outputs(self.path)
+        preds = read_predictions(self.path, strict=True).outputs
+        self.outputs = {sid: [out] if isinstance(out, str) else out for sid, out in preds.items()}
 
     async def _generate(self, request: GenerateRequest) -> Completion:
         if request.sample_id is None:
@@ -100,33 +100,3 @@ class ReplayModel(Model):
                 f"{self.path}: sample {request.sample_id!r} has {len(outputs)} outputs, epoch {request.epoch} asked"
             )
         return _completion(outputs[request.epoch], request.messages)
-
-
-def _read_outputs(path: Path) -> dict[str, list[str]]:
-    try:
-        text = read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"cannot read predictions: {exc}", path=path) from exc
-    outputs: dict[str, list[str]] = {}
-    for n, line in lines(text):
-        try:
-            record = loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"not valid JSON ({exc.msg})", path=path, line=n) from exc
-        if not isinstance(record, dict) or not isinstance(record.get("id"), str | int):
-            raise DatasetError("expected an object with a string 'id'", path=path, line=n, field="id")
-        if isinstance(record.get("outputs"), list) and all(isinstance(o, str) for o in record["outputs"]):
-            outs = list(record["outputs"])
-        elif isinstance(record.get("output"), str):
-            outs = [record["output"]]
-        elif "output" in record and record["output"] is None:
-            outs = [""]
-        else:
-            raise DatasetError(
-                "expected 'output' (a string) or 'outputs' (a list of strings)",
-                path=path,
-                line=n,
-                field="output",
-            )
-        outputs[str(record["id"])] = outs
-    return outputs

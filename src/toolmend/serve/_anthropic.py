@@ -27,19 +27,13 @@ expects: the upstream's own (529 ``overloaded_error`` included), 422 when the gu
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import logging
-import secrets
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import asdict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from toolmend.guard import SESSION_HEADER, Conversation
 from toolmend.guard._anthropic import (
     FINISH_OF,
     MessageAssembler,
@@ -57,27 +51,22 @@ from toolmend.guard._anthropic import (
 )
 from toolmend.serve import _json as fastjson
 from toolmend.serve._assembler import ContentGate
-from toolmend.serve._budget import Limits, check_depth, check_tools, judge_within, read_body
-from toolmend.serve._protocol import RequestError, request_checker, tool_names
-from toolmend.serve._traces import trace_record
+from toolmend.serve._budget import read_body
+from toolmend.serve._exchange import Exchange, comment_line, event_json, incomplete, json_response, mime
+from toolmend.serve._protocol import RequestError, parse_body, request_checker
 from toolmend.serve._upstream import (
     UpstreamError,
-    UpstreamReply,
-    iter_sse,
-    read_capped,
     redact,
 )
 from toolmend.serve._verdict import Answer, Verdict, split_content
 
 if TYPE_CHECKING:
-    from toolmend.serve._app import _Proxy
+    from toolmend.serve._app import ServeConfig, _Proxy
 
-__all__ = ["anthropic_error", "count_tokens_handler", "messages_handler", "validate_messages"]
+__all__ = ["MessagesExchange", "anthropic_error", "count_tokens_handler", "validate_messages"]
 
 _PATH = "/messages"
 _KEY = "x-api-key"
-_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-_log = logging.getLogger("toolmend.serve")
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
                 403: "permission_error", 404: "not_found_error", 413: "request_too_large",
@@ -236,39 +225,6 @@ def _event(obj: Mapping[str, Any]) -> bytes:
     return _frame(str(obj["type"]), fastjson.dumps(obj))
 
 
-def _comment(verdict: Verdict) -> bytes:
-    return (": " + " ".join(f"{k}={v}" for k, v in verdict.headers().items()) + "\n\n").encode()
-
-
-def _json(status: int, obj: Any, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, body=fastjson.dumps(obj), content_type="application/json",
-                        headers=dict(headers or {}))  # fmt: skip
-
-
-def messages_handler(proxy: _Proxy) -> Any:
-    """The ``/v1/messages`` handler of ``proxy``."""
-
-    async def handle(request: web.Request) -> web.StreamResponse:
-        started = time.perf_counter()
-        try:
-            raw = await read_body(request, proxy.config.limits)
-            body = await proxy.budget.run(_admit, raw, proxy.config.limits, what="the request")
-        except RequestError as exc:
-            proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
-            return _json(exc.status, anthropic_error(str(exc), type=_error_type(exc.status)))
-        ex = _Exchange(proxy, request, body, started, raw)
-        try:
-            return await (ex.stream() if body.get("stream") else ex.complete())
-        except asyncio.CancelledError:
-            proxy.metrics.inc("toolmend_client_disconnects_total")
-            ex.outcome = "client_disconnected"
-            raise
-        finally:
-            ex.record()
-
-    return handle
-
-
 def count_tokens_handler(proxy: _Proxy) -> Any:
     """The ``/v1/messages/count_tokens`` handler of ``proxy``: passed on to
     ``{upstream}/messages/count_tokens`` as it is (Claude Code asks it before long requests;
@@ -277,71 +233,46 @@ def count_tokens_handler(proxy: _Proxy) -> Any:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
             raw = await read_body(request, proxy.config.limits)
-            body = _parse(raw)
+            body = parse_body(raw)
             _need("model" in body, "model: field required (the model to ask)", "model")
         except RequestError as exc:
             proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
-            return _json(exc.status, anthropic_error(str(exc), type=_error_type(exc.status)))
-        ex = _Exchange(proxy, request, body, time.perf_counter(), raw)
+            return json_response(exc.status, MessagesExchange.refusal(exc))
+        ex = MessagesExchange(proxy, request, body, time.perf_counter(), raw)
         try:
             reply = await proxy.upstream.post(_PATH + "/count_tokens", raw, ex.incoming, _KEY)
         except UpstreamError as exc:
             return ex._failed(exc)
-        mime = (reply.headers.get("Content-Type") or "application/json").split(";")[0].strip()
-        return web.Response(body=reply.raw, content_type=mime)
+        return web.Response(body=reply.raw, content_type=mime(reply.headers))
 
     return handle
 
 
-def _admit(raw: bytes, limits: Limits) -> dict[str, Any]:
-    """The Messages request in ``raw``, parsed and validated within the limits (a budget step)."""
-    body = _parse(raw)
-    check_depth(body, limits)
-    check_tools(body.get("tools"), limits)
-    validate_messages(body)
-    return body
-
-
-def _parse(raw: bytes) -> dict[str, Any]:
-    try:
-        body = fastjson.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise RequestError(f"the request body is not valid JSON: {why}") from None
-    if not isinstance(body, dict):
-        raise RequestError(f"the request body must be a JSON object, got {type(body).__name__}")
-    return body
-
-
-class _Exchange:
+class MessagesExchange(Exchange):
     """One Messages request on its way through."""
+
+    path = _PATH
+    key_header = _KEY
+    stream_kind = "a messages stream"
+    untyped_is_json = False
 
     def __init__(
         self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float, raw: bytes
     ) -> None:
-        self.proxy = proxy
-        self.config = proxy.config
-        self.request = request
-        self.body = body
-        self.raw = raw
-        self.started = started
-        self.view = chat_view(body)
-        self.is_stream = bool(body.get("stream"))
-        self.outcome = "error"
-        self.status = 200
-        self.verdict: Verdict | None = None
-        self.raw_upstream: Any = None
-        self.original: dict[str, Any] | None = None
-        self.final: dict[str, Any] | None = None
-        self.conversation: Conversation | None = None
-        self.guarded = bool(tool_names(self.view))
-        self.rescue = self.guarded and self.view.get("tool_choice") != "none" and not self.config.shadow
+        super().__init__(proxy, request, body, started, raw)
         self.thinking: list[list[dict[str, Any]]] = []
         """The thinking blocks each answer so far began with, for the re-ask's assistant turns."""
-        incoming: Mapping[str, str] = request.headers
-        if self.config.api_key:  # the client's key is the proxy's, never the upstream's
-            incoming = {k: v for k, v in incoming.items() if k.lower() not in ("authorization", _KEY)}
-        self.incoming = incoming
+
+    @staticmethod
+    def validate(body: dict[str, Any], config: ServeConfig) -> None:
+        validate_messages(body)
+
+    @staticmethod
+    def refusal(exc: RequestError) -> dict[str, Any]:
+        return anthropic_error(str(exc), type=_error_type(exc.status))
+
+    def chat_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        return chat_view(body)
 
     async def reask(self, extra: list[dict[str, Any]]) -> dict[str, Any]:
         """A hidden, non-streamed re-ask with ``extra`` (chat messages) as Messages turns."""
@@ -353,24 +284,6 @@ class _Exchange:
         check_message(data)
         self.thinking.append(_thinking(data.get("content")))
         return completion_view(data)
-
-    async def decide(self, answer: Answer) -> Verdict:
-        t = time.perf_counter()
-        # The chat view's turns, so that a conversation is known by the same key on every route.
-        self.conversation = self.proxy.conversations.for_request(
-            self.view["messages"], session=self.request.headers.get(SESSION_HEADER)
-        )
-        verdict = await judge_within(self.proxy.budget, self.view, answer, self.reask, policy=self.config.policy,
-                                     shadow=self.config.shadow, strict=self.config.strict,
-                                     conversation=self.conversation)  # fmt: skip
-        self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
-        self.verdict, self.outcome = verdict, verdict.outcome
-        return verdict
-
-    def _failed(self, exc: UpstreamError) -> web.Response:
-        self.outcome, self.status = exc.kind, exc.status
-        self.proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-        return _json(exc.status, self.error_body(exc))
 
     def error_body(self, exc: UpstreamError) -> dict[str, Any]:
         """The client's error for ``exc``: the upstream's type (529 is always ``overloaded_error``)
@@ -384,107 +297,43 @@ class _Exchange:
                 kind = detail["type"]
         return dict(redact(anthropic_error(message, type=kind), self.proxy.secrets(self.request)))
 
-    def _gave_up(self, verdict: Verdict) -> dict[str, Any]:
+    def gave_up_body(self, verdict: Verdict) -> dict[str, Any]:
         err = dict((verdict.error or {}).get("error") or {})
         return anthropic_error(str(err.get("message")), type=str(err.get("type") or "tool_call_error"),
                                code=err.get("code"), findings=err.get("findings"))  # fmt: skip
 
+    def internal_error_body(self, exc: BaseException) -> dict[str, Any]:
+        return anthropic_error("toolmend serve failed on this request; the proxy's log has the details",
+                               type="api_error")  # fmt: skip
+
+    def trace_request(self) -> dict[str, Any]:
+        return {"model": self.body.get("model"), "messages": chat_messages(self.body), "tools": self.view["tools"],
+                "protocol": "messages"}  # fmt: skip
+
     # -- non-streaming ------------------------------------------------------------------------
 
-    async def complete(self) -> web.Response:
-        proxy = self.proxy
-        t = time.perf_counter()
-        try:
-            reply = await proxy.upstream.post(_PATH, self.raw, self.incoming, _KEY)
-            data = reply.json()
-            check_message(data)
-        except UpstreamError as exc:
-            return self._failed(exc)
-        proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="false")
-        if reply.attempts > 1:
-            proxy.metrics.inc("toolmend_upstream_retries_total", reply.attempts - 1)
-        self.raw_upstream = data
+    def check(self, data: Any) -> None:
+        check_message(data)
+
+    def original_of(self, data: Any) -> dict[str, Any]:
+        return _chat_message(text_of(data["content"]), native_calls(data["content"]))
+
+    def answer_of(self, data: Any) -> Answer:
         content = data["content"]
-        self.original = _chat_message(text_of(content), native_calls(content))
-        mime = (reply.headers.get("Content-Type") or "application/json").split(";")[0].strip()
-        if not self.guarded:
-            self.outcome, self.final = "passthrough", self.original
-            return web.Response(
-                body=reply.raw, content_type=mime, headers={"x-toolmend-outcome": "passthrough"}
-            )
         self.thinking.append(_thinking(content))
         sent, held = split_content(text_of(content), self.rescue)
-        answer = Answer(sent=sent, held=held, tool_calls=wire_calls(native_calls(content)),
-                        finish_reason=FINISH_OF.get(str(data.get("stop_reason")), "stop"), usage=_usage(data))  # fmt: skip
-        try:
-            verdict = await self.decide(answer)
-        except UpstreamError as exc:
-            return self._failed(exc)
-        headers = verdict.headers()
-        if verdict.error is not None:
-            self.status = 422
-            return _json(422, self._gave_up(verdict), headers)
-        if not verdict.changed:
-            self.final = self.original
-            return web.Response(body=reply.raw, content_type=mime, headers=headers)
+        return Answer(sent=sent, held=held, tool_calls=wire_calls(native_calls(content)),
+                      finish_reason=FINISH_OF.get(str(data.get("stop_reason")), "stop"), usage=_usage(data))  # fmt: skip
+
+    def decided(self, data: Any, answer: Answer, verdict: Verdict) -> tuple[dict[str, Any], dict[str, Any]]:
         out = _rendered(data, answer, verdict)
-        self.final = _chat_message(text_of(out["content"]), native_calls(out["content"]))
-        return web.Response(body=fastjson.dumps(out), content_type="application/json", headers=headers)
+        return out, _chat_message(text_of(out["content"]), native_calls(out["content"]))
 
     # -- streaming ------------------------------------------------------------------------------
 
-    async def stream(self) -> web.StreamResponse:
-        proxy = self.proxy
-        t = time.perf_counter()
-        try:
-            upstream = await proxy.upstream.open_stream(_PATH, self.raw, self.incoming, _KEY)
-        except UpstreamError as exc:
-            return self._failed(exc)
-        response = web.StreamResponse(status=200, headers=_SSE_HEADERS)
-        clean = False
-        try:
-            await response.prepare(self.request)
-            await self._relay(upstream, response, t)
-            clean = self.status == 200
-        except (ConnectionResetError, ConnectionError):
-            proxy.metrics.inc("toolmend_client_disconnects_total")
-            self.outcome = "client_disconnected"
-        except Exception:  # a fault of the proxy's own: the client still gets a shaped end
-            _log.exception("toolmend serve: internal error in a messages stream")
-            self.outcome, self.status = "internal_error", 500
-            with contextlib.suppress(Exception):
-                await response.write(
-                    _event(
-                        anthropic_error(
-                            "toolmend serve failed on this request; the proxy's log has the details",
-                            type="api_error",
-                        )
-                    )
-                )
-                await response.write_eof()
-        finally:
-            if clean:
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(1.0):
-                        await read_capped(upstream, self.config.limits.max_upstream_bytes)
-                upstream.release()
-            else:
-                upstream.close()
-        return response
-
-    async def _events(self, upstream: Any) -> AsyncIterator[bytes]:
-        """The upstream's event payloads; a server that ignored ``stream`` and sent one JSON body
-        is read as the stream that body stands for."""
-        mime = (upstream.headers.get("Content-Type") or "").split(";")[0].strip()
-        if mime != "application/json":
-            async for data in iter_sse(upstream, self.config.limits.max_upstream_bytes):
-                yield data
-            return
-        raw = await read_capped(upstream, self.config.limits.max_upstream_bytes)
-        data = UpstreamReply(upstream.status, upstream.headers, raw).json()
+    def events_of(self, data: Any) -> list[bytes]:
         check_message(data)
-        for event in events_of(data):
-            yield fastjson.dumps(event)
+        return [fastjson.dumps(event) for event in events_of(data)]
 
     async def _relay(self, upstream: Any, response: web.StreamResponse, t: float) -> None:
         proxy = self.proxy
@@ -503,11 +352,7 @@ class _Exchange:
         first = False
         try:
             async for data in self._events(upstream):
-                try:
-                    event = fastjson.loads(data)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
-                                        kind="upstream_invalid_json") from None  # fmt: skip
+                event = event_json(data)
                 if not isinstance(event, dict) or not isinstance(event.get("type"), str):
                     raise UpstreamError("the upstream sent a stream event that is not an object with a type",
                                         status=502, kind="upstream_invalid")  # fmt: skip
@@ -570,14 +415,7 @@ class _Exchange:
             await self._stream_failed(response, exc)
             return
         if not asm.done:
-            await self._stream_failed(
-                response,
-                UpstreamError(
-                    "the upstream stream ended before the answer was complete",
-                    status=502,
-                    kind="upstream_incomplete",
-                ),
-            )
+            await self._stream_failed(response, incomplete())
             return
         message = asm.message()
         whole = asm.text()
@@ -588,22 +426,10 @@ class _Exchange:
                         usage=_usage(message))  # fmt: skip
         self.original = _chat_message(whole, calls)
         self.raw_upstream = {"streamed": message}
-        if not hold:
-            self.outcome, self.final = "passthrough", self.original
-            if self.guarded:  # shadow: decide, annotate, change nothing
-                await response.write(_comment(await self.decide(answer)))
-            await response.write_eof()
-            return
-        self.thinking.append(_thinking(message.get("content")))
-        try:
-            verdict = await self.decide(answer)
-        except UpstreamError as exc:
-            await self._stream_failed(response, exc)
-            return
-        if verdict.error is not None:
-            self.status = 422
-            await response.write(_comment(verdict) + _event(self._gave_up(verdict)))
-            await response.write_eof()
+        if hold:
+            self.thinking.append(_thinking(message.get("content")))
+        verdict = await self._judged(response, answer)
+        if verdict is None:
             return
         out: list[bytes] = []
         if not verdict.changed:
@@ -617,7 +443,7 @@ class _Exchange:
             out.extend(self._changed(asm, held, answer, verdict, open_text, shown))
             out.append(_event(_message_delta(asm, verdict)))
             self.final = verdict.message()
-        out.append(_comment(verdict))
+        out.append(comment_line(verdict))
         out.append(_frame("message_stop", ends["message_stop"]))
         await response.write(b"".join(out))
         await response.write_eof()
@@ -664,33 +490,9 @@ class _Exchange:
             index += 1
         return out
 
-    async def _stream_failed(self, response: web.StreamResponse, exc: UpstreamError) -> None:
-        self.outcome, self.status = exc.kind, exc.status
-        self.proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-        await response.write(_event(self.error_body(exc)))
+    async def _end_with_error(self, response: web.StreamResponse, error: Mapping[str, Any]) -> None:
+        await response.write(_event(error))
         await response.write_eof()
-
-    # -- bookkeeping ----------------------------------------------------------------------------
-
-    def record(self) -> None:
-        proxy = self.proxy
-        seconds = time.perf_counter() - self.started
-        if self.conversation is not None and self.status == 200:
-            proxy.conversations.remember(self.view["messages"], self.final, self.conversation)
-        v = self.verdict
-        proxy.metrics.count_request(stream=self.is_stream, outcome=self.outcome, seconds=seconds, verdict=v)
-        if proxy.traces is None:
-            return
-        verdict = asdict(v) if v is not None else {}
-        verdict.pop("upstream", None)
-        request = {"model": self.body.get("model"), "messages": chat_messages(self.body), "tools": self.view["tools"],
-                   "protocol": "messages"}  # fmt: skip
-        proxy.traces.write(trace_record(
-            sample_id=self.request.headers.get("x-toolmend-sample-id") or "req-" + secrets.token_hex(8),
-            request=request, upstream=[self.raw_upstream, *(v.upstream if v is not None else [])],
-            original=self.original, final=self.final if self.status == 200 else None, outcome=self.outcome,
-            status=self.status, verdict=verdict, stream=self.is_stream, seconds=seconds,
-        ))  # fmt: skip
 
 
 _BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_stop")
@@ -717,13 +519,8 @@ def _message_delta(asm: MessageAssembler, verdict: Verdict) -> dict[str, Any]:
         usage["input_tokens"] = _count(asm.usage.get("input_tokens")) + verdict.reask_usage["prompt_tokens"]
         usage["output_tokens"] += verdict.reask_usage["completion_tokens"]
     if verdict.changed or verdict.reasks:
-        out["toolmend"] = _toolmend(verdict)
+        out["toolmend"] = verdict.summary()
     return out
-
-
-def _toolmend(verdict: Verdict) -> dict[str, Any]:
-    return {"outcome": verdict.outcome, "findings": verdict.findings, "repairs": verdict.repairs,
-            "reasks": verdict.reasks, "reask_usage": dict(verdict.reask_usage)}  # fmt: skip
 
 
 def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict[str, Any]:
@@ -769,7 +566,7 @@ def _rendered(data: Mapping[str, Any], answer: Answer, verdict: Verdict) -> dict
         usage["input_tokens"] = _count(usage.get("input_tokens")) + verdict.reask_usage["prompt_tokens"]
         usage["output_tokens"] = _count(usage.get("output_tokens")) + verdict.reask_usage["completion_tokens"]
         out["usage"] = usage
-    out["toolmend"] = _toolmend(verdict)
+    out["toolmend"] = verdict.summary()
     return out
 
 

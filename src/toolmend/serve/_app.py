@@ -11,41 +11,45 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import hmac
-import ipaddress
-import json
 import logging
-import secrets
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import asdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from toolmend.guard import SESSION_HEADER, Conversation, Conversations, GuardPolicy
+from toolmend.guard import Conversations, GuardPolicy
 from toolmend.serve import _json as fastjson
-from toolmend.serve._anthropic import anthropic_error, count_tokens_handler, messages_handler
+from toolmend.serve._anthropic import MessagesExchange, anthropic_error, count_tokens_handler
 from toolmend.serve._assembler import ContentGate, StreamAssembler
-from toolmend.serve._budget import Budget, Limits, check_tools, judge_within, parse_json, read_body
+from toolmend.serve._budget import Budget, Limits
+from toolmend.serve._exchange import (
+    Exchange,
+    comment_line,
+    event_json,
+    incomplete,
+    internal_error,
+    json_response,
+    mime,
+)
+from toolmend.serve._listen import listen
+from toolmend.serve._listen import loopback as _loopback  # noqa: F401 - its old home, where tests import it
+from toolmend.serve._listen import server_options as _server_options
 from toolmend.serve._metrics import Metrics
-from toolmend.serve._protocol import RequestError, openai_error, tool_names, validate_request
-from toolmend.serve._traces import TraceWriter, trace_record
+from toolmend.serve._protocol import openai_error, validate_request
+from toolmend.serve._responses import ResponsesExchange
+from toolmend.serve._traces import TraceWriter
 from toolmend.serve._upstream import (
     CREDENTIAL_HEADERS,
     Upstream,
     UpstreamError,
-    UpstreamReply,
     check_chunk,
     check_completion,
-    iter_sse,
     public_url,
-    read_capped,
     redact,
 )
 from toolmend.serve._verdict import Answer, Verdict, answer_of
@@ -55,7 +59,6 @@ __all__ = ["ServeConfig", "create_app", "run", "server_options"]
 _CHAT = "/chat/completions"
 _MESSAGES = "/v1/messages"
 PROXY: web.AppKey[_Proxy] = web.AppKey("toolmend.proxy")
-_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _CHUNK_KEYS = ("id", "object", "created", "model", "system_fingerprint", "service_tier")
 _DONE = b"data: [DONE]\n\n"
 _log = logging.getLogger("toolmend.serve")
@@ -161,14 +164,16 @@ class _Proxy:
                     else "Missing API key: send 'Authorization: Bearer <key>'."
                 )
                 if request.path.startswith(_MESSAGES):
-                    return _json(401, anthropic_error(what, type="authentication_error"))
-                return _json(401, openai_error(what, code="invalid_api_key"))
+                    return json_response(401, anthropic_error(what, type="authentication_error"))
+                return json_response(401, openai_error(what, code="invalid_api_key"))
         return await handler(request)
 
-    def _incoming(self, request: web.Request) -> Mapping[str, str] | None:
-        # With a proxy key, the client's bearer is ours and never goes upstream.
+    def _incoming(self, request: web.Request, key_header: str = "authorization") -> Mapping[str, str]:
+        # With a proxy key, the client's key (a bearer, or the protocol's own header) is ours and
+        # never goes upstream.
         if self.config.api_key:
-            return {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
+            drop = {"authorization", key_header}
+            return {k: v for k, v in request.headers.items() if k.lower() not in drop}
         return request.headers
 
     # -- endpoints ---------------------------------------------------------------------------
@@ -203,36 +208,11 @@ class _Proxy:
         if reply.status >= 400:
             text = body.decode("utf-8", "replace")
             body = redact(text, self.secrets(request)).encode()
-        return web.Response(body=body, status=reply.status, content_type=_mime(reply.headers))
-
-    async def chat(self, request: web.Request) -> web.StreamResponse:
-        started = time.perf_counter()
-        try:
-            raw = await read_body(request, self.config.limits)
-            body = await self.budget.run(self._admit, raw, what="the request")
-        except RequestError as exc:
-            self.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
-            return _json(exc.status, exc.body())
-        ex = _Exchange(self, request, body, started, raw)
-        try:
-            return await (ex.stream() if body.get("stream") else ex.complete())
-        except asyncio.CancelledError:
-            self.metrics.inc("toolmend_client_disconnects_total")
-            ex.outcome = "client_disconnected"
-            raise
-        finally:
-            ex.record()
-
-    def _admit(self, raw: bytes) -> dict[str, Any]:
-        """The chat request in ``raw``, parsed and validated within the limits (a budget step)."""
-        body = parse_json(raw, self.config.limits)
-        check_tools(body.get("tools"), self.config.limits)
-        validate_request(body, self.config.extra_fields)
-        return body
+        return web.Response(body=body, status=reply.status, content_type=mime(reply.headers))
 
     def _upstream_error(self, exc: UpstreamError, request: web.Request) -> web.Response:
         self.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-        return _json(exc.status, self.error_body(exc, request))
+        return json_response(exc.status, self.error_body(exc, request))
 
     def error_body(self, exc: UpstreamError, request: web.Request) -> dict[str, Any]:
         """The client's error for ``exc``, with no credential in it (an upstream may echo the key
@@ -240,105 +220,55 @@ class _Proxy:
         return dict(redact(_upstream_error_body(exc), self.secrets(request)))
 
 
-class _Exchange:
+class _Exchange(Exchange):
     """One chat-completion request on its way through."""
 
-    conversation: Conversation | None = None
-    """The request's conversation, once :meth:`decide` has found it (a class default: a subclass
-    with an ``__init__`` of its own has it too)."""
+    path = _CHAT
 
     def __init__(
         self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float, raw: bytes
     ) -> None:
-        self.proxy = proxy
-        self.request = request
-        self.body = body
-        self.raw = raw
-        """The request as the client sent it: forwarded as it is (it is valid, and parsing it
-        again costs CPU in proportion to the conversation's length)."""
-        self.started = started
-        self.is_stream = bool(body.get("stream"))
-        self.outcome = "error"
-        self.status = 200
-        self.verdict: Verdict | None = None
-        self.raw_upstream: Any = None
-        self.original: dict[str, Any] | None = None
-        self.final: dict[str, Any] | None = None
-        choice = body.get("tool_choice")
-        self.guarded = bool(tool_names(body)) and (body.get("n") or 1) == 1
-        self.rescue = self.guarded and choice != "none" and not proxy.config.shadow
+        super().__init__(proxy, request, body, started, raw)
         self.sent = body
         """The request as it goes upstream (the client's, unless the proxy takes a field over)."""
-        if self.guarded and choice == "required" and not proxy.config.shadow:
+        if self.guarded and body.get("tool_choice") == "required" and not proxy.config.shadow:
             # The guard enforces "required" itself (a reply without a call is re-asked or fails per
             # policy); upstreams that cannot take it (llama-cpp-python answers 500) get "auto".
             self.sent = {**body, "tool_choice": "auto"}
             self.raw = fastjson.dumps(self.sent)
 
-    @property
-    def config(self) -> ServeConfig:
-        return self.proxy.config
+    @staticmethod
+    def validate(body: dict[str, Any], config: ServeConfig) -> None:
+        validate_request(body, config.extra_fields)
+
+    def guards(self) -> bool:
+        return super().guards() and (self.body.get("n") or 1) == 1
 
     async def reask(self, extra: list[dict[str, Any]]) -> dict[str, Any]:
         """A hidden, non-streamed re-ask: the request with ``extra`` messages appended."""
         body = {**self.sent, "messages": [*self.body["messages"], *extra], "stream": False}
         body.pop("stream_options", None)
-        reply = await self.proxy.upstream.post(_CHAT, body, self.proxy._incoming(self.request))
+        reply = await self.proxy.upstream.post(_CHAT, body, self.incoming)
         self.proxy.metrics.inc("toolmend_reasks_total")
         data = reply.json()
         check_completion(data)
         return dict(data)
 
-    async def decide(self, answer: Answer) -> Verdict:
-        t = time.perf_counter()
-        config = self.config
-        self.conversation = self.proxy.conversations.for_request(
-            self.body["messages"], session=self.request.headers.get(SESSION_HEADER)
-        )
-        verdict = await judge_within(self.proxy.budget, self.body, answer, self.reask, policy=config.policy,
-                                     shadow=config.shadow, strict=config.strict,
-                                     conversation=self.conversation)  # fmt: skip
-        self.proxy.metrics.observe("toolmend_guard_seconds", time.perf_counter() - t)
-        self.verdict = verdict
-        self.outcome = verdict.outcome
-        return verdict
-
     # -- non-streaming ------------------------------------------------------------------------
 
-    async def complete(self) -> web.Response:
-        proxy = self.proxy
-        t = time.perf_counter()
-        try:
-            reply = await proxy.upstream.post(_CHAT, self.raw, proxy._incoming(self.request))
-            data = reply.json()
-            check_completion(data)
-        except UpstreamError as exc:
-            return self._failed(exc)
-        proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="false")
-        if reply.attempts > 1:
-            proxy.metrics.inc("toolmend_upstream_retries_total", reply.attempts - 1)
-        self.raw_upstream = data
-        message = data["choices"][0].get("message") or {}
-        self.original = message
-        if not self.guarded:
-            self.outcome, self.final = "passthrough", message
-            return web.Response(body=reply.raw, content_type=_mime(reply.headers),
-                                headers={"x-toolmend-outcome": "passthrough"})  # fmt: skip
-        answer = answer_of(data, self.rescue)
-        try:
-            verdict = await self.decide(answer)
-        except UpstreamError as exc:
-            return self._failed(exc)
-        headers = verdict.headers()
-        if verdict.error is not None:
-            self.status = 422
-            return _json(422, verdict.error, headers)
-        if not verdict.changed:
-            self.final = message
-            return web.Response(body=reply.raw, content_type=_mime(reply.headers), headers=headers)
+    def check(self, data: Any) -> None:
+        check_completion(data)
+
+    def original_of(self, data: Any) -> dict[str, Any]:
+        return dict(data["choices"][0].get("message") or {})
+
+    def answer_of(self, data: Any) -> Answer:
+        return answer_of(data, self.rescue)
+
+    def decided(self, data: Any, answer: Answer, verdict: Verdict) -> tuple[dict[str, Any], dict[str, Any]]:
         out = dict(data)
         choice = dict(data["choices"][0])
-        new = dict(message)
+        new = dict(choice.get("message") or {})
         new.update(verdict.message())
         # The legacy field some servers fill beside tool_calls holds the upstream's call, which
         # may be the one the guard rejected: only tool_calls says what the guard handed on.
@@ -348,60 +278,12 @@ class _Exchange:
         choice["message"], choice["finish_reason"] = new, verdict.finish_reason
         out["choices"] = [choice, *data["choices"][1:]]
         _add_usage(out, verdict)
-        self.final = new
-        return web.Response(body=fastjson.dumps(out), content_type="application/json", headers=headers)
-
-    def _failed(self, exc: UpstreamError) -> web.Response:
-        self.outcome, self.status = exc.kind, exc.status
-        return self.proxy._upstream_error(exc, self.request)
+        return out, new
 
     # -- streaming ------------------------------------------------------------------------------
 
-    async def stream(self) -> web.StreamResponse:
-        proxy = self.proxy
-        t = time.perf_counter()
-        try:
-            upstream = await proxy.upstream.open_stream(_CHAT, self.raw, proxy._incoming(self.request))
-        except UpstreamError as exc:
-            return self._failed(exc)
-        response = web.StreamResponse(status=200, headers=_SSE_HEADERS)
-        clean = False
-        try:
-            await response.prepare(self.request)
-            await self._relay(upstream, response, t)
-            clean = self.status == 200
-        except (ConnectionResetError, ConnectionError):
-            # The client went away: closing the upstream response cancels the upstream request.
-            proxy.metrics.inc("toolmend_client_disconnects_total")
-            self.outcome = "client_disconnected"
-        except Exception as exc:  # a fault of the proxy's own: the client still gets a shaped end
-            _log.exception("toolmend serve: internal error in a stream")
-            self.outcome, self.status = "internal_error", 500
-            with contextlib.suppress(Exception):
-                await self._end_with_error(response, _internal_error(exc))
-        finally:
-            if clean:
-                # The client has its answer; read the body's end so the connection goes back to
-                # the pool (a new connection per stream costs milliseconds).
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(1.0):  # no task per stream, as wait_for makes
-                        await read_capped(upstream, self.config.limits.max_upstream_bytes)
-                upstream.release()
-            else:
-                upstream.close()
-        return response
-
-    async def _events(self, upstream: Any) -> AsyncIterator[bytes]:
-        """The upstream's stream events; a server that ignored ``stream`` and sent one JSON body
-        is read as the stream that body stands for."""
-        if _mime(upstream.headers) != "application/json":
-            async for data in iter_sse(upstream, self.config.limits.max_upstream_bytes):
-                yield data
-            return
-        raw = await read_capped(upstream, self.config.limits.max_upstream_bytes)
-        for chunk in _as_chunks(UpstreamReply(upstream.status, upstream.headers, raw).json()):
-            yield fastjson.dumps(chunk)
-        yield b"[DONE]"
+    def events_of(self, data: Any) -> list[bytes]:
+        return [*(fastjson.dumps(chunk) for chunk in _as_chunks(data)), b"[DONE]"]
 
     async def _relay(self, upstream: Any, response: web.StreamResponse, t: float) -> None:
         proxy = self.proxy
@@ -418,11 +300,7 @@ class _Exchange:
                 if data == b"[DONE]":
                     done = True
                     break
-                try:
-                    chunk = fastjson.loads(data)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
-                                        kind="upstream_invalid_json") from None  # fmt: skip
+                chunk = event_json(data)
                 if not isinstance(chunk, dict):
                     raise UpstreamError(f"the upstream sent a stream event that is a {type(chunk).__name__}, "
                                         "not an object", status=502, kind="upstream_invalid")  # fmt: skip
@@ -479,9 +357,7 @@ class _Exchange:
             await self._stream_failed(response, exc)
             return
         if not done and finish is None:
-            cut = UpstreamError("the upstream stream ended before the answer was complete", status=502,
-                                kind="upstream_incomplete")  # fmt: skip
-            await self._stream_failed(response, cut)
+            await self._stream_failed(response, incomplete())
             return
         if gate is not None:
             tail = gate.flush()
@@ -497,22 +373,8 @@ class _Exchange:
         self.original = {"role": "assistant", "content": answer.content or None,
                          **({"tool_calls": answer.tool_calls} if answer.tool_calls else {})}  # fmt: skip
         self.raw_upstream = {"streamed": self.original, "finish_reason": finish, "usage": answer.usage}
-        if not hold:
-            self.outcome, self.final = "passthrough", self.original
-            if self.guarded:  # shadow: decide, annotate, change nothing
-                await self._comment(response, await self.decide(answer))
-            await response.write(_DONE)
-            await response.write_eof()
-            return
-        try:
-            verdict = await self.decide(answer)
-        except UpstreamError as exc:
-            await self._stream_failed(response, exc)
-            return
-        if verdict.error is not None:
-            self.status = 422
-            await self._comment(response, verdict)
-            await self._end_with_error(response, verdict.error)
+        verdict = await self._judged(response, answer, _DONE)
+        if verdict is None:
             return
         already = answer.sent
         # The rest of the answer goes out in one write: one syscall, not one per event.
@@ -532,14 +394,9 @@ class _Exchange:
             _add_usage(usage_chunk, verdict)
             events.append(usage_chunk)
         out = b"".join(b"data: " + fastjson.dumps(c) + b"\n\n" for c in events)
-        await response.write(out + _comment_line(verdict) + _DONE)
+        await response.write(out + comment_line(verdict) + _DONE)
         await response.write_eof()
         self.final = verdict.message()
-
-    async def _stream_failed(self, response: web.StreamResponse, exc: UpstreamError) -> None:
-        self.outcome, self.status = exc.kind, exc.status
-        self.proxy.metrics.inc("toolmend_upstream_errors_total", status=str(exc.status))
-        await self._end_with_error(response, self.proxy.error_body(exc, self.request))
 
     async def _end_with_error(self, response: web.StreamResponse, error: Mapping[str, Any]) -> None:
         """End a started stream: the error as an event, then ``[DONE]``, so that every client's
@@ -549,44 +406,6 @@ class _Exchange:
 
     async def _emit(self, response: web.StreamResponse, obj: Mapping[str, Any]) -> None:
         await response.write(b"data: " + fastjson.dumps(obj) + b"\n\n")
-
-    async def _comment(self, response: web.StreamResponse, verdict: Verdict) -> None:
-        await response.write(_comment_line(verdict))
-
-    # -- bookkeeping ----------------------------------------------------------------------------
-
-    def record(self) -> None:
-        proxy = self.proxy
-        seconds = time.perf_counter() - self.started
-        if self.conversation is not None and self.status == 200:
-            proxy.conversations.remember(self.body["messages"], self.final, self.conversation)
-        v = self.verdict
-        proxy.metrics.count_request(stream=self.is_stream, outcome=self.outcome, seconds=seconds, verdict=v)
-        if proxy.traces is None:
-            return
-        sample_id = self.request.headers.get("x-toolmend-sample-id") or "req-" + secrets.token_hex(8)
-        proxy.traces.write(
-            trace_record(
-                sample_id=sample_id,
-                request=self.body,
-                upstream=[self.raw_upstream, *(v.upstream if v is not None else [])],
-                original=self.original,
-                final=self.final if self.status == 200 else None,
-                outcome=self.outcome,
-                status=self.status,
-                verdict=_verdict_dict(v),
-                stream=self.is_stream,
-                seconds=seconds,
-            )
-        )
-
-
-def _verdict_dict(v: Verdict | None) -> dict[str, Any]:
-    if v is None:
-        return {}
-    out = asdict(v)
-    out.pop("upstream", None)
-    return out
 
 
 @web.middleware
@@ -599,18 +418,13 @@ async def _shaped(request: web.Request, handler: Any) -> web.StreamResponse:
         if exc.status < 400:
             raise
         if request.path.startswith(_MESSAGES):
-            return _json(exc.status, anthropic_error(exc.text or exc.reason, type="invalid_request_error"),
+            return json_response(exc.status, anthropic_error(exc.text or exc.reason, type="invalid_request_error"),
                          {k: v for k, v in exc.headers.items() if k.lower() in ("allow", "retry-after")})  # fmt: skip
-        return _json(exc.status, openai_error(exc.text or exc.reason, type="invalid_request_error", code=exc.status),
+        return json_response(exc.status, openai_error(exc.text or exc.reason, type="invalid_request_error", code=exc.status),
                      {k: v for k, v in exc.headers.items() if k.lower() in ("allow", "retry-after")})  # fmt: skip
     except Exception as exc:
         _log.exception("toolmend serve: internal error")
-        return _json(500, _internal_error(exc))
-
-
-def _internal_error(exc: BaseException) -> dict[str, Any]:
-    return openai_error(f"toolmend serve failed on this request ({type(exc).__name__}); the proxy's log "
-                        "has the details", type="internal_error", code=500)  # fmt: skip
+        return json_response(500, internal_error(exc))
 
 
 def _add_usage(obj: dict[str, Any], verdict: Verdict) -> None:
@@ -623,8 +437,7 @@ def _add_usage(obj: dict[str, Any], verdict: Verdict) -> None:
         usage["completion_tokens"] = int(usage.get("completion_tokens") or 0) + extra["completion_tokens"]
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         obj["usage"] = usage
-    obj["toolmend"] = {"outcome": verdict.outcome, "findings": verdict.findings, "repairs": verdict.repairs,
-                       "reasks": verdict.reasks, "reask_usage": dict(extra)}  # fmt: skip
+    obj["toolmend"] = verdict.summary()
 
 
 def _upstream_error_body(exc: UpstreamError) -> dict[str, Any]:
@@ -634,12 +447,6 @@ def _upstream_error_body(exc: UpstreamError) -> dict[str, Any]:
         shaped = {"type": exc.kind, "param": None, "code": exc.status, **detail}
         return {"error": {**shaped, "message": f"upstream error ({exc.status}): {detail['message']}"}}
     return openai_error(str(exc), type=exc.kind, code=exc.status)
-
-
-def _comment_line(verdict: Verdict) -> bytes:
-    """The ``x-toolmend-*`` values as an SSE comment: a stream's headers left before the answer
-    was known, and clients skip comment lines."""
-    return (": " + " ".join(f"{k}={v}" for k, v in verdict.headers().items()) + "\n\n").encode()
 
 
 def _as_chunks(body: Any) -> list[dict[str, Any]]:
@@ -665,15 +472,6 @@ def _as_chunks(body: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _json(status: int, obj: Any, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, body=fastjson.dumps(obj), content_type="application/json",
-                        headers=dict(headers or {}))  # fmt: skip
-
-
-def _mime(headers: Mapping[str, str]) -> str:
-    return (headers.get("Content-Type") or "application/json").split(";")[0].strip()
-
-
 def create_app(config: ServeConfig) -> web.Application:
     """The aiohttp application for ``config`` (run it with :func:`run` or any aiohttp runner)."""
     proxy = _Proxy(config)
@@ -681,12 +479,9 @@ def create_app(config: ServeConfig) -> web.Application:
     app[PROXY] = proxy
     app.on_startup.append(proxy.start)
     app.on_cleanup.append(proxy.stop)
-    app.router.add_post("/v1/chat/completions", proxy.chat)
-    # The Responses endpoint builds on this module's exchange, so it is imported once this one is.
-    from toolmend.serve._responses import handle_responses
-
-    app.router.add_post("/v1/responses", functools.partial(handle_responses, proxy))
-    app.router.add_post(_MESSAGES, messages_handler(proxy))
+    app.router.add_post("/v1/chat/completions", functools.partial(_Exchange.handle, proxy))
+    app.router.add_post("/v1/responses", functools.partial(ResponsesExchange.handle, proxy))
+    app.router.add_post(_MESSAGES, functools.partial(MessagesExchange.handle, proxy))
     app.router.add_post(_MESSAGES + "/count_tokens", count_tokens_handler(proxy))
     app.router.add_get("/v1/models", proxy.models)
     app.router.add_get("/healthz", proxy.healthz)
@@ -696,29 +491,14 @@ def create_app(config: ServeConfig) -> web.Application:
 
 def run(config: ServeConfig, *, print_line: Any = print) -> None:
     """Serve until interrupted. Client disconnects cancel their handler (and so the upstream call)."""
-    app = create_app(config)
-    if not config.api_key and not _loopback(config.host):
-        print_line(f"toolmend serve: warning: listening on {config.host} without a client key: anyone who "
-                   "can reach this port can use the upstream through it (set --api-key-env)")  # fmt: skip
-    print_line(f"toolmend serve: http://{config.host}:{config.port}/v1 -> {public_url(config.upstream)}"
-               + (" (shadow)" if config.shadow else "") + (" (strict)" if config.strict else ""))  # fmt: skip
-    web.run_app(app, host=config.host, port=config.port, print=None, **server_options(config))
+    banner = (f"toolmend serve: http://{config.host}:{config.port}/v1 -> {public_url(config.upstream)}"
+              + (" (shadow)" if config.shadow else "") + (" (strict)" if config.strict else ""))  # fmt: skip
+    exposed = (f"toolmend serve: warning: listening on {config.host} without a client key: anyone who "
+               "can reach this port can use the upstream through it (set --api-key-env)")  # fmt: skip
+    listen(create_app(config), host=config.host, port=config.port, limits=config.limits, banner=banner,
+           exposed=None if config.api_key else exposed, print_line=print_line)  # fmt: skip
 
 
 def server_options(config: ServeConfig) -> dict[str, Any]:
-    """The aiohttp server settings ``config`` asks for, for :func:`aiohttp.web.run_app` or an
-    :class:`aiohttp.web.AppRunner`: client disconnects cancel their handler, and a connection that
-    has not sent a request's headers within ``limits.header_timeout`` (a half-sent request, or
-    one idle that long) is closed."""
-    return {"handler_cancellation": True, "access_log": None,
-            "keepalive_timeout": config.limits.header_timeout}  # fmt: skip
-
-
-def _loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    """The aiohttp server settings ``config`` asks for (:func:`toolmend.serve._listen.server_options`)."""
+    return _server_options(config.limits)

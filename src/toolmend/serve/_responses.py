@@ -24,13 +24,10 @@ toolmend.serve._protocol.RequestError: Missing required parameter: 'model'.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -47,29 +44,21 @@ from toolmend.guard._responses import (
     usage_view,
 )
 from toolmend.serve import _json as fastjson
-from toolmend.serve._app import (
-    _SSE_HEADERS,
-    ServeConfig,
-    _comment_line,
-    _Exchange,
-    _internal_error,
-    _json,
-    _log,
-    _mime,
-    _Proxy,
-)
-from toolmend.serve._budget import check_tools, parse_json, read_body
-from toolmend.serve._protocol import RequestError, request_checker
+from toolmend.serve._exchange import Exchange, comment_line, event_json, incomplete
+from toolmend.serve._protocol import RequestError, _require, request_checker
 from toolmend.serve._responses_stream import (
     TERMINAL,
     ResponseStreamAssembler,
     check_response,
     item_events,
 )
-from toolmend.serve._upstream import UpstreamError, UpstreamReply, iter_sse, read_capped
+from toolmend.serve._upstream import UpstreamError
 from toolmend.serve._verdict import Answer, Verdict, split_content
 
-__all__ = ["RESPONSES_FIELDS", "handle_responses", "validate_responses"]
+if TYPE_CHECKING:
+    from toolmend.serve._app import ServeConfig, _Proxy
+
+__all__ = ["RESPONSES_FIELDS", "ResponsesExchange", "validate_responses"]
 
 _PATH = "/responses"
 
@@ -90,11 +79,6 @@ RESPONSES_FIELDS = frozenset(
 (``toolmend serve --allow-field NAME`` adds more)."""
 
 _TOOL_AT = re.compile(r"tools\[(\d+)\]\.function\.")
-
-
-def _require(cond: bool, message: str, param: str, code: str = "invalid_value") -> None:
-    if not cond:
-        raise RequestError(message, param=param, code=code)
 
 
 def validate_responses(body: Mapping[str, Any], extra_fields: Iterable[str] = ()) -> None:
@@ -164,67 +148,39 @@ def _check_choice(choice: Any, names: list[str]) -> None:
                  "tool_choice")  # fmt: skip
 
 
-async def handle_responses(proxy: _Proxy, request: web.Request) -> web.StreamResponse:
-    """The ``/v1/responses`` endpoint of ``proxy`` (see the module docstring)."""
-    started = time.perf_counter()
-    try:
-        raw = await read_body(request, proxy.config.limits)
-        body = await proxy.budget.run(_admit, raw, proxy.config, what="the request")
-    except RequestError as exc:
-        proxy.metrics.inc("toolmend_bad_requests_total", status=str(exc.status))
-        return _json(exc.status, exc.body())
-    ex = _ResponsesExchange(proxy, request, body, started, raw)
-    try:
-        return await (ex.stream() if body.get("stream") else ex.complete())
-    except asyncio.CancelledError:
-        proxy.metrics.inc("toolmend_client_disconnects_total")
-        ex.outcome = "client_disconnected"
-        raise
-    finally:
-        ex.record()
-
-
-def _admit(raw: bytes, config: ServeConfig) -> dict[str, Any]:
-    """The Responses request in ``raw``, parsed and validated within the limits (a budget step)."""
-    body = parse_json(raw, config.limits)
-    check_tools(body.get("tools"), config.limits)
-    validate_responses(body, config.extra_fields)
-    return body
-
-
 def _line(event: Mapping[str, Any] | bytes, kind: str) -> bytes:
     data = event if isinstance(event, bytes) else fastjson.dumps(event)
     return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
 
 
-class _ResponsesExchange(_Exchange):
-    """One Responses request on its way through. ``body`` (what :func:`judge` reads, and what
-    traces record) is the request in the chat shape; ``request_body`` is the client's own."""
+class ResponsesExchange(Exchange):
+    """One Responses request on its way through. :attr:`view` (what :func:`judge` reads, and
+    what traces record) is the request in the chat shape; ``body`` is the client's own."""
+
+    path = _PATH
+    stream_kind = "a responses stream"
 
     def __init__(
         self, proxy: _Proxy, request: web.Request, body: dict[str, Any], started: float, raw: bytes
     ) -> None:
-        # Not the chat exchange's __init__: it rewrites the request, and this one goes as sent.
-        self.proxy = proxy
-        self.request = request
-        self.request_body = body
-        self.body = chat_request(body)
-        self.raw = raw
-        self.started = started
-        self.is_stream = bool(body.get("stream"))
-        self.outcome = "error"
-        self.status = 200
-        self.verdict: Verdict | None = None
-        self.raw_upstream: Any = None
-        self.original: dict[str, Any] | None = None
-        self.final: dict[str, Any] | None = None
-        self.guarded = bool(self.body["tools"])
-        self.rescue = self.guarded and body.get("tool_choice") != "none" and not proxy.config.shadow
-        self.sent = self.body
+        super().__init__(proxy, request, body, started, raw)
         self.known: dict[str, dict[str, Any]] = {}
         """Every function-call item the upstream sent (first answer and re-asks), by call_id."""
         self.seq = -1
         """The last ``sequence_number`` the client was sent (streams)."""
+
+    @staticmethod
+    def validate(body: dict[str, Any], config: ServeConfig) -> None:
+        validate_responses(body, config.extra_fields)
+
+    def chat_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        return chat_request(body)
+
+    def guards(self) -> bool:
+        return bool(self.view["tools"])
+
+    def tool_choice(self) -> Any:
+        return self.body.get("tool_choice")
 
     def _learn(self, output: list[Any]) -> None:
         for item in output:
@@ -235,10 +191,9 @@ class _ResponsesExchange(_Exchange):
         """A hidden, non-streamed re-ask to the same endpoint: the request's input with the
         guard's exchange appended as items (the calls, then a ``function_call_output`` for each
         that says what is wrong)."""
-        body = {**self.request_body, "input": [*input_list(self.request_body), *input_items(extra)],
-                "stream": False}  # fmt: skip
+        body = {**self.body, "input": [*input_list(self.body), *input_items(extra)], "stream": False}
         body.pop("stream_options", None)
-        reply = await self.proxy.upstream.post(_PATH, body, self.proxy._incoming(self.request))
+        reply = await self.proxy.upstream.post(_PATH, body, self.incoming)
         self.proxy.metrics.inc("toolmend_reasks_total")
         data = reply.json()
         check_response(data)
@@ -266,94 +221,34 @@ class _ResponsesExchange(_Exchange):
             usage["output_tokens"] = int(usage.get("output_tokens") or 0) + extra["completion_tokens"]
             usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
             out["usage"] = usage
-        out["toolmend"] = {"outcome": verdict.outcome, "findings": verdict.findings, "repairs": verdict.repairs,
-                           "reasks": verdict.reasks, "reask_usage": dict(verdict.reask_usage)}  # fmt: skip
+        out["toolmend"] = verdict.summary()
         return out
 
     # -- non-streaming ------------------------------------------------------------------------
 
-    async def complete(self) -> web.Response:
-        proxy = self.proxy
-        t = time.perf_counter()
-        try:
-            reply = await proxy.upstream.post(_PATH, self.raw, proxy._incoming(self.request))
-            data = reply.json()
-            check_response(data)
-        except UpstreamError as exc:
-            return self._failed(exc)
-        proxy.metrics.observe("toolmend_upstream_seconds", time.perf_counter() - t, stream="false")
-        if reply.attempts > 1:
-            proxy.metrics.inc("toolmend_upstream_retries_total", reply.attempts - 1)
-        self.raw_upstream = data
-        answer = self._answer(data, self.rescue)
-        self.original = _message(answer.content, answer.tool_calls)
-        if not self.guarded:
-            self.outcome, self.final = "passthrough", self.original
-            return web.Response(body=reply.raw, content_type=_mime(reply.headers),
-                                headers={"x-toolmend-outcome": "passthrough"})  # fmt: skip
-        try:
-            verdict = await self.decide(answer)
-        except UpstreamError as exc:
-            return self._failed(exc)
-        headers = verdict.headers()
-        if verdict.error is not None:
-            self.status = 422
-            return _json(422, verdict.error, headers)
-        if not verdict.changed:
-            self.final = self.original
-            return web.Response(body=reply.raw, content_type=_mime(reply.headers), headers=headers)
-        self.final = verdict.message()
-        return _json(200, self._decided(data, verdict), headers)
+    def check(self, data: Any) -> None:
+        check_response(data)
+
+    def original_of(self, data: Any) -> dict[str, Any]:
+        output = data.get("output")
+        return _message(output_text(output), function_calls(output))
+
+    def answer_of(self, data: Any) -> Answer:
+        return self._answer(data, self.rescue)
+
+    def decided(self, data: Any, answer: Answer, verdict: Verdict) -> tuple[dict[str, Any], dict[str, Any]]:
+        return self._decided(data, verdict), verdict.message()
 
     # -- streaming ------------------------------------------------------------------------------
 
-    async def stream(self) -> web.StreamResponse:
-        proxy = self.proxy
-        t = time.perf_counter()
-        try:
-            upstream = await proxy.upstream.open_stream(_PATH, self.raw, proxy._incoming(self.request))
-        except UpstreamError as exc:
-            return self._failed(exc)
-        response = web.StreamResponse(status=200, headers=_SSE_HEADERS)
-        clean = False
-        try:
-            await response.prepare(self.request)
-            await self._relay(upstream, response, t)
-            clean = self.status == 200
-        except (ConnectionResetError, ConnectionError):
-            proxy.metrics.inc("toolmend_client_disconnects_total")
-            self.outcome = "client_disconnected"
-        except Exception as exc:  # a fault of the proxy's own: the client still gets a shaped end
-            _log.exception("toolmend serve: internal error in a responses stream")
-            self.outcome, self.status = "internal_error", 500
-            with contextlib.suppress(Exception):
-                await self._end_with_error(response, _internal_error(exc))
-        finally:
-            if clean:
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(1.0):
-                        await read_capped(upstream, self.config.limits.max_upstream_bytes)
-                upstream.release()
-            else:
-                upstream.close()
-        return response
-
-    async def _events(self, upstream: Any) -> AsyncIterator[bytes]:
-        """The upstream's events; a server that ignored ``stream`` and sent one JSON body is read
-        as the stream that body stands for."""
-        if _mime(upstream.headers) != "application/json":
-            async for data in iter_sse(upstream, self.config.limits.max_upstream_bytes):
-                yield data
-            return
-        raw = await read_capped(upstream, self.config.limits.max_upstream_bytes)
-        data = UpstreamReply(upstream.status, upstream.headers, raw).json()
+    def events_of(self, data: Any) -> list[bytes]:
         check_response(data)
-        yield fastjson.dumps({"type": "response.created", "sequence_number": 0,
-                              "response": {**data, "output": [], "status": "in_progress", "usage": None}})  # fmt: skip
+        events = [{"type": "response.created", "sequence_number": 0,
+                   "response": {**data, "output": [], "status": "in_progress", "usage": None}}]  # fmt: skip
         for i, item in enumerate(data["output"]):
-            for event in item_events(item, i):
-                yield fastjson.dumps(event)
-        yield fastjson.dumps({"type": "response.completed", "response": data})
+            events.extend(item_events(item, i))
+        events.append({"type": "response.completed", "response": data})
+        return [fastjson.dumps(event) for event in events]
 
     async def _relay(self, upstream: Any, response: web.StreamResponse, t: float) -> None:
         proxy = self.proxy
@@ -366,11 +261,7 @@ class _ResponsesExchange(_Exchange):
             async for data in self._events(upstream):
                 if data == b"[DONE]":
                     continue  # not part of the Responses protocol; some servers send it anyway
-                try:
-                    event = fastjson.loads(data)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    raise UpstreamError("the upstream sent a stream event that is not JSON", status=502,
-                                        kind="upstream_invalid_json") from None  # fmt: skip
+                event = event_json(data)
                 kind = event.get("type") if isinstance(event, dict) else None
                 # The type is also the event's "event:" line: a line break in it would forge events.
                 if not isinstance(kind, str) or "\n" in kind or "\r" in kind:
@@ -401,33 +292,18 @@ class _ResponsesExchange(_Exchange):
             await self._stream_failed(response, exc)
             return
         if asm.terminal is None or asm.response is None:
-            cut = UpstreamError("the upstream stream ended before the answer was complete", status=502,
-                                kind="upstream_incomplete")  # fmt: skip
-            await self._stream_failed(response, cut)
+            await self._stream_failed(response, incomplete())
             return
         final = {**asm.response, "output": asm.output()}
         answer = self._answer(final, False)
         self.original = _message(answer.content, answer.tool_calls)
         self.raw_upstream = {"streamed": self.original, "finish_reason": answer.finish_reason,
                              "usage": answer.usage}  # fmt: skip
-        if not hold:
-            self.outcome, self.final = "passthrough", self.original
-            if self.guarded:  # shadow: decide, annotate, change nothing
-                await self._comment(response, await self.decide(answer))
-            await response.write_eof()
-            return
-        try:
-            verdict = await self.decide(answer)
-        except UpstreamError as exc:
-            await self._stream_failed(response, exc)
-            return
-        if verdict.error is not None:
-            self.status = 422
-            await self._comment(response, verdict)
-            await self._end_with_error(response, verdict.error)
+        verdict = await self._judged(response, answer)
+        if verdict is None:
             return
         if not verdict.changed and asm.consistent():
-            await response.write(b"".join(held) + _comment_line(verdict))
+            await response.write(b"".join(held) + comment_line(verdict))
             await response.write_eof()
             self.final = self.original
             return
@@ -440,7 +316,7 @@ class _ResponsesExchange(_Exchange):
             self.seq += 1
             out.append(_line({**event, "sequence_number": self.seq}, event["type"]))
         # The rest of the answer goes out in one write: one syscall, not one per event.
-        await response.write(b"".join(out) + _comment_line(verdict))
+        await response.write(b"".join(out) + comment_line(verdict))
         await response.write_eof()
         self.final = verdict.message()
 

@@ -347,36 +347,43 @@ async def iter_sse(resp: aiohttp.ClientResponse, limit: int | None = None) -> As
     """The ``data`` payloads of a server-sent-event stream, as raw bytes (``[DONE]`` included).
 
     The body is read as it arrives (one await per network read, not one per line) and split
-    into events here; ``\\r\\n`` and ``\\r`` line ends count as ``\\n``, as the SSE format says.
-    A timeout or a dropped connection mid-stream raises :class:`UpstreamError`, and so does a
-    stream past ``limit`` bytes in all (decompressed).
+    into events by :func:`sse_events`. A timeout or a dropped connection mid-stream raises
+    :class:`UpstreamError`, and so does a stream past ``limit`` bytes in all (decompressed).
     """
+    async with guard_transport():
+        async for event in sse_events(resp, limit):
+            data = _event_data(event)
+            if data is not None:
+                yield data
+
+
+async def sse_events(resp: aiohttp.ClientResponse, limit: int | None = None) -> AsyncIterator[bytes]:
+    """The events of a server-sent-event body as they arrive, each as its lines joined by ``\\n``:
+    ``\\r\\n`` and ``\\r`` line ends count as ``\\n``, as the SSE format says. Past ``limit``
+    bytes in all (decompressed), an :class:`UpstreamError`."""
     buf = b""
     total = 0
     cr = False  # a piece ended in "\r": it may be the first half of "\r\n"
-    async with guard_transport():
-        async for piece in resp.content.iter_any():
-            total += len(piece)
-            if limit is not None and total > limit:
-                raise _too_big(limit)
-            if cr:
-                piece = b"\r" + piece
-            cr = piece.endswith(b"\r")
-            if cr:
-                piece = piece[:-1]
-            if b"\r" in piece:
-                piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            buf += piece
-            if b"\n\n" not in buf:
-                continue
-            *events, buf = buf.split(b"\n\n")
-            for event in events:
-                data = _event_data(event)
-                if data is not None:
-                    yield data
-        data = _event_data(buf)
-        if data is not None:
-            yield data
+    async for piece in resp.content.iter_any():
+        total += len(piece)
+        if limit is not None and total > limit:
+            raise _too_big(limit)
+        if cr:
+            piece = b"\r" + piece
+        cr = piece.endswith(b"\r")
+        if cr:
+            piece = piece[:-1]
+        if b"\r" in piece:
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf += piece
+        if b"\n\n" not in buf:
+            continue
+        *events, buf = buf.split(b"\n\n")
+        for event in events:
+            if event:
+                yield event
+    if buf.strip():
+        yield buf
 
 
 def _event_data(event: bytes) -> bytes | None:

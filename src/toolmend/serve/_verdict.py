@@ -88,6 +88,11 @@ class Verdict:
             out["x-toolmend-shadow"] = self.shadow
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """What the client's answer says of the guard's work, under ``toolmend`` (every route)."""
+        return {"outcome": self.outcome, "findings": self.findings, "repairs": self.repairs,
+                "reasks": self.reasks, "reask_usage": dict(self.reask_usage)}  # fmt: skip
+
     def message(self) -> dict[str, Any]:
         """The assistant message the client gets."""
         msg: dict[str, Any] = {"role": "assistant", "content": self.content}
