@@ -62,6 +62,28 @@ load_helper("audit")
 load_helper("cli_usage")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist's loadfile hands out files largest (most tests) first. A few files hold few but long
+    # tests (a real model, the docs pages, mypy): handed out last, one of them keeps a worker busy
+    # while the others have nothing left. The order below is used instead.
+    if getattr(config.option, "loadscopereorder", False):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist: files marked ``slow`` first, then the rest by test count (largest first), each
+    file's tests in their own order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ranked = sorted(
+        files.values(), key=lambda tests: (tests[0].get_closest_marker("slow") is None, -len(tests))
+    )
+    items[:] = [item for tests in ranked for item in tests]
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """``../shared/data`` (or ``$TOOLMEND_SHARED/data``); the tests need it and fail loudly without it."""

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from kept_dirs import kept_dir
 
+pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 

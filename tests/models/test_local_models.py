@@ -28,6 +28,8 @@ from toolmend.models._gguf import (
 )
 from toolmend.models._hf import CALL_OPENING, HFModel, ignores_tools, load_few_shot
 
+pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
+
 BFCL = BENCHMARKS.get("bfcl")()
 
 
