@@ -18,9 +18,10 @@ say() { echo "install.sh: $*" >&2; }
 # does every step (TOOLMEND_INSTALLER=pip asks for that).
 UV=()
 if [ "${TOOLMEND_INSTALLER:-uv}" = uv ]; then
-  if [ -x .venv/bin/uv ] || .venv/bin/python -m pip install -q "uv>=0.13,<1"; then
-    # One argument a line; exit 3 when a setting has no uv equivalent.
-    if UV_SETTINGS=$(.venv/bin/python - <<'EOF'
+  if [ -x .venv/bin/uv ] || .venv/bin/python -m pip install -q "uv>=0.13,<0.14"; then
+    # uv's arguments for pip's effective install options, one a line; exit 3 for a setting that
+    # has no uv equivalent.
+    if settings=$(.venv/bin/python - <<'EOF'
 import sys
 from pip._internal.commands import create_command
 
@@ -44,10 +45,10 @@ if opts.pre:
 print("\n".join(args))
 EOF
     ); then
-      mapfile -t UV_SETTINGS <<<"$UV_SETTINGS"
-      UV=(.venv/bin/uv pip install -q --python .venv/bin/python "${UV_SETTINGS[@]}")
+      mapfile -t settings <<<"$settings"
+      UV=(.venv/bin/uv pip install -q --python .venv/bin/python "${settings[@]}")
     else
-      say "pip has a setting uv cannot take; installing with pip"
+      say "could not hand pip's settings to uv; installing with pip"
     fi
   else
     say "could not install uv; installing with pip"
