@@ -4,8 +4,18 @@ server and a private cache folder."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
+
+# xdist runs one worker per core already. Left at their default of a thread per core, torch's and
+# the BLAS libraries' pools would oversubscribe the cores (two workers, two threads each, on two
+# cores), and every parallel op would wait for a thread that another worker keeps off its core.
+# Set before anything loads those libraries, which read these once; subprocesses inherit them.
+if (_workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))) > 1:
+    _threads = str(max(1, len(os.sched_getaffinity(0)) // _workers))
+    for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, _threads)
+
+import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,9 +56,32 @@ def load_helper(name: str) -> ModuleType:
 
 fake_openai_server = load_helper("fake_openai_server")
 load_helper("resume_worker")
+load_helper("kept_dirs")
 load_helper("real_model")
 load_helper("audit")
 load_helper("cli_usage")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist's loadfile hands out files largest (most tests) first. A few files hold few but long
+    # tests (a real model, the docs pages, mypy): handed out last, one of them keeps a worker busy
+    # while the others have nothing left. The order below is used instead.
+    if getattr(config.option, "loadscopereorder", False):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist: files marked ``slow`` first, then the rest by test count (largest first), each
+    file's tests in their own order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ranked = sorted(
+        files.values(), key=lambda tests: (tests[0].get_closest_marker("slow") is None, -len(tests))
+    )
+    items[:] = [item for tests in ranked for item in tests]
 
 
 @pytest.fixture(scope="session")

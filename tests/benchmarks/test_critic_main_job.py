@@ -15,6 +15,8 @@ import pytest
 
 from toolmend._bench import run_bench
 
+pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
+
 SUITE_SHA256 = "385d8a7e114ee3e8b49488e0ae9173d5eda8db13d414bfb803611aefaad15570"
 """SHA-256 over the four files of the seed-0 world suite (relative path, then bytes, sorted by path)."""
 

@@ -20,6 +20,8 @@ from toolmend._bench import BenchInterrupted
 from toolmend.cli._bench import _after_interrupt
 from toolmend.runs import RunDir
 
+pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
+
 N = 30
 # Slow enough to be stopped midway: 2 samples in flight, each reply 50 ms, several turns a task.
 COMMON = ["world", "--model", "noisy/scripted", "-M", "noise=0.3", "-M", "delay=0.05", "--limit", str(N),

@@ -14,6 +14,8 @@ from toolmend.benchmarks import STRATEGIES, Generate, SolveState
 from toolmend.cli._app import app
 from toolmend.runs import RunDir
 
+pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
+
 
 @pytest.fixture(autouse=True)
 def _private_cache(private_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from kept_dirs import kept_dir
 
 from toolmend.models._gguf import SMOLLM2_TOOLS_TEMPLATE, hf_folder, resolve_gguf
 from toolmend.models._hf import HFModel
@@ -52,7 +53,6 @@ def smollm2(root: Path, *, tool_mode: str = "native", own_template: bool = False
 
 
 def gguf_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where converted folders live: beside pytest's per-session folders, kept across sessions."""
-    root = tmp_path_factory.getbasetemp().parent / "toolmend-gguf"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    """Where converted folders live: beside pytest's per-session folders, kept across sessions and
+    shared by xdist's workers (the first to need the folder converts it, the others wait for it)."""
+    return kept_dir(tmp_path_factory, "toolmend-gguf")

@@ -28,6 +28,8 @@ from toolmend.models._gguf import (
 )
 from toolmend.models._hf import CALL_OPENING, HFModel, ignores_tools, load_few_shot
 
+pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
+
 BFCL = BENCHMARKS.get("bfcl")()
 
 
@@ -114,6 +116,40 @@ def test_local_names_its_engine() -> None:
 
 
 # -- GGUF loading and the template ------------------------------------------------------------------
+
+
+def test_gguf_folders_are_keyed_by_content_and_a_waiter_reuses_the_holders(tmp_path: Path) -> None:
+    """A copy of the file (elsewhere, another mtime: a new venv) maps to the same folder, and a
+    process that finds the conversion's lock held waits, then reuses what the holder wrote
+    instead of converting again (this file is no model: converting it would fail)."""
+    import fcntl
+    import hashlib
+    import os
+    import threading
+
+    from toolmend.models._gguf import GGUFSource, hf_folder
+
+    data = b"GGUF" + bytes(range(256)) * 64
+    first, copy = tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf"
+    for path in (first, copy):
+        path.parent.mkdir()
+        path.write_bytes(data)
+    os.utime(copy, (1_000_000_000, 1_000_000_000))
+    root = tmp_path / "root"
+    root.mkdir()
+    out = root / f"m-{hashlib.sha256(data).hexdigest()[:16]}"
+    got: list[Path] = []
+    waiter = threading.Thread(target=lambda: got.append(hf_folder(GGUFSource(first, "m"), root)), daemon=True)
+    with (root / f".{out.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as another process converting the file holds it
+        waiter.start()
+        waiter.join(0.5)
+        assert waiter.is_alive() and not got
+        out.mkdir()
+        (out / "config.json").write_text("{}")  # the holder's finished folder
+    waiter.join(60)
+    assert got == [out]
+    assert hf_folder(GGUFSource(copy, "m"), root) == out
 
 
 def test_gguf_converts_to_a_plain_folder_with_the_files_template(root: Path) -> None:

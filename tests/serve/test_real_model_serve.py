@@ -22,6 +22,8 @@ from toolmend.models import GenerateConfig, GenerateRequest
 from toolmend.models._hf import HFModel
 from toolmend.serve import ServeConfig, create_app
 
+pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
+
 openai = pytest.importorskip("openai")
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather forecast for a city.",

@@ -38,6 +38,8 @@ toolmend._errors.ConfigError: unknown local model 'no-such-model': give a path t
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib
 import importlib.util
 import logging
@@ -289,18 +291,30 @@ def is_gguf_ref(ref: str | Path) -> bool:
 def hf_folder(source: GGUFSource, root: Path | None = None) -> Path:
     """A plain transformers folder (fp32 safetensors, tokenizer, the file's chat template) holding
     the dequantised weights of ``source``, converted on first use and kept under ``root``
-    (default: ``<toolmend cache>/gguf``), keyed by the file's name, size and mtime.
+    (default: ``<toolmend cache>/gguf``), keyed by the file's name and the SHA-256 of its bytes, so
+    a reinstalled copy of the same file (a new venv) reuses the conversion. Processes that ask for
+    the same folder at once convert it once: the others wait on a lock file beside it.
 
     transformers refuses to ``save_pretrained`` a model it loaded from a GGUF, so the weights are
     copied into a model built from the same config, which it saves like any other.
     """
-    from toolmend.models._hf import fingerprint_dir
-
     base = root if root is not None else cache_dir() / "gguf"
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", source.path.stem)[:60]
-    out = base / f"{stem}-{fingerprint_dir(source.path)}"
+    with source.path.open("rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()[:16]
+    out = base / f"{stem}-{digest}"
     if (out / "config.json").is_file():
         return out
+    base.mkdir(parents=True, exist_ok=True)
+    with (base / f".{out.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
+        if (out / "config.json").is_file():  # converted while this process waited
+            return out
+        return _convert(source, base, out)
+
+
+def _convert(source: GGUFSource, base: Path, out: Path) -> Path:
+    """Write the folder ``out`` (see :func:`hf_folder`) through a temporary sibling."""
     try:
         import torch  # noqa: F401  (transformers needs it to load weights)
         import transformers
