@@ -1,0 +1,64 @@
+"""A rerun of the checklist critic is served from the response cache, and only while the critic's
+code is the code that computed the cached replies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolmend._bench import BenchResult, arun_bench
+from toolmend.benchmarks.critic import build_suite
+from toolmend.benchmarks.critictool import CriticToolBenchmark
+from toolmend.benchmarks.critictool import _checklist
+from toolmend.cli._bench import footer
+from toolmend.runs import RunDir
+
+
+def _outputs(result: BenchResult) -> dict[str, list[str]]:
+    return {r.id: r.outputs for r in RunDir(result.run_dir).iter_records()}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_suite("world", seed=2, out=tmp_path_factory.mktemp("suite"), limit=30).root
+
+
+async def _run(suite: Path, tmp_path: Path) -> BenchResult:
+    exact = CriticToolBenchmark(similarity=lambda a, b: float(a == b))
+    return await arun_bench(
+        exact, "checklist", data=suite, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache", progress=False
+    )
+
+
+async def test_rerun_is_served_from_the_cache_with_identical_metrics(suite: Path, tmp_path: Path) -> None:
+    first = await _run(suite, tmp_path)
+    second = await _run(suite, tmp_path)
+    one, two = first.summary, second.summary
+    assert one.requests > 0 and one.cache_hits == 0
+    assert two.requests == one.requests and two.cache_hits == two.requests
+    assert two.metrics == one.metrics
+    assert _outputs(second) == _outputs(first)
+    assert first.run_dir != second.run_dir
+    assert f"{one.requests} replies computed here (no HTTP), 0 from the cache" in footer(first, 1.0)
+    assert f"0 replies computed here (no HTTP), {two.requests} from the cache" in footer(second, 1.0)
+
+
+async def test_changed_critic_code_misses_the_cache(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = await _run(suite, tmp_path)
+    monkeypatch.setattr(_checklist, "code_fingerprint", lambda: "edited-checklist")
+    again = await _run(suite, tmp_path)
+    assert first.summary.cache_hits == 0 and again.summary.cache_hits == 0
+    assert again.summary.requests == first.summary.requests
+    assert again.summary.metrics == first.summary.metrics
+
+
+def test_fingerprint_covers_the_critic_and_the_checker() -> None:
+    files = [_checklist._PACKAGE / entry for entry in _checklist._CODE]
+    assert all(f.exists() for f in files)
+    assert _checklist._PACKAGE / "check" in files
+    assert _checklist.code_fingerprint() == _checklist.code_fingerprint()
+    identity = _checklist.ChecklistCritic().cache_identity()
+    assert identity["code"] == _checklist.code_fingerprint()
