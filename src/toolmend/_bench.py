@@ -208,7 +208,8 @@ class BenchResult:
     summary: RunSummary
     settings: BenchSettings | None = None
     in_process: bool = False
-    """The model answered in this process (the checklist critic, scripted): no HTTP request."""
+    """The model answered in this process (the checklist critic, the fakes, a local engine; see
+    :attr:`~toolmend.models.Model.http`): no HTTP request."""
 
     @property
     def failed(self) -> int:
@@ -709,7 +710,7 @@ async def _execute(
         mode=mode_,
         summary=summary,
         settings=settings,
-        in_process=bool(getattr(llm, "in_process", False)),
+        in_process=bool(getattr(llm, "in_process", False)) or not llm.http,
     )
 
 

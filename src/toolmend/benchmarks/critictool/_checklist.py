@@ -303,6 +303,7 @@ class ChecklistCritic(Model):
 
     in_process = True
     """Answers without I/O: ``toolmend bench`` may keep many samples in progress at once."""
+    http = False
 
     def __init__(self, name: str = "checklist", *, cache: ResponseCache | None = None) -> None:
         super().__init__(name, cache=cache, max_connections=1000)
