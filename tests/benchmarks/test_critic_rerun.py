@@ -1,5 +1,5 @@
-"""A rerun of the checklist critic is served from the response cache, and only while the critic's
-code is the code that computed the cached replies."""
+"""A rerun of the main job is served from the caches: the checklist critic's replies from the
+response cache and the suite from its folder, each only while the code that made them is unchanged."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from toolmend._bench import BenchResult, arun_bench
-from toolmend.benchmarks.critic import build_suite
+from toolmend import _bench
+from toolmend._bench import BenchResult, _suite_data, arun_bench
+from toolmend.benchmarks.critic import SuiteInfo, _suite, build_suite
+from toolmend.benchmarks.critic._suite import CRITIC_SUITE
 from toolmend.benchmarks.critictool import CriticToolBenchmark
 from toolmend.benchmarks.critictool import _checklist
 from toolmend.cli._bench import footer
 from toolmend.runs import RunDir
+from toolmend.runs._manifest import dataset_fingerprint
 
 
 def _outputs(result: BenchResult) -> dict[str, list[str]]:
@@ -56,9 +59,35 @@ async def test_changed_critic_code_misses_the_cache(
 
 
 def test_fingerprint_covers_the_critic_and_the_checker() -> None:
-    files = [_checklist._PACKAGE / entry for entry in _checklist._CODE]
-    assert all(f.exists() for f in files)
-    assert _checklist._PACKAGE / "check" in files
+    package = Path(_checklist.__file__).resolve().parents[2]
+    assert all((package / entry).exists() for entry in _checklist._CODE)
+    assert "check" in _checklist._CODE and "benchmarks/critictool/_checklist.py" in _checklist._CODE
     assert _checklist.code_fingerprint() == _checklist.code_fingerprint()
     identity = _checklist.ChecklistCritic().cache_identity()
     assert identity["code"] == _checklist.code_fingerprint()
+
+
+def test_suite_is_built_once_while_the_code_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    real = _suite.build_suite
+
+    def small(source: str, *, seed: int, out: Path) -> SuiteInfo:
+        built.append(seed)
+        return real(source, seed=seed, out=out, limit=12)
+
+    monkeypatch.setattr(_suite, "build_suite", small)
+    folder = tmp_path / "suites" / "critic" / "seed-3"
+    first = _suite_data(CRITIC_SUITE, "critic", 3, folder)
+    digest = dataset_fingerprint(first)
+    again = _suite_data(CRITIC_SUITE, "critic", 3, folder)
+    assert built == [3] and again == first and dataset_fingerprint(again) == digest
+    # The stamp lies beside the data, so the data's fingerprint (checked by --resume) is its own.
+    assert [p.name for p in folder.parent.iterdir() if p.is_file()] == ["seed-3.built.json"]
+
+    monkeypatch.setattr(_bench, "source_fingerprint", lambda: "edited-toolmend")
+    _suite_data(CRITIC_SUITE, "critic", 3, folder)
+    assert built == [3, 3]
+    (folder.parent / "seed-3.built.json").write_text("{not json", encoding="utf-8")
+    _suite_data(CRITIC_SUITE, "critic", 3, folder)
+    assert built == [3, 3, 3]
+    assert dataset_fingerprint(first) == digest

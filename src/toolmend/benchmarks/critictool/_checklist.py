@@ -43,16 +43,15 @@ the task: no schema is broken and the response is a success), notice a plausible
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
 from toolmend._errors import ConfigError, ToolmendError
 from toolmend._schema import Finding, Message, Tool, ToolCall
+from toolmend._shared import source_fingerprint
 from toolmend.check import Checker, critictool_category, repair
 from toolmend.check._names import closest
 from toolmend.formats._critictool import CATEGORIES, FINISH, ParsedAction, parse_action, prompt_tools
@@ -271,27 +270,20 @@ def _external(
     return _reply(FINISH, message, cot=cot, thought=f"{last.name} keeps failing; stop and report it.")
 
 
-_PACKAGE = Path(__file__).resolve().parents[2]
 _CODE = ("benchmarks/critictool/_checklist.py", "check", "formats", "_schema.py", "_jsontext.py", "_version.py")
 """What a reply is computed by, relative to the package: this module, the checker and its repairs
 (:mod:`toolmend.check`), the prompt and action parsers (:mod:`toolmend.formats`), the schema
 types, the JSON reader and the version."""
 
 
-@lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """SHA-256 (16 hex digits) over the source of the code the critic's replies come from
+    """:func:`~toolmend._shared.source_fingerprint` of the code the critic's replies come from
     (:data:`_CODE`), part of its cache key: an edited rule, checker or parser misses the cache.
 
     >>> len(code_fingerprint())
     16
     """
-    digest = hashlib.sha256()
-    for entry in _CODE:
-        path = _PACKAGE / entry
-        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            digest.update(file.relative_to(_PACKAGE).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return source_fingerprint(*_CODE)
 
 
 class ChecklistCritic(Model):
