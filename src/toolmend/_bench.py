@@ -52,9 +52,9 @@ from toolmend._errors import (
     first_error,
 )
 from toolmend._http import ModelFailure
+from toolmend._jsontext import dumps, read_json
 from toolmend._registry import unknown_name
 from toolmend._schema import Message, Sample
-from toolmend._jsontext import dumps, read_json
 from toolmend._shared import shared_dir, source_fingerprint
 from toolmend.benchmarks import (
     BENCHMARKS,
@@ -326,7 +326,9 @@ def _resolve(
     if settings.data is not None:
         path = Path(settings.data)
     elif suite is not None:
-        path = _suite_data(suite, name, settings.data_seed, cache_root / "suites" / name / f"seed-{settings.data_seed}")
+        path = _suite_data(
+            suite, name, settings.data_seed, cache_root / "suites" / name / f"seed-{settings.data_seed}"
+        )
     else:
         path = shared_dir() / bench.default_data
     if not path.exists():

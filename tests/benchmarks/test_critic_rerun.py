@@ -11,8 +11,7 @@ from toolmend import _bench
 from toolmend._bench import BenchResult, _suite_data, arun_bench
 from toolmend.benchmarks.critic import SuiteInfo, _suite, build_suite
 from toolmend.benchmarks.critic._suite import CRITIC_SUITE
-from toolmend.benchmarks.critictool import CriticToolBenchmark
-from toolmend.benchmarks.critictool import _checklist
+from toolmend.benchmarks.critictool import CriticToolBenchmark, _checklist
 from toolmend.cli._bench import footer
 from toolmend.runs import RunDir
 from toolmend.runs._manifest import dataset_fingerprint
@@ -30,7 +29,12 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def _run(suite: Path, tmp_path: Path) -> BenchResult:
     exact = CriticToolBenchmark(similarity=lambda a, b: float(a == b))
     return await arun_bench(
-        exact, "checklist", data=suite, runs_dir=tmp_path / "runs", cache_dir=tmp_path / "cache", progress=False
+        exact,
+        "checklist",
+        data=suite,
+        runs_dir=tmp_path / "runs",
+        cache_dir=tmp_path / "cache",
+        progress=False,
     )
 
 
@@ -67,7 +71,9 @@ def test_fingerprint_covers_the_critic_and_the_checker() -> None:
     assert identity["code"] == _checklist.code_fingerprint()
 
 
-def test_suite_is_built_once_while_the_code_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_suite_is_built_once_while_the_code_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     built: list[int] = []
     real = _suite.build_suite
 

@@ -212,7 +212,9 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
             if ident not in tool_text:
                 tool_text[ident] = pool(
                     json.dumps(
-                        [t.model_dump(exclude_none=True) for t in extra["tools"]], ensure_ascii=False, indent=1
+                        [t.model_dump(exclude_none=True) for t in extra["tools"]],
+                        ensure_ascii=False,
+                        indent=1,
                     )
                 )
             item["t"] = tool_text[ident]

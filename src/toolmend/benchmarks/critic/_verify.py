@@ -38,7 +38,16 @@ from toolmend._schema import ERROR_CODES, Tool, ToolCall
 from toolmend.check import Checker, critictool_category
 from toolmend.env import Environment, ToolResponse
 
-__all__ = ["CHECKS", "Planned", "check_sample", "effect", "gold_values", "observed_categories", "renderings", "same_effect"]
+__all__ = [
+    "CHECKS",
+    "Planned",
+    "check_sample",
+    "effect",
+    "gold_values",
+    "observed_categories",
+    "renderings",
+    "same_effect",
+]
 
 CHECKS: tuple[str, ...] = (
     "not_an_error",
@@ -107,16 +116,20 @@ def effect(env: Environment, response: ToolResponse) -> str:
     return json.dumps([snapshot, result], sort_keys=True, default=str)
 
 
-def same_effect(env: Environment, response: ToolResponse, other: Environment, other_response: ToolResponse) -> bool:
+def same_effect(
+    env: Environment, response: ToolResponse, other: Environment, other_response: ToolResponse
+) -> bool:
     """Whether two calls did the same (``effect(env, response) == effect(other, other_response)``),
     without serialising two whole worlds: the states are compared as models, field by field."""
     state, other_state = env.context.get("state"), other.context.get("state")
-    if isinstance(state, BaseModel) or isinstance(other_state, BaseModel):
-        if type(state) is not type(other_state) or state != other_state:
-            return False
+    models = isinstance(state, BaseModel) or isinstance(other_state, BaseModel)
+    if models and (type(state) is not type(other_state) or state != other_state):
+        return False
     result = response.data if response.ok else {"error": response.error}
     other_result = other_response.data if other_response.ok else {"error": other_response.error}
-    return json.dumps(result, sort_keys=True, default=str) == json.dumps(other_result, sort_keys=True, default=str)
+    return json.dumps(result, sort_keys=True, default=str) == json.dumps(
+        other_result, sort_keys=True, default=str
+    )
 
 
 def _after(make: EnvFactory, prefix: Sequence[ToolCall], call: ToolCall) -> tuple[Environment, ToolResponse]:

@@ -270,7 +270,14 @@ def _external(
     return _reply(FINISH, message, cot=cot, thought=f"{last.name} keeps failing; stop and report it.")
 
 
-_CODE = ("benchmarks/critictool/_checklist.py", "check", "formats", "_schema.py", "_jsontext.py", "_version.py")
+_CODE = (
+    "benchmarks/critictool/_checklist.py",
+    "check",
+    "formats",
+    "_schema.py",
+    "_jsontext.py",
+    "_version.py",
+)
 """What a reply is computed by, relative to the package: this module, the checker and its repairs
 (:mod:`toolmend.check`), the prompt and action parsers (:mod:`toolmend.formats`), the schema
 types, the JSON reader and the version."""
