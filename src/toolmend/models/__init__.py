@@ -66,3 +66,7 @@ def __getattr__(name: str) -> Any:
 
         return OpenAIModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
