@@ -208,16 +208,16 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
         extra = ref.get(sid)
         if extra:
             item["p"] = [_message(m, pool) for m in extra["prompt"]]
-            ident = tuple(map(id, extra["tools"]))
-            if ident not in tool_text:
-                tool_text[ident] = pool(
+            tools_id = tuple(map(id, extra["tools"]))
+            if tools_id not in tool_text:
+                tool_text[tools_id] = pool(
                     json.dumps(
                         [t.model_dump(exclude_none=True) for t in extra["tools"]],
                         ensure_ascii=False,
                         indent=1,
                     )
                 )
-            item["t"] = tool_text[ident]
+            item["t"] = tool_text[tools_id]
             if "feedback" in extra:
                 item["fb"] = _message(extra["feedback"], pool)
             gold = extra["gold"]
