@@ -52,9 +52,10 @@ from toolmend._errors import (
     first_error,
 )
 from toolmend._http import ModelFailure
+from toolmend._jsontext import dumps, read_json
 from toolmend._registry import unknown_name
 from toolmend._schema import Message, Sample
-from toolmend._shared import shared_dir
+from toolmend._shared import shared_dir, source_fingerprint
 from toolmend.benchmarks import (
     BENCHMARKS,
     STRATEGIES,
@@ -208,7 +209,8 @@ class BenchResult:
     summary: RunSummary
     settings: BenchSettings | None = None
     in_process: bool = False
-    """The model answered in this process (the checklist critic, scripted): no HTTP request."""
+    """The model answered in this process (the checklist critic, the fakes, a local engine; see
+    :attr:`~toolmend.models.Model.http`): no HTTP request."""
 
     @property
     def failed(self) -> int:
@@ -324,11 +326,9 @@ def _resolve(
     if settings.data is not None:
         path = Path(settings.data)
     elif suite is not None:
-        seed = settings.data_seed
-        folder = cache_root / "suites" / name / f"seed-{seed}"
-        # The first step of a run on a suite, and the longest on an empty cache: say so at once.
-        logging.getLogger(STATUS_LOGGER).info("preparing: the %s suite (seed %d) in %s", name, seed, folder)
-        path = suite.build(seed, folder)
+        path = _suite_data(
+            suite, name, settings.data_seed, cache_root / "suites" / name / f"seed-{settings.data_seed}"
+        )
     else:
         path = shared_dir() / bench.default_data
     if not path.exists():
@@ -346,6 +346,39 @@ def _load_samples(plan: _Plan) -> list[Sample]:
     if not samples:
         raise DatasetError(f"no {plan.bench.name} samples found", path=plan.path)
     return plan.bench.for_native_tools(samples) if s.tool_mode == "native" else samples
+
+
+_SUITE_STAMP = ".built.json"
+"""Suffix of the stamp beside a suite's folder (``seed-0.built.json``): outside the data, so
+that the data's fingerprint, which a resume checks, stays that of the data alone."""
+
+
+def _suite_data(suite: Suite, name: str, seed: int, folder: Path) -> Path:
+    """The data of ``suite`` for ``seed`` in ``folder``: built once, then reused for as long as
+    the code that built it is unchanged. A stamp written after a complete build names the suite,
+    the seed, the data's place and :func:`~toolmend._shared.source_fingerprint` of toolmend's
+    source; any difference (or no stamp) rebuilds. A suite built by code outside toolmend (an
+    entry point) is rebuilt every time, since its code is not fingerprinted."""
+    stamp = folder.with_name(folder.name + _SUITE_STAMP)
+    ours = getattr(suite.build, "__module__", "").startswith("toolmend.")
+    want = {"suite": name, "seed": seed, "code": source_fingerprint()} if ours else None
+    if want is not None and stamp.is_file():
+        try:
+            have = read_json(stamp)
+            path = folder / str(have.pop("path"))
+            if have == want and path.exists():
+                return path
+        except (ToolmendError, AttributeError, KeyError, TypeError):
+            pass  # an unreadable stamp: rebuild
+    stamp.unlink(missing_ok=True)  # a build stopped halfway must not pass for the old one
+    # The first step of a run on a suite, and the longest on an empty cache: say so at once.
+    logging.getLogger(STATUS_LOGGER).info("preparing: the %s suite (seed %d) in %s", name, seed, folder)
+    path = suite.build(seed, folder)
+    if want is not None and path.resolve().is_relative_to(folder.resolve()):
+        relative = path.resolve().relative_to(folder.resolve()).as_posix()
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(dumps({**want, "path": relative}, indent=1), encoding="utf-8")
+    return path
 
 
 def samples_of_run(benchmark: str, settings: BenchSettings, path: Path) -> tuple[Benchmark, list[Sample]]:
@@ -709,7 +742,7 @@ async def _execute(
         mode=mode_,
         summary=summary,
         settings=settings,
-        in_process=bool(getattr(llm, "in_process", False)),
+        in_process=bool(getattr(llm, "in_process", False)) or not llm.http,
     )
 
 

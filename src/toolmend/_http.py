@@ -35,13 +35,15 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from datetime import UTC
 from functools import cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import aiohttp
 import certifi
 from pydantic import BaseModel, ConfigDict
 
 from toolmend._errors import ConfigError, EndpointError, ModelError
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = [
     "MAX_RETRY_AFTER_S",
@@ -477,6 +479,10 @@ def client_timeout(*, total: float | None, connect: float, read: float | None) -
     >>> client_timeout(total=None, connect=10, read=60).sock_read
     60
     """
+    # Imported here, not above: a run that makes no HTTP request (a local model, the checklist
+    # critic) should not pay for importing aiohttp (~0.4 s).
+    import aiohttp
+
     return aiohttp.ClientTimeout(total=total, sock_connect=connect, sock_read=read)
 
 
@@ -493,6 +499,8 @@ def client_session(
     aiohttp rather than httpx: its pool costs O(1) per request where httpcore scans every pooled
     connection, which showed at hundreds of requests per second.
     """
+    import aiohttp
+
     connector = aiohttp.TCPConnector(limit=limit, ttl_dns_cache=300, ssl=_ssl_context())
     return aiohttp.ClientSession(connector=connector, headers=dict(headers or {}), timeout=timeout)
 

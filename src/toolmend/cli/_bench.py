@@ -61,7 +61,8 @@ def footer(result: BenchResult, wall_s: float) -> str:
     tokens, and the command's wall time (the samples' own time beside it).
 
     A model that answers in this process (the checklist critic) made no HTTP request: its
-    answers are *replies*, and neither attempts nor retries are spoken of.
+    answers are *replies*, those computed in this run and those served from the cache, and
+    neither attempts nor retries are spoken of.
     """
     s = result.summary
     head = (
@@ -69,7 +70,7 @@ def footer(result: BenchResult, wall_s: float) -> str:
         f"infrastructure errors {s.infra_error_rate:.1%}, "
     )
     if result.in_process:
-        asked = f"{s.requests} replies computed here (no HTTP), {s.cache_hits} from the cache"
+        asked = f"{s.requests - s.cache_hits} replies computed here (no HTTP), {s.cache_hits} from the cache"
     else:
         asked = f"{s.requests} requests ({s.attempts} HTTP attempts), {s.cache_hits} cache hits, {s.retries} retries"
     timing = f"{wall_s:.1f} s (samples {s.wall_s:.1f} s)"

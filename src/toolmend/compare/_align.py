@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 __all__ = ["Alignment", "align", "greedy_align"]
 
@@ -65,6 +64,10 @@ def align(pred: Sequence[T], gold: Sequence[U], score: Callable[[T, U], float]) 
     if not pred or not gold:
         return _finish({}, len(pred), len(gold))
     m = _matrix(pred, gold, score)
+    # Imported on first use: scipy.optimize takes ~1 s to import, and a run that never aligns
+    # (the checklist critic's) should not pay for it.
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(m, maximize=True)
     pairs = {int(i): (int(j), float(m[i, j])) for i, j in zip(rows, cols, strict=True) if m[i, j] > 0}
     return _finish(pairs, len(pred), len(gold))

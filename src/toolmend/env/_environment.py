@@ -276,7 +276,10 @@ class Environment:
     # -- helpers ----------------------------------------------------------------------------
 
     def _scope(self) -> str:
-        return self.cache_scope() if self.cache_scope is not None else ""
+        # Without a cache no key is made: a world's scope is the hash of its whole state.
+        if self.cache is None or self.cache_scope is None:
+            return ""
+        return self.cache_scope()
 
     def _findings(self, call: ToolCall, args: dict[str, Any], tool: Tool) -> list[Finding]:
         # Without refs the resolved arguments equal the call's: skip the copy (~10 µs a call).

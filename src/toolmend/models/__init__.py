@@ -10,6 +10,8 @@ See :mod:`toolmend.models._base` for the interface, :mod:`toolmend.models._provi
 strings, :mod:`toolmend.models._cache` for the cache and :mod:`toolmend._http` for transport retries.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from toolmend._http import HTTPStatusError, RetryPolicy
 from toolmend.models._base import (
     Completion,
@@ -23,10 +25,12 @@ from toolmend.models._base import (
 )
 from toolmend.models._cache import CacheStats, ResponseCache, cache_key, default_cache_dir
 from toolmend.models._fakes import ReplayModel, ScriptedModel
-from toolmend.models._openai import OpenAIModel
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 from toolmend.models._providers import MODELS, get_model, resolve_cache
 from toolmend.models._tool_names import ToolNameMap
+
+if TYPE_CHECKING:
+    from toolmend.models._openai import OpenAIModel
 
 __all__ = [
     "DEFAULT_TOOL_PROMPT",
@@ -52,3 +56,17 @@ __all__ = [
     "get_model",
     "resolve_cache",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # OpenAIModel is imported on first use: it brings aiohttp (~0.4 s to import), which a run
+    # that makes no HTTP request (a local model, the checklist critic) does not need.
+    if name == "OpenAIModel":
+        from toolmend.models._openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

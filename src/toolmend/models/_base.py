@@ -149,6 +149,10 @@ class Model(ABC):
 
     cacheable: bool = True
     """Whether answers of this backend may be cached (the fakes say no)."""
+    http: bool = True
+    """Whether its answers come over HTTP; backends that answer in this process (a local engine,
+    the fakes, the checklist critic) say no, and ``toolmend bench`` then speaks of replies
+    computed here rather than of HTTP attempts and retries."""
 
     def __init__(
         self,

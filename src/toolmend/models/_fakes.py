@@ -51,6 +51,7 @@ class ScriptedModel(Model):
     """
 
     cacheable = False
+    http = False
 
     def __init__(
         self, script: Script, *, delay: float = 0.0, name: str = "scripted", max_connections: int = 1000
@@ -82,6 +83,7 @@ class ReplayModel(Model):
     one per epoch); ``generate`` must be given the ``sample_id``."""
 
     cacheable = False
+    http = False
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(f"replay/{path}", max_connections=1000)

@@ -319,6 +319,7 @@ class HFModel(Model):
     """A local transformers checkpoint (see the module docstring)."""
 
     engine = "transformers"
+    http = False
 
     def __init__(
         self,

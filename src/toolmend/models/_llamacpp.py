@@ -49,6 +49,7 @@ class LlamaCppModel(Model):
     """A GGUF model run by llama-cpp-python (see the module docstring)."""
 
     engine = "llama.cpp"
+    http = False
 
     def __init__(
         self,

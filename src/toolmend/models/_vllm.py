@@ -43,6 +43,8 @@ def _require_vllm() -> Any:
 class VLLMModel(Model):
     """A local checkpoint served by an in-process vLLM engine (see the module docstring)."""
 
+    http = False
+
     def __init__(
         self,
         path: str | Path,

@@ -184,6 +184,9 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
                 order.append(r.id)
         by_id.append(ids)
     samples = []
+    # Samples of one suite share their tool objects (50 tools in every critic prompt): render
+    # each list once. Keyed by the objects' identity, which holds while ``ref`` keeps them.
+    tool_text: dict[tuple[int, ...], int] = {}
     for sid in order:
         groups: dict[str, str] = {}
         entries: list[dict[str, Any] | None] = []
@@ -205,11 +208,16 @@ def browser_data(views: list[RunView], *, with_dataset: bool = True) -> dict[str
         extra = ref.get(sid)
         if extra:
             item["p"] = [_message(m, pool) for m in extra["prompt"]]
-            item["t"] = pool(
-                json.dumps(
-                    [t.model_dump(exclude_none=True) for t in extra["tools"]], ensure_ascii=False, indent=1
+            tools_id = tuple(map(id, extra["tools"]))
+            if tools_id not in tool_text:
+                tool_text[tools_id] = pool(
+                    json.dumps(
+                        [t.model_dump(exclude_none=True) for t in extra["tools"]],
+                        ensure_ascii=False,
+                        indent=1,
+                    )
                 )
-            )
+            item["t"] = tool_text[tools_id]
             if "feedback" in extra:
                 item["fb"] = _message(extra["feedback"], pool)
             gold = extra["gold"]

@@ -147,6 +147,7 @@ class NoisyModel(Model):
             if not 0.0 <= p <= 1.0:
                 raise ConfigError(f"noisy {name} must be in [0, 1], got {p}")
         self.inner = inner
+        self.http = inner.http
         self.p_fix_precise, self.p_fix_vague, self.p_break = p_fix_precise, p_fix_vague, p_break
         self.seed = seed
         # The parameters are part of the name, so that runs and reports say what was simulated.

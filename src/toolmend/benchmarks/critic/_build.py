@@ -56,6 +56,7 @@ from toolmend.benchmarks.critic._record import SYSTEM_TEMPLATE, action_args, act
 from toolmend.benchmarks.critic._traces import Source, Trace, load_traces
 from toolmend.benchmarks.critic._verify import CHECKS, Planned, check_sample, query_keeps_gold
 from toolmend.benchmarks.critictool._records import FINISH, data_file
+from toolmend.check import Checker
 from toolmend.env import FAULT_KINDS, Environment, FaultPlan, FaultRule, ToolResponse
 from toolmend.synth.inject import InjectContext, inject
 
@@ -474,7 +475,14 @@ def build_suite(
     internal: Counter[str] = Counter()
     external: Counter[str] = Counter()
     finish_golds = 0
+    # One compiled checker per tool list (the world's traces offer the same tool objects): keyed
+    # by the tools' identities, which hold while ``work`` keeps every trace alive.
+    checkers: dict[tuple[int, ...], Checker] = {}
     for trace, replay, plans in work:
+        ident = tuple(map(id, trace.tools))
+        checker = checkers.get(ident)
+        if checker is None:
+            checker = checkers[ident] = Checker.cached(trace.tools)
         common = {"source": trace.source, "trace": trace.id, "domain": domain(replay.calls[0].name)}
         if variant == "evolved":
             common["variant"] = "evolved"
@@ -484,7 +492,7 @@ def build_suite(
             if plan.kind == "env":
                 fault = _fault_plan(replay.calls, plan.k, plan.label, seed)
                 faulty = partial(trace.make_env, fault)
-            failed = check_sample(plan, replay.calls, trace.tools, make, faulty=faulty)
+            failed = check_sample(plan, replay.calls, trace.tools, make, faulty=faulty, checker=checker)
             if failed is not None:
                 dropped[failed] += 1
                 continue

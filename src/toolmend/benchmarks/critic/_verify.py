@@ -38,7 +38,16 @@ from toolmend._schema import ERROR_CODES, Tool, ToolCall
 from toolmend.check import Checker, critictool_category
 from toolmend.env import Environment, ToolResponse
 
-__all__ = ["CHECKS", "Planned", "check_sample", "effect", "gold_values", "observed_categories", "renderings"]
+__all__ = [
+    "CHECKS",
+    "Planned",
+    "check_sample",
+    "effect",
+    "gold_values",
+    "observed_categories",
+    "renderings",
+    "same_effect",
+]
 
 CHECKS: tuple[str, ...] = (
     "not_an_error",
@@ -78,10 +87,17 @@ def _category(code: Any) -> str | None:
 
 
 def observed_categories(
-    wrong: ToolCall, gold: ToolCall, tools: Sequence[Tool], response: ToolResponse
+    wrong: ToolCall,
+    gold: ToolCall,
+    tools: Sequence[Tool],
+    response: ToolResponse,
+    *,
+    checker: Checker | None = None,
 ) -> set[str]:
-    """The CriticTool categories the checklist and the environment's answer give ``wrong``."""
-    found = {_category(f.code) for f in Checker.cached(tools).check_call(wrong)}
+    """The CriticTool categories the checklist and the environment's answer give ``wrong``
+    (``checker``: the one compiled for ``tools``, when the caller has it)."""
+    checker = checker if checker is not None else Checker.cached(tools)
+    found = {_category(f.code) for f in checker.check_call(wrong)}
     found |= {_category(f.get("code")) for f in response.findings}
     if response.source == "invalid" and response.status == 404:
         found.add("tool_hallucination_error")
@@ -100,6 +116,22 @@ def effect(env: Environment, response: ToolResponse) -> str:
     return json.dumps([snapshot, result], sort_keys=True, default=str)
 
 
+def same_effect(
+    env: Environment, response: ToolResponse, other: Environment, other_response: ToolResponse
+) -> bool:
+    """Whether two calls did the same (``effect(env, response) == effect(other, other_response)``),
+    without serialising two whole worlds: the states are compared as models, field by field."""
+    state, other_state = env.context.get("state"), other.context.get("state")
+    models = isinstance(state, BaseModel) or isinstance(other_state, BaseModel)
+    if models and (type(state) is not type(other_state) or state != other_state):
+        return False
+    result = response.data if response.ok else {"error": response.error}
+    other_result = other_response.data if other_response.ok else {"error": other_response.error}
+    return json.dumps(result, sort_keys=True, default=str) == json.dumps(
+        other_result, sort_keys=True, default=str
+    )
+
+
 def _after(make: EnvFactory, prefix: Sequence[ToolCall], call: ToolCall) -> tuple[Environment, ToolResponse]:
     env = make()
     for earlier in prefix:
@@ -107,30 +139,30 @@ def _after(make: EnvFactory, prefix: Sequence[ToolCall], call: ToolCall) -> tupl
     return env, env.execute(call)
 
 
-def _valid(call: ToolCall, tools: Sequence[Tool]) -> bool:
-    return not Checker.cached(tools).check_call(call)
+def _valid(call: ToolCall, checker: Checker) -> bool:
+    return not checker.check_call(call)
 
 
-def _gold_runs(make: EnvFactory, prefix: Sequence[ToolCall], gold: ToolCall, tools: Sequence[Tool]) -> bool:
-    return _valid(gold, tools) and _after(make, prefix, gold)[1].ok
+def _gold_runs(make: EnvFactory, prefix: Sequence[ToolCall], gold: ToolCall, checker: Checker) -> bool:
+    return _valid(gold, checker) and _after(make, prefix, gold)[1].ok
 
 
 def _check_internal(
-    plan: Planned, calls: Sequence[ToolCall], tools: Sequence[Tool], make: EnvFactory
+    plan: Planned, calls: Sequence[ToolCall], tools: Sequence[Tool], make: EnvFactory, checker: Checker
 ) -> str | None:
     assert plan.wrong is not None
     gold, wrong, prefix = calls[plan.k], plan.wrong, calls[: plan.k]
     if wrong.name == gold.name and wrong.arguments == gold.arguments:
         return "not_an_error"
     env, response = _after(make, prefix, wrong)
-    seen = observed_categories(wrong, gold, tools, response)
+    seen = observed_categories(wrong, gold, tools, response, checker=checker)
     gold_env, gold_response = _after(make, prefix, gold)
-    changes_effect = effect(env, response) != effect(gold_env, gold_response)
+    changes_effect = not same_effect(env, response, gold_env, gold_response)
     if plan.label == "tool_select_error":
         # Valid for the checklist; the world may still refuse it (an id of another kind), which
         # is one way of not reaching the gold step's effect.
         offered = {t.name for t in tools}
-        if wrong.name == gold.name or wrong.name not in offered or not _valid(wrong, tools):
+        if wrong.name == gold.name or wrong.name not in offered or not _valid(wrong, checker):
             return "selection_not_silent"
         if not changes_effect:
             return "selection_same_effect"
@@ -140,21 +172,21 @@ def _check_internal(
         quiet = not seen and response.ok and changes_effect
         if not (plan.label == "parameters_value_error" and same_slots and quiet):
             return "label_mismatch"
-    return None if _valid(gold, tools) and gold_response.ok else "gold_fails"
+    return None if _valid(gold, checker) and gold_response.ok else "gold_fails"
 
 
 def _check_external(
-    plan: Planned, calls: Sequence[ToolCall], tools: Sequence[Tool], make: EnvFactory, faulty: EnvFactory
+    plan: Planned, calls: Sequence[ToolCall], checker: Checker, make: EnvFactory, faulty: EnvFactory
 ) -> str | None:
     failed, prefix = calls[plan.k], calls[: plan.k]
-    if not _valid(failed, tools):
+    if not _valid(failed, checker):
         return "failed_call_invalid"
     if _after(faulty, prefix, failed)[1].source != "fault":
         return "fault_not_raised"
     if plan.next_step is not None:
         # The next subtask runs without the failed call's output, as a critic that skips would.
         between = [c for j, c in enumerate(calls[: plan.next_step]) if j != plan.k]
-        if not _gold_runs(make, between, calls[plan.next_step], tools):
+        if not _gold_runs(make, between, calls[plan.next_step], checker):
             return "next_step_fails"
     return None
 
@@ -166,21 +198,24 @@ def check_sample(
     make: EnvFactory,
     *,
     faulty: EnvFactory | None = None,
+    checker: Checker | None = None,
 ) -> str | None:
     """The first check ``plan`` fails on the trajectory ``calls`` (concrete gold calls), or ``None``.
 
     ``make`` returns a fresh environment of the trajectory; ``faulty`` one that raises the
-    external sample's fault (required for ``env`` samples).
+    external sample's fault (required for ``env`` samples); ``checker``: the one compiled for
+    ``tools``, when the caller already has it (finding it serialises every tool).
     """
+    checker = checker if checker is not None else Checker.cached(tools)
     if plan.kind == "error":
-        return _check_internal(plan, calls, tools, make)
+        return _check_internal(plan, calls, tools, make, checker)
     if plan.kind == "ok":
         nxt = plan.k + 1
-        ok = nxt >= len(calls) or _gold_runs(make, calls[:nxt], calls[nxt], tools)
+        ok = nxt >= len(calls) or _gold_runs(make, calls[:nxt], calls[nxt], checker)
         return None if ok else "gold_fails"
     if faulty is None:
         raise ConfigError("an external sample needs the faulty environment")
-    return _check_external(plan, calls, tools, make, faulty)
+    return _check_external(plan, calls, checker, make, faulty)
 
 
 # -- the task's values in the request ---------------------------------------------------------

@@ -21,6 +21,10 @@ What it does, by the instruction it finds in the system prompt:
   in skip mode it also finishes (``FinishAction`` explaining the failure), because it cannot infer
   the next subtask from the query.
 
+Its replies are cached like any model's (a rerun of a finished configuration computes none),
+keyed by :func:`code_fingerprint` as well: a change to the critic's rules, the checker or the
+prompt parsers gives new keys, so a cached reply never outlives the code that wrote it.
+
 What it cannot do: notice a **tool-selection error** (an offered tool that is valid but wrong for
 the task: no schema is broken and the response is a success), notice a plausible but wrong value
 (right type and format), fill in a required argument that was dropped, or plan any next step.
@@ -47,13 +51,14 @@ from typing import Any, Literal
 
 from toolmend._errors import ConfigError, ToolmendError
 from toolmend._schema import Finding, Message, Tool, ToolCall
+from toolmend._shared import source_fingerprint
 from toolmend.check import Checker, critictool_category, repair
 from toolmend.check._names import closest
 from toolmend.formats._critictool import CATEGORIES, FINISH, ParsedAction, parse_action, prompt_tools
 from toolmend.models._base import Completion, GenerateRequest, Model, Usage
 from toolmend.models._cache import ResponseCache
 
-__all__ = ["ChecklistCritic", "Signal", "checklist_backend", "critique", "read_signal"]
+__all__ = ["ChecklistCritic", "Signal", "checklist_backend", "code_fingerprint", "critique", "read_signal"]
 
 Signal = Literal["ok", "environment", "unknown_tool", "key", "value", "error"]
 """What a tool response says: success, a transient environment failure, or a rejected call."""
@@ -144,9 +149,11 @@ def _tools(system: str) -> tuple[Tool, ...]:
         return ()
 
 
+@lru_cache(maxsize=128)
 def _checker(system: str) -> Checker:
     # A suite has a handful of distinct tool lists: one compiled checker each, reused by every
-    # prompt that offers the same tools.
+    # prompt that offers the same tools; memoised by prompt too, since keying Checker.cached
+    # serialises every tool (~3 ms for the world's 50).
     return Checker.cached(_tools(system))
 
 
@@ -263,6 +270,29 @@ def _external(
     return _reply(FINISH, message, cot=cot, thought=f"{last.name} keeps failing; stop and report it.")
 
 
+_CODE = (
+    "benchmarks/critictool/_checklist.py",
+    "check",
+    "formats",
+    "_schema.py",
+    "_jsontext.py",
+    "_version.py",
+)
+"""What a reply is computed by, relative to the package: this module, the checker and its repairs
+(:mod:`toolmend.check`), the prompt and action parsers (:mod:`toolmend.formats`), the schema
+types, the JSON reader and the version."""
+
+
+def code_fingerprint() -> str:
+    """:func:`~toolmend._shared.source_fingerprint` of the code the critic's replies come from
+    (:data:`_CODE`), part of its cache key: an edited rule, checker or parser misses the cache.
+
+    >>> len(code_fingerprint())
+    16
+    """
+    return source_fingerprint(*_CODE)
+
+
 class ChecklistCritic(Model):
     """The rule-based critic as a :class:`~toolmend.models.Model` (``get_model("checklist")``).
 
@@ -272,12 +302,17 @@ class ChecklistCritic(Model):
     '{"name": "FinishAction", "args": "I have no tool call to review."}'
     """
 
-    cacheable = False
     in_process = True
     """Answers without I/O: ``toolmend bench`` may keep many samples in progress at once."""
+    http = False
 
-    def __init__(self, name: str = "checklist") -> None:
-        super().__init__(name, max_connections=1000)
+    def __init__(self, name: str = "checklist", *, cache: ResponseCache | None = None) -> None:
+        super().__init__(name, cache=cache, max_connections=1000)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The backend and name, and :func:`code_fingerprint`: replies cached by other code are
+        never served."""
+        return {**super().cache_identity(), "code": code_fingerprint()}
 
     async def _generate(self, request: GenerateRequest) -> Completion:
         text = critique(request.messages)
@@ -288,4 +323,4 @@ def checklist_backend(rest: str, cache: ResponseCache | None, options: dict[str,
     """The ``checklist`` model factory (see :data:`toolmend.models.MODELS`)."""
     if options:
         raise ConfigError(f"unexpected options for the checklist backend: {', '.join(sorted(options))}")
-    return ChecklistCritic(f"checklist/{rest}" if rest else "checklist")
+    return ChecklistCritic(f"checklist/{rest}" if rest else "checklist", cache=cache)
