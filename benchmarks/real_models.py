@@ -57,8 +57,12 @@ METRICS: dict[str, tuple[str, list[tuple[str, str, float]]]] = {
     "world": ("success", [("success %", "success", 100.0), ("state %", "state", 100.0)]),
     "critic": (
         "tool",
-        [("detect %", "detect", 1.0), ("category %", "category", 1.0), ("tool %", "tool", 1.0),
-         ("args %", "args", 1.0)],
+        [
+            ("detect %", "detect", 1.0),
+            ("category %", "category", 1.0),
+            ("tool %", "tool", 1.0),
+            ("args %", "args", 1.0),
+        ],
     ),  # fmt: skip
 }
 
@@ -220,7 +224,8 @@ def run_table(
         baseline: list[Cell] | None = None
         for strategy in strategies:
             cells = [
-                run_cell(args, group, strategy, seed, model, runs_dir) for seed in (seeds if sampled else seeds[:1])
+                run_cell(args, group, strategy, seed, model, runs_dir)
+                for seed in (seeds if sampled else seeds[:1])
             ]
             first.setdefault(group, {})[strategy] = cells[0]
             if baseline is None:
@@ -281,7 +286,9 @@ def main(argv: list[str] | None = None) -> str:
     model = get_model(args.model, cache=False, **options)
     sampled = args.temperature > 0
     decoding = (
-        f"sampled at temperature {args.temperature} over seeds {args.seeds} (mean ± spread)" if sampled else "greedy"
+        f"sampled at temperature {args.temperature} over seeds {args.seeds} (mean ± spread)"
+        if sampled
+        else "greedy"
     )
     label = f"REAL MODEL: {args.label or model.name}, {decoding}"
     what = {

@@ -266,7 +266,9 @@ def test_bench_scripted_strategies_and_native_mode(
 
     class NativeModel(ScriptedModel):
         async def _generate(self, request):  # type: ignore[no-untyped-def]
-            seen_tools.append((native_sample_of(request.messages, request.tools).id, {t.name for t in request.tools}))
+            seen_tools.append(
+                (native_sample_of(request.messages, request.tools).id, {t.name for t in request.tools})
+            )
             return native(request.messages, request.tools)
 
     result = run_bench("bfcl", NativeModel(lambda m: ""), tool_mode="native", **common)  # type: ignore[arg-type]
