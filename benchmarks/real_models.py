@@ -131,18 +131,54 @@ def run_cell(
         **extra,
     )
     seconds = time.perf_counter() - start
-    records = RunDir.open(result.run_dir).read_records()
+    return cell_of(result.run_dir, METRICS[args.benchmark][0], seconds)
+
+
+def cell_of(run_dir: Path, key: str, seconds: float | None = None) -> Cell:
+    """The cell of one run directory (``key``: the record score that makes a sample right);
+    ``seconds``: the run's wall time (default: the one its results recorded)."""
+    run = RunDir.open(run_dir)
+    records = run.read_records()
+    results = run.results() or {}
     n = max(len(records), 1)
-    key, _ = METRICS[args.benchmark]
     return Cell(
-        metrics=dict(result.summary.metrics),
+        metrics=dict(results.get("metrics") or {}),
         correct={r.id for r in records if (r.scores or {}).get(key) == 1.0},
         requests=sum(r.requests for r in records) / n,
         output_tokens=sum(r.usage.output_tokens for r in records) / n,
-        seconds=seconds / n,
-        run_dir=result.run_dir,
+        seconds=(seconds if seconds is not None else float(results.get("wall_s") or 0.0)) / n,
+        run_dir=run_dir,
         records=records,
     )
+
+
+def strategy_label(config: dict[str, Any]) -> str:
+    """A run's strategy as this script names it (``self-refine:when=findings``).
+
+    >>> strategy_label({"strategy": "self-refine", "strategy_options": {"when": "findings"}})
+    'self-refine:when=findings'
+    """
+    name = config.get("strategy") or "none"
+    options = config.get("strategy_options") or {}
+    return name + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
+
+
+def cells_from_runs(root: Path) -> dict[tuple[str, str, str, float], dict[str, list[Cell]]]:
+    """The run directories under ``root`` (e.g. a table whose command was stopped), as cells:
+    (model, benchmark, group, temperature) → strategy → one cell per seed, in the order run."""
+    out: dict[tuple[str, str, str, float], dict[str, list[Cell]]] = {}
+    for manifest in sorted(root.rglob("manifest.json")):
+        run_dir = manifest.parent
+        if not (run_dir / "results.json").is_file():
+            continue  # stopped before it finished
+        info = RunDir.open(run_dir).manifest()
+        config = info.config["bench"]
+        benchmark = info.benchmark if info.benchmark in METRICS else "critic"
+        group = ",".join(config.get("categories") or []) or benchmark
+        key = (info.model, benchmark, group, float(config.get("temperature") or 0.0))
+        cell = cell_of(run_dir, METRICS[benchmark][0])
+        out.setdefault(key, {}).setdefault(strategy_label(config), []).append(cell)
+    return out
 
 
 def fmt(values: Sequence[float | None], scale: float = 1.0, digits: int = 1) -> str:
@@ -208,6 +244,30 @@ def groups_of(args: argparse.Namespace) -> list[str]:
     return args.categories.split(",") if args.benchmark == "bfcl" else [args.benchmark]
 
 
+def header_lines(benchmark: str, label: str) -> list[str]:
+    columns = ["group" if benchmark != "bfcl" else "category", "strategy", *[c for c, _, _ in METRICS[benchmark][1]],
+               "fixed", "broke", "requests / sample", "output tokens / sample", "s / sample"]  # fmt: skip
+    return [f"**{label}**", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def row_of(benchmark: str, group: str, strategy: str, cells: list[Cell], baseline: list[Cell] | None) -> str:
+    """One table row: the metrics, fixed and broke against ``baseline`` (``None``: this is it),
+    requests, output tokens and seconds per sample; several cells (seeds) as mean ± spread."""
+    fixed = [float(len(c.correct - b.correct)) for c, b in zip(cells, baseline or [], strict=False)]
+    broke = [float(len(b.correct - c.correct)) for c, b in zip(cells, baseline or [], strict=False)]
+    row = [
+        group,
+        strategy,
+        *[fmt([c.metrics.get(key) for c in cells], scale) for _, key, scale in METRICS[benchmark][1]],
+        fmt(fixed, digits=0) if baseline is not None else "",
+        fmt(broke, digits=0) if baseline is not None else "",
+        fmt([c.requests for c in cells], digits=2),
+        fmt([c.output_tokens for c in cells]),
+        fmt([c.seconds for c in cells]),
+    ]
+    return "| " + " | ".join(row) + " |"
+
+
 def run_table(
     args: argparse.Namespace, model: object, label: str, runs_dir: Path
 ) -> tuple[list[str], dict[str, dict[str, Cell]]]:
@@ -215,36 +275,46 @@ def run_table(
     seeds = [int(s) for s in args.seeds.split(",")]
     strategies = args.strategies.split(",")
     sampled = args.temperature > 0
-    key_label = METRICS[args.benchmark][1]
-    header = ["group" if args.benchmark != "bfcl" else "category", "strategy", *[c for c, _, _ in key_label],
-              "fixed", "broke", "requests / sample", "output tokens / sample", "s / sample"]  # fmt: skip
-    lines = [f"**{label}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = header_lines(args.benchmark, label)
     first: dict[str, dict[str, Cell]] = {}
     for group in groups_of(args):
         baseline: list[Cell] | None = None
         for strategy in strategies:
-            cells = [
-                run_cell(args, group, strategy, seed, model, runs_dir)
-                for seed in (seeds if sampled else seeds[:1])
-            ]
+            try:
+                cells = [
+                    run_cell(args, group, strategy, seed, model, runs_dir)
+                    for seed in (seeds if sampled else seeds[:1])
+                ]
+            except Exception as exc:  # one failed cell is a finding to report, not the end of the table
+                lines.append(f"| {group} | {strategy} | failed: {type(exc).__name__}: {str(exc)[:200]} |")
+                print(lines[-1], flush=True)
+                continue
             first.setdefault(group, {})[strategy] = cells[0]
+            lines.append(row_of(args.benchmark, group, strategy, cells, baseline))
             if baseline is None:
                 baseline = cells
-            fixed = [len(c.correct - b.correct) for c, b in zip(cells, baseline, strict=True)]
-            broke = [len(b.correct - c.correct) for c, b in zip(cells, baseline, strict=True)]
-            row = [
-                group,
-                strategy,
-                *[fmt([c.metrics.get(key) for c in cells], scale) for _, key, scale in key_label],
-                fmt([float(x) for x in fixed], digits=0) if strategy != strategies[0] else "",
-                fmt([float(x) for x in broke], digits=0) if strategy != strategies[0] else "",
-                fmt([c.requests for c in cells], digits=2),
-                fmt([c.output_tokens for c in cells]),
-                fmt([c.seconds for c in cells]),
-            ]
-            lines.append("| " + " | ".join(row) + " |")
             print(lines[-1], flush=True)
     return lines, first
+
+
+def tables_from_runs(root: Path, real_label: str) -> list[str]:
+    """The tables (and recovery per finding code) of the finished runs under ``root``, each
+    strategy against the group's first run without one."""
+    lines: list[str] = []
+    for (model, benchmark, group, temperature), runs in cells_from_runs(root).items():
+        decoding = (
+            f"sampled at temperature {temperature} (mean ± spread over seeds)" if temperature else "greedy"
+        )
+        label = f"SIMULATION: {model} (not a model's result)" if model.startswith("noisy/") else real_label
+        lines += header_lines(benchmark, f"{label}, {decoding}")
+        order = sorted(runs, key=lambda s: (s != "none", list(runs).index(s)))
+        baseline = runs.get("none")
+        for strategy in order:
+            lines.append(
+                row_of(benchmark, group, strategy, runs[strategy], None if strategy == "none" else baseline)
+            )
+        lines += ["", *recovery_table({s: runs[s][0] for s in order}, f"{label}, {decoding}, {group}"), ""]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -270,10 +340,19 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--recovery", action="store_true", help="add the recovery table per finding code")
     parser.add_argument("--simulation", default=None, metavar="MODEL",
                         help="also run MODEL (noisy/scripted), labelled SIMULATION, for its recovery table")  # fmt: skip
+    parser.add_argument("--from-runs", type=Path, default=None, metavar="DIR",
+                        help="no new runs: the tables of the finished run directories under DIR")  # fmt: skip
     parser.add_argument("--noise", type=float, default=0.3, help="the simulated model's error rate")
     parser.add_argument("-M", "--model-option", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
+
+    if args.from_runs is not None:
+        text = "\n".join(tables_from_runs(args.from_runs, f"REAL MODEL: {args.label or args.model}"))
+        print(text)
+        if args.out is not None:
+            args.out.write_text(text + "\n", encoding="utf-8")
+        return text
 
     from toolmend.models import get_model
 
