@@ -362,14 +362,21 @@ def main(argv: list[str] | None = None) -> str:
     if args.max_new_tokens:
         options["max_new_tokens"] = args.max_new_tokens
     options.update(option_pairs(args.model_option))
-    model = get_model(args.model, cache=False, **options)
+    simulated = args.model.startswith("noisy/")
+    model: Any = args.model if simulated else get_model(args.model, cache=False, **options)
+    if simulated:  # run_bench builds noisy/ models around the benchmark's oracle
+        args.model_options = {"noise": args.noise}
     sampled = args.temperature > 0
     decoding = (
         f"sampled at temperature {args.temperature} over seeds {args.seeds} (mean ± spread)"
         if sampled
         else "greedy"
     )
-    label = f"REAL MODEL: {args.label or model.name}, {decoding}"
+    label = (
+        f"SIMULATION: {args.model}, noise {args.noise} (not a model's result), {decoding}"
+        if simulated
+        else f"REAL MODEL: {args.label or model.name}, {decoding}"
+    )
     what = {
         "bfcl": f"BFCL compat scorer, first {args.limit} samples of each category",
         "world": f"world benchmark, first {args.limit} tasks",
@@ -378,7 +385,7 @@ def main(argv: list[str] | None = None) -> str:
     lines = [
         f"`{shlex.join(['python', 'benchmarks/real_models.py', *(argv if argv is not None else sys.argv[1:])])}`",
         "",
-        f"Model: {model.name}, {args.tool_mode} tool mode"
+        f"Model: {args.model if simulated else model.name}, {args.tool_mode} tool mode"
         + "".join(f", -M {pair}" for pair in args.model_option)
         + "".join(f", -o {pair}" for pair in args.option)
         + f", {decoding}; {what}; machine: {args.machine}; {dt.date.today().isoformat()}.",
