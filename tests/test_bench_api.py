@@ -171,6 +171,25 @@ def test_native_tool_calls_are_written_back_for_the_scorer(
     assert record.calls and record.calls[0].name == bfcl_samples[0].target[0].name
 
 
+def test_native_mode_sends_no_call_format_prompt(tmp_path: Path, data_dir: Path) -> None:
+    seen: dict[str, list[list[str]]] = {"native": [], "prompt": []}
+    for mode in seen:
+
+        class Recording(ScriptedModel):
+            async def _generate(self, request, mode=mode):  # type: ignore[no-untyped-def]
+                seen[mode].append([m.role for m in request.messages])
+                if mode == "native":
+                    assert request.tools and "Python-style list" not in request.messages[0].content
+                return Completion(text="")
+
+        run_bench(
+            "bfcl", Recording(lambda m: ""), data=data_dir / "bfcl", categories=["simple_python"], limit=2,
+            tool_mode=mode, runs_dir=tmp_path / mode, progress=False,
+        )  # fmt: skip
+    assert seen["native"] == [["user"], ["user"]]
+    assert seen["prompt"] == [["system", "user"], ["system", "user"]]
+
+
 def test_suite_builds_data_for_the_seed_and_supplies_the_model(tmp_path: Path, data_dir: Path) -> None:
     built: list[tuple[int, Path]] = []
 

@@ -212,6 +212,21 @@ def test_prompt(by_id: dict[str, Sample]) -> None:
     assert custom[0].content.startswith("Tools: [")
 
 
+def test_native_prompt_is_the_question_alone_as_in_bfcl_fc_mode(by_id: dict[str, Sample]) -> None:
+    sample = by_id["simple_python_0"]
+    (native,) = BENCH.for_native_tools([sample])
+    messages = BENCH.prompt(native)
+    # BFCL's FC mode sends the functions through the API and no system prompt: ours asks for a
+    # Python list, which contradicts the API's tool calls
+    assert [m.role for m in messages] == ["user"] and messages[0].content == sample.messages[-1].content
+    assert native.tools == sample.tools and BENCH.prompt(sample)[0].role == "system"
+    with_system = sample.model_copy(
+        update={"messages": [Message(role="system", content="Be brief."), *sample.messages]}
+    )
+    (native_system,) = BENCH.for_native_tools([with_system])
+    assert [m.content for m in BENCH.prompt(native_system)][0] == "Be brief."
+
+
 def test_float_types_show_as_bfcl_types_in_the_prompt(by_id: dict[str, Sample]) -> None:
     sample = next(
         s

@@ -13,7 +13,7 @@ pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gor
 
 from toolmend._bench import run_bench  # noqa: E402
 from toolmend._errors import ConfigError  # noqa: E402
-from toolmend._schema import Message, Sample, ToolCall  # noqa: E402
+from toolmend._schema import Message, Sample, Tool, ToolCall  # noqa: E402
 from toolmend.benchmarks.bfcl import BFCLBenchmark  # noqa: E402
 from toolmend.benchmarks.bfcl import _multi_turn as mt  # noqa: E402
 from toolmend.benchmarks.bfcl._decode import decode  # noqa: E402
@@ -242,10 +242,20 @@ def test_bench_scripted_strategies_and_native_mode(
     assert all(any(e.get("kind") == "guard_turn" for e in r.events) for r in records)
     assert all(r.details["failed_turn"] == "none" and "turn_0" in r.details for r in records)
 
-    def native(messages: list[Message]) -> Completion:
-        reply = bench.gold(sample_of(messages))
+    # native mode sends no system prompt (as BFCL's FC mode): the offered tools tell the samples apart
+    native_samples = {
+        (n.messages[0].content, frozenset(t.name for t in n.tools)): n for n in bench.for_native_tools(picked)
+    }
+
+    def native_sample_of(messages: list[Message], tools: list[Tool]) -> Sample:
+        return native_samples[(messages[0].content, frozenset(t.name for t in tools))]
+
+    def native(messages: list[Message], tools: list[Tool]) -> Completion:
+        s = native_sample_of(messages, tools)
+        assert [m.role for m in bench.prompt(s)] == ["user"]
+        reply = bench.gold(s)
         assert isinstance(reply, list)
-        text = reply[min(bench.gold_index(sample_of(messages), messages) or 0, len(reply) - 1)]
+        text = reply[min(bench.gold_index(s, messages) or 0, len(reply) - 1)]
         decoded = decode(text)
         if not decoded.ok or not decoded.calls:
             return Completion(text=text)
@@ -256,8 +266,10 @@ def test_bench_scripted_strategies_and_native_mode(
 
     class NativeModel(ScriptedModel):
         async def _generate(self, request):  # type: ignore[no-untyped-def]
-            seen_tools.append((sample_of(request.messages).id, {t.name for t in request.tools}))
-            return native(request.messages)
+            seen_tools.append(
+                (native_sample_of(request.messages, request.tools).id, {t.name for t in request.tools})
+            )
+            return native(request.messages, request.tools)
 
     result = run_bench("bfcl", NativeModel(lambda m: ""), tool_mode="native", **common)  # type: ignore[arg-type]
     assert result.summary.metrics["overall_sample_weighted"] == 1.0

@@ -84,6 +84,7 @@ __all__ = [
     "load_few_shot",
     "native_completion",
     "no_tools_error",
+    "stream_seed",
 ]
 
 _PROBE_MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -523,7 +524,7 @@ class HFModel(Model):
             # Masked before sampling's noise: a forced token is drawn among the allowed ones.
             processors.append(ForcedOpening(self.pieces(), openings, enc["input_ids"].shape[1]))
         if cfg.temperature is not None and cfg.temperature > 0:
-            seeds = [_stream_seed(cfg.seed, r, text) for r, text in zip(requests, texts, strict=True)]
+            seeds = [stream_seed(cfg.seed, r, text) for r, text in zip(requests, texts, strict=True)]
             processors.extend(_sampler(model, cfg, seeds))
         if processors:
             from transformers import LogitsProcessorList
@@ -566,7 +567,7 @@ class HFModel(Model):
         self._tokenizer = None
 
 
-def _stream_seed(seed: int | None, request: GenerateRequest, prompt: str) -> int:
+def stream_seed(seed: int | None, request: GenerateRequest, prompt: str) -> int:
     """The seed of one request's random stream: from the run's ``seed``, the request's sample id
     and epoch, and its rendered prompt; a fresh one for each request when ``seed`` is ``None``."""
     if seed is None:

