@@ -11,6 +11,7 @@ import asyncio
 import functools
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,13 +35,28 @@ def _require() -> None:
         )
 
 
+_loaded: list[object] = []
+
+
 @functools.cache
 def _model(tool_mode: str = "native", tool_choice: str | None = None) -> object:
     """One loaded SmolLM2 per setting, one thread (the machine's cores are shared)."""
     options = {"tool_choice": tool_choice} if tool_choice else {}
     model = get_model("local/smollm2-135m", engine="llama.cpp", cache=False, tool_mode=tool_mode,
                       max_new_tokens=MAX_NEW_TOKENS, n_threads=1, **options)  # fmt: skip
+    _loaded.append(model)
     return model
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _closed_at_the_end() -> Iterator[None]:
+    """llama.cpp contexts freed while the interpreter is whole (a ``Llama`` left to ``__del__`` at
+    exit or in a later test's garbage collection raises inside llama-cpp-python)."""
+    yield
+    for model in _loaded:
+        asyncio.run(model.aclose())  # type: ignore[attr-defined]
+    _loaded.clear()
+    _model.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +146,7 @@ def test_prompt_mode_and_the_context_check(samples: list) -> None:  # type: igno
     out = asyncio.run(prompt_model.generate(BFCL.prompt(sample), tools=sample.tools))  # type: ignore[attr-defined]
     assert out.text.strip() and not out.tool_calls
     big = get_model("local/smollm2-135m", engine="llama.cpp", cache=False, n_ctx=128, n_threads=1)
+    _loaded.append(big)
     with pytest.raises(ModelError, match="beyond the context of 128"):
         asyncio.run(big.generate(BFCL.prompt(sample), tools=sample.tools))
     with pytest.raises(ConfigError, match="not among the offered tools"):
