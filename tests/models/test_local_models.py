@@ -294,7 +294,8 @@ def test_llama_cpp_enforces_a_required_tool_choice(bfcl_samples: list) -> None: 
 
     async def run() -> list[Completion]:
         return [
-            await model.generate(BFCL.prompt(s), tools=s.tools, config=GenerateConfig(seed=0)) for s in bfcl_samples
+            await model.generate(BFCL.prompt(s), tools=s.tools, config=GenerateConfig(seed=0))
+            for s in bfcl_samples
         ]
 
     for sample, out in zip(bfcl_samples, asyncio.run(run()), strict=True):
@@ -304,7 +305,9 @@ def test_llama_cpp_enforces_a_required_tool_choice(bfcl_samples: list) -> None: 
         else:
             assert any(out.text.startswith(CALL_OPENING.format(name=n)) for n in names), out.text
     free = asyncio.run(
-        model.generate(BFCL.prompt(sample), tools=sample.tools, tool_choice="none", config=GenerateConfig(seed=0))
+        model.generate(
+            BFCL.prompt(sample), tools=sample.tools, tool_choice="none", config=GenerateConfig(seed=0)
+        )
     )
     assert not free.tool_calls and not any(free.text.startswith(CALL_OPENING.format(name=n)) for n in names)
 
@@ -319,7 +322,10 @@ def test_gemma_base_model_renders_as_a_transcript_that_stops_at_the_next_turn() 
     messages = [
         {"role": "system", "content": "Call functions."},
         *load_few_shot(
-            [{"role": "user", "content": "Weather in Rome?"}, {"role": "assistant", "content": "[weather(city='Rome')]"}]
+            [
+                {"role": "user", "content": "Weather in Rome?"},
+                {"role": "assistant", "content": "[weather(city='Rome')]"},
+            ]
         ),
         {"role": "user", "content": "Weather in Oslo?"},
     ]

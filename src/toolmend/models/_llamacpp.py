@@ -196,12 +196,16 @@ class LlamaCppModel(Model):
                     f"generated, beyond the context of {self.n_ctx} (set n_ctx)"
                 )
             own = formatted.stop or []
-            stop = [s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s]
+            stop = [
+                s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s
+            ]
             extra: dict[str, Any] = {}
             if openings:
                 from llama_cpp import LogitsProcessorList
 
-                extra["logits_processor"] = LogitsProcessorList([self._forced(llm, openings, len(prompt_tokens))])
+                extra["logits_processor"] = LogitsProcessorList(
+                    [self._forced(llm, openings, len(prompt_tokens))]
+                )
             out = llm.create_completion(
                 prompt=prompt_tokens,
                 **extra,
