@@ -224,7 +224,9 @@ async def test_a_default_required_choice_leaves_replies_to_tool_results_free(tin
     assert first.tool_calls or first.text.startswith(opening), first.text
     answered = [
         *ask,
-        Message(role="assistant", tool_calls=[ToolCall(id="c1", name="get_weather", arguments={"city": "3"})]),
+        Message(
+            role="assistant", tool_calls=[ToolCall(id="c1", name="get_weather", arguments={"city": "3"})]
+        ),
         Message(role="tool", content="sunny", tool_call_id="c1", name="get_weather"),
     ]
     after = await model.generate(answered, tools=tools)

@@ -245,12 +245,18 @@ def load_few_shot(source: FewShotSource | None) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     for i, m in enumerate(data):
         if not isinstance(m, Mapping) or m.get("role") not in ("user", "assistant"):
-            raise DatasetError('expected an object with "role": "user" or "assistant"', path=where, field=f"[{i}]")
+            raise DatasetError(
+                'expected an object with "role": "user" or "assistant"', path=where, field=f"[{i}]"
+            )
         if not isinstance(m.get("content"), str):
             raise DatasetError("expected a string", path=where, field=f"[{i}].content")
         out.append({"role": m["role"], "content": m["content"]})
     if out[0]["role"] != "user" or out[-1]["role"] != "assistant":
-        first = "start with a user message" if out[0]["role"] != "user" else "end with an assistant message (its answer)"
+        first = (
+            "start with a user message"
+            if out[0]["role"] != "user"
+            else "end with an assistant message (its answer)"
+        )
         raise DatasetError(f"expected examples that {first}", path=where)
     return out
 

@@ -206,12 +206,16 @@ class LlamaCppModel(Model):
                     f"generated, beyond the context of {self.n_ctx} (set n_ctx)"
                 )
             own = formatted.stop or []
-            stop = [s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s]
+            stop = [
+                s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s
+            ]
             extra: dict[str, Any] = {}
             if openings:
                 from llama_cpp import LogitsProcessorList
 
-                extra["logits_processor"] = LogitsProcessorList([self._forced(llm, openings, len(prompt_tokens))])
+                extra["logits_processor"] = LogitsProcessorList(
+                    [self._forced(llm, openings, len(prompt_tokens))]
+                )
             temperature = cfg.temperature or 0.0
             # Every prompt is read from scratch: reusing the previous request's cached prefix
             # computes the last prompt token's logits in another batch shape, which changed
@@ -230,7 +234,9 @@ class LlamaCppModel(Model):
                 stop=stop,
                 # one stream per request (run seed, sample, prompt), as the transformers engine;
                 # llama.cpp seeds are 32-bit, and 0xFFFFFFFF asks it for a random one
-                seed=stream_seed(cfg.seed, request, formatted.prompt) % 0xFFFFFFFF if temperature > 0 else None,
+                seed=stream_seed(cfg.seed, request, formatted.prompt) % 0xFFFFFFFF
+                if temperature > 0
+                else None,
             )
         choice = out["choices"][0]
         text = choice["text"]
