@@ -167,11 +167,7 @@ def test_lora_merged_is_a_plain_model_folder(tiny_model: Path, data: dict[str, P
     assert result.steps == 1 and not (tmp_path / "m" / "adapter_config.json").exists()
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "m")
     base = AutoModelForCausalLM.from_pretrained(tiny_model)
-    changed = {
-        name
-        for name, p in merged.state_dict().items()
-        if not p.equal(base.state_dict()[name])
-    }
+    changed = {name for name, p in merged.state_dict().items() if not p.equal(base.state_dict()[name])}
     # Only the adapted layer moved, and no LoRA weight is left over.
     assert changed and all(".layers.1." in n for n in changed)
     assert not any("lora" in n for n in merged.state_dict())

@@ -50,7 +50,8 @@ def _command(kind: str):  # type: ignore[no-untyped-def]
         model: Annotated[
             Path,
             typer.Option(
-                "--model", help="Local Hugging Face model folder, a .gguf file or a named local model (smollm2-135m)."
+                "--model",
+                help="Local Hugging Face model folder, a .gguf file or a named local model (smollm2-135m).",
             ),
         ],
         data: Annotated[Path, typer.Option("--data", help="JSON Lines file from `toolmend build`.")],

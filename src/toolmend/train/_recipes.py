@@ -507,7 +507,9 @@ def prepare(
 
         settings = {"r": 8, "lora_alpha": 16, "target_modules": "all-linear", "task_type": "CAUSAL_LM"}
         try:
-            peft_config = LoraConfig(**{**settings, **(lora_options if isinstance(lora_options, dict) else {})})
+            peft_config = LoraConfig(
+                **{**settings, **(lora_options if isinstance(lora_options, dict) else {})}
+            )
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"lora: {exc}") from None
 
@@ -697,7 +699,9 @@ def train(
     options = dict(config) if isinstance(config, dict) else load_config(config)
     merge = bool(options.pop("merge", False))
     if merge and not (lora or options.get("lora")):
-        raise ConfigError("merge folds a LoRA adapter into the model; it needs --lora (or lora: in the config)")
+        raise ConfigError(
+            "merge folds a LoRA adapter into the model; it needs --lora (or lora: in the config)"
+        )
     prepared = prepare(kind, model=model, data=data, out=out, lora=lora, config=options, rewards=rewards)
     trainer = prepared.trainer
     trainer.train()
