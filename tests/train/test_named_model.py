@@ -69,4 +69,5 @@ def test_sft_from_the_named_model_trains_on_the_tools_and_saves_the_template(
     supervised = [t for t in example["labels"] if t != -100]
     rendered = tokenizer.decode(example["input_ids"])
     assert rendered.startswith(prompt)
-    assert tokenizer.decode(supervised) == row["completion"][0]["content"] + "<|im_end|>"
+    # The template closes the turn with "<|im_end|>\n"; TRL supervises both.
+    assert tokenizer.decode(supervised) == row["completion"][0]["content"] + "<|im_end|>\n"
