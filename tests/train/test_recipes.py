@@ -157,6 +157,27 @@ def test_kto_with_lora(tiny_model: Path, data: dict[str, Path], tmp_path: Path) 
     assert result.steps == 1 and (tmp_path / "adapter_config.json").is_file()
 
 
+def test_lora_merged_is_a_plain_model_folder(tiny_model: Path, data: dict[str, Path], tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    linear = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    lora = {"r": 4, "lora_alpha": 8, "layers_to_transform": [1], "target_modules": linear}
+    result = train("sft", model=tiny_model, data=data["sft"], out=tmp_path / "m",
+                   config={**SMALL, "max_steps": 1, "lora": lora, "merge": True})  # fmt: skip
+    assert result.steps == 1 and not (tmp_path / "m" / "adapter_config.json").exists()
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "m")
+    base = AutoModelForCausalLM.from_pretrained(tiny_model)
+    changed = {name for name, p in merged.state_dict().items() if not p.equal(base.state_dict()[name])}
+    # Only the adapted layer moved, and no LoRA weight is left over.
+    assert changed and all(".layers.1." in n for n in changed)
+    assert not any("lora" in n for n in merged.state_dict())
+    with pytest.raises(ConfigError, match="^lora: .*layers_to_transform"):  # peft's own words, one line
+        prepare("sft", model=tiny_model, data=data["sft"], out=tmp_path / "x",
+                config={"lora": {"layers_to_transform": [1], "target_modules": "all-linear"}})  # fmt: skip
+    with pytest.raises(ConfigError, match="needs --lora"):
+        train("sft", model=tiny_model, data=data["sft"], out=tmp_path / "x", config={**SMALL, "merge": True})
+
+
 @pytest.mark.parametrize("preset", ["dapo", "gspo"])
 def test_grpo_presets_run_with_checker_rewards(
     preset: str, tiny_model: Path, data: dict[str, Path], tmp_path: Path

@@ -47,7 +47,13 @@ def _relaunch(accelerate_config: Path) -> None:
 
 def _command(kind: str):  # type: ignore[no-untyped-def]
     def run(
-        model: Annotated[Path, typer.Option("--model", help="Local Hugging Face model folder.")],
+        model: Annotated[
+            Path,
+            typer.Option(
+                "--model",
+                help="Local Hugging Face model folder, a .gguf file or a named local model (smollm2-135m).",
+            ),
+        ],
         data: Annotated[Path, typer.Option("--data", help="JSON Lines file from `toolmend build`.")],
         out: Annotated[Path, typer.Option("--out", help="Folder for the trained model or adapter.")],
         lora: Annotated[bool, typer.Option("--lora", help="Train a LoRA adapter (peft).")] = False,

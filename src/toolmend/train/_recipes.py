@@ -103,7 +103,7 @@ REWARDS: dict[str, tuple[Callable[[], RewardFn], str]] = {
 _COLUMNS: dict[str, tuple[str, ...]] = {"sft": ("prompt", "completion"), "kto": ("prompt", "completion", "label"),
                                         "grpo": ("prompt",)}  # fmt: skip
 _TOOLMEND_KEYS = {"preset", "rewards", "dynamic_sampling", "lora", "vllm", "num_processes", "cut_negatives",
-                  "max_row_chars"}  # fmt: skip
+                  "max_row_chars", "merge"}  # fmt: skip
 MAX_ROW_CHARS = 1_000_000
 """A training row with more text than this is refused (``max_row_chars`` in the config changes it):
 far beyond any model's context window, and slow to tokenise."""
@@ -246,7 +246,8 @@ def _check_tools_rendered(tokenizer: Any, row: dict[str, Any], model: str | Path
     if _render(tokenizer, row["prompt"], tools) == _render(tokenizer, row["prompt"], None):
         raise ConfigError(
             f"{model}: the chat template ignores the `tools` column (the prompt renders the same with and "
-            "without tools), so the model would never see the tools it is trained to call"
+            "without tools), so the model would never see the tools it is trained to call; for a named local "
+            "model pass its name (--model smollm2-135m), which brings toolmend's template for it"
         )
 
 
@@ -305,12 +306,36 @@ def _grpo_trainer_class() -> type:
     return ToolGRPOTrainer
 
 
+def _model_source(model: str | Path) -> tuple[Path, str | None]:
+    """The transformers folder to train ``model`` from, and the chat template to render its rows
+    with (``None``: the tokenizer's own).
+
+    ``model`` is a folder, or a GGUF model that ``hf/`` runs too: a named local model
+    (``smollm2-135m``) or a ``.gguf`` path, converted once into a plain folder
+    (:func:`toolmend.models.hf_folder`). A named model whose own template ignores tools comes with
+    toolmend's template (the one ``hf/<name>`` renders with), so the rows are rendered with their
+    tools; the trained model is saved with it, and ``hf/<out>`` renders the same prompts.
+
+    >>> _model_source("no/such/folder")
+    Traceback (most recent call last):
+    ...
+    toolmend._errors.ConfigError: no/such/folder: model folder does not exist; pass a local Hugging Face model folder, a .gguf file or a named local model (--model PATH)
+    """
+    from toolmend.models._gguf import hf_folder, is_gguf_ref, resolve_gguf
+
+    if is_gguf_ref(model) and not Path(model).is_dir():
+        source = resolve_gguf(model)
+        return hf_folder(source), source.chat_template
+    return _model_dir(model), None
+
+
 def _model_dir(model: str | Path) -> Path:
     path = Path(model)
     if not (path / "config.json").is_file():
         what = "does not exist" if not path.exists() else "has no config.json"
         raise ConfigError(
-            f"{path}: model folder {what}; pass a local Hugging Face model folder (--model PATH)"
+            f"{path}: model folder {what}; pass a local Hugging Face model folder, a .gguf file or a named "
+            "local model (--model PATH)"
         )
     return path
 
@@ -413,7 +438,7 @@ def prepare(
     if kind not in get_args(RecipeKind):
         raise ConfigError(f"unknown recipe {kind!r}; expected sft, kto or grpo")
     require()
-    model_dir = _model_dir(model)
+    model_dir, chat_template = _model_source(model)
     options = dict(config) if isinstance(config, dict) else load_config(config)
     _check_finite(options, "config", "")  # options given as a dict or by --set, not only a file
     lora_options = options.pop("lora", None)
@@ -446,6 +471,10 @@ def prepare(
     elif options.get("preset") or options.get("vllm"):
         raise ConfigError(f"preset and vllm are GRPO options; the {kind} recipe takes neither")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if chat_template is not None:
+        # Set on the tokenizer, not passed per call: TRL renders every row with it, and
+        # save_model writes it beside the weights.
+        tokenizer.chat_template = chat_template
     if kind == "sft" and options.get("assistant_only_loss"):
         check_generation_markers(tokenizer, model_dir)
     _check_tools_rendered(tokenizer, rows[0], model_dir)
@@ -477,7 +506,12 @@ def prepare(
         from peft import LoraConfig
 
         settings = {"r": 8, "lora_alpha": 16, "target_modules": "all-linear", "task_type": "CAUSAL_LM"}
-        peft_config = LoraConfig(**{**settings, **(lora_options if isinstance(lora_options, dict) else {})})
+        try:
+            peft_config = LoraConfig(
+                **{**settings, **(lora_options if isinstance(lora_options, dict) else {})}
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"lora: {exc}") from None
 
     dataset = data if isinstance(data, Dataset) else Dataset.from_list(rows)
     policy = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -657,11 +691,26 @@ def train(
     config: str | Path | dict[str, Any] | None = None,
     rewards: Sequence[str] | None = None,
 ) -> TrainResult:
-    """Run a recipe and save the model (or adapter) and tokenizer under ``out``."""
-    prepared = prepare(kind, model=model, data=data, out=out, lora=lora, config=config, rewards=rewards)
+    """Run a recipe and save the model (or adapter) and tokenizer under ``out``.
+
+    With LoRA, ``merge: true`` in ``config`` saves the model with the adapter folded in instead of
+    the adapter alone, so that ``out`` is a plain model folder (``hf/<out>``, a second stage).
+    """
+    options = dict(config) if isinstance(config, dict) else load_config(config)
+    merge = bool(options.pop("merge", False))
+    if merge and not (lora or options.get("lora")):
+        raise ConfigError(
+            "merge folds a LoRA adapter into the model; it needs --lora (or lora: in the config)"
+        )
+    prepared = prepare(kind, model=model, data=data, out=out, lora=lora, config=options, rewards=rewards)
     trainer = prepared.trainer
     trainer.train()
-    trainer.save_model(str(out))
+    if merge:
+        # A plain checkpoint, which hf/<out> and the next recipe load like any model folder.
+        trainer.model.merge_and_unload().save_pretrained(str(out))
+        trainer.processing_class.save_pretrained(str(out))
+    else:
+        trainer.save_model(str(out))
     return TrainResult(
         out=Path(out),
         steps=int(trainer.state.global_step),
