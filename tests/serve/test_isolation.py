@@ -9,6 +9,7 @@ unloaded best, so that a machine busy with other work does not decide the result
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import json
 import statistics
@@ -281,6 +282,10 @@ def test_an_answer_too_costly_to_check_is_the_guards_422(serve: Any, stream: boo
     # The tool compiles at once; checking 40,000 objects for uniqueness takes far more than the
     # budget: the guard gives up as it does on any answer it cannot accept.
     from scripted_upstream import call, stream_of
+
+    # Earlier tests' garbage is finalized now, not by a collection inside the timed check, where
+    # the budget's interrupt could land in an unrelated finalizer (a llama.cpp model's __del__).
+    gc.collect()
 
     xs = [{"id": i, "tags": [i, {"n": str(i)}]} for i in range(40_000)]
     whole = Scene(body=completion(None, [call("f", {"xs": xs}, "c1")]))
