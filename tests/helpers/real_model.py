@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kept_dirs import kept_dir
 
+from toolmend.formats import parse_calls
 from toolmend.models._gguf import SMOLLM2_TOOLS_TEMPLATE, hf_folder, resolve_gguf
 from toolmend.models._hf import HFModel
 
@@ -56,3 +59,20 @@ def gguf_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where converted folders live: beside pytest's per-session folders, kept across sessions and
     shared by xdist's workers (the first to need the folder converts it, the others wait for it)."""
     return kept_dir(tmp_path_factory, "toolmend-gguf")
+
+
+def check_native_reply(bfcl: Any, sample: Any, out: Any) -> None:
+    """What any engine's native-mode reply to a BFCL sample must be: within the budget, its calls
+    the same as their raw form, text left as text holding no call (or only Python-looking calls
+    of unknown names), and a reply BFCL can score."""
+    assert 0 < out.usage.output_tokens <= MAX_NEW_TOKENS and out.usage.input_tokens > 100
+    assert out.finish_reason in ("stop", "length")
+    assert len(out.raw_tool_calls) == len(out.tool_calls)
+    for call, raw in zip(out.tool_calls, out.raw_tool_calls, strict=True):
+        assert raw.name == call.name and json.loads(raw.arguments) == call.arguments
+    if not out.tool_calls:
+        parsed = parse_calls(out.text)
+        names = {t.name for t in sample.tools}
+        assert not parsed.calls or (parsed.format == "python" and not {c.name for c in parsed.calls} <= names)
+    reply = bfcl.reply_text(sample, out)
+    assert isinstance(reply, str) and isinstance(bfcl.score(sample, reply).values["accuracy"], float)

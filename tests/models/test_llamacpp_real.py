@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_model import MAX_NEW_TOKENS, check_native_reply
 
 from toolmend._errors import ConfigError, ModelError
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.formats import parse_calls, to_openai_tool
+from toolmend.formats import to_openai_tool
 from toolmend.models import Completion, GenerateConfig, get_model
 from toolmend.models._hf import CALL_OPENING
 
-MAX_NEW_TOKENS = 48
 BFCL = BENCHMARKS.get("bfcl")()
 
 
@@ -93,18 +93,7 @@ def test_template_renders_the_tools_and_the_engine_is_named(samples: list) -> No
 def test_native_replies_parse_into_calls_or_stay_text(samples: list) -> None:  # type: ignore[type-arg]
     outs = _generate(_model(), samples)
     for sample, out in zip(samples, outs, strict=True):
-        assert 0 < out.usage.output_tokens <= MAX_NEW_TOKENS and out.usage.input_tokens > 100
-        assert out.finish_reason in ("stop", "length")
-        assert len(out.raw_tool_calls) == len(out.tool_calls)
-        for call, raw in zip(out.tool_calls, out.raw_tool_calls, strict=True):
-            assert raw.name == call.name and json.loads(raw.arguments) == call.arguments
-        if not out.tool_calls:
-            parsed = parse_calls(out.text)
-            names = {t.name for t in sample.tools}
-            assert not parsed.calls or (
-                parsed.format == "python" and not {c.name for c in parsed.calls} <= names
-            )
-        assert isinstance(BFCL.score(sample, BFCL.reply_text(sample, out)).values["accuracy"], float)
+        check_native_reply(BFCL, sample, out)
     again = _generate(_model(), samples[:1])[0]
     assert (again.text, again.tool_calls) == (outs[0].text, outs[0].tool_calls)  # greedy
 

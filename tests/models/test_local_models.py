@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from real_model import MAX_NEW_TOKENS, gguf_root, require_smollm2, smollm2, smollm2_folder
+from real_model import MAX_NEW_TOKENS, check_native_reply, gguf_root, require_smollm2, smollm2, smollm2_folder
 
 from toolmend._errors import ConfigError
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.formats import parse_calls
 from toolmend.models import Completion, GenerateConfig, get_model
 from toolmend.models._gguf import (
     BASE_TRANSCRIPT_STOP,
@@ -209,20 +208,7 @@ def _generate(model: HFModel, samples: list, tools: bool) -> list[Completion]:  
 def test_native_replies_parse_into_calls_or_stay_text(root: Path, bfcl_samples: list) -> None:  # type: ignore[type-arg]
     outs = _generate(smollm2(root), bfcl_samples, tools=True)
     for sample, out in zip(bfcl_samples, outs, strict=True):
-        assert 0 < out.usage.output_tokens <= MAX_NEW_TOKENS and out.usage.input_tokens > 100
-        assert out.finish_reason in ("stop", "length")
-        assert len(out.raw_tool_calls) == len(out.tool_calls)
-        for call, raw in zip(out.tool_calls, out.raw_tool_calls, strict=True):
-            assert raw.name == call.name and json.loads(raw.arguments) == call.arguments
-        if not out.tool_calls:
-            # Text left as text holds no call, or only Python-looking calls of unknown names.
-            parsed = parse_calls(out.text)
-            names = {t.name for t in sample.tools}
-            assert not parsed.calls or (
-                parsed.format == "python" and not {c.name for c in parsed.calls} <= names
-            )
-        reply = BFCL.reply_text(sample, out)
-        assert isinstance(reply, str) and isinstance(BFCL.score(sample, reply).values["accuracy"], float)
+        check_native_reply(BFCL, sample, out)
     again = _generate(smollm2(root), bfcl_samples[:1], tools=True)[0]
     assert (again.text, again.tool_calls) == (outs[0].text, outs[0].tool_calls)  # greedy
 

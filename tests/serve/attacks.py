@@ -102,9 +102,12 @@ ATTACKS = [
 ``header_timeout``: a test sets them short."""
 
 
-async def send(attack: Attack | dict[str, Any], port: int) -> tuple[int, bytes]:
-    """Send one request (an attack, or a JSON body) to the proxy on ``port``, as its own client on
-    its own connection; (status, body), or (0, b"") when the proxy closed the connection first."""
+async def send(
+    attack: Attack | dict[str, Any], port: int, path: str = "/v1/chat/completions"
+) -> tuple[int, bytes]:
+    """Send one request (an attack, or a JSON body) to the proxy's ``path`` on ``port``, as its own
+    client on its own connection; (status, body), or (0, b"") when the proxy closed the connection
+    first."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         if isinstance(attack, dict) or attack.body is not None:
@@ -116,7 +119,7 @@ async def send(attack: Attack | dict[str, Any], port: int) -> tuple[int, bytes]:
         if isinstance(attack, Attack) and attack.head is not None:
             writer.write(attack.head)
         else:
-            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            writer.write(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
                          + f"Connection: close\r\nContent-Length: {length}\r\n\r\n".encode() + payload)  # fmt: skip
         await writer.drain()
         try:

@@ -317,17 +317,7 @@ def test_the_responses_route_keeps_the_same_limits(serve: Any) -> None:
     tool = {"type": "function", "name": "f", "parameters": {"type": "object"}}
     body = {"model": "m", "input": "hi", "tools": [tool, {**tool, "name": "g"}]}
 
-    async def go() -> tuple[int, bytes]:
-        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.thread.port)
-        payload = json.dumps(body).encode()
-        writer.write(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     + f"Connection: close\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)  # fmt: skip
-        raw = await reader.read()
-        writer.close()
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        return int(head.split(b" ", 2)[1]), rest
-
-    status, raw = asyncio.run(go())
+    status, raw = asyncio.run(send(body, proxy.thread.port, "/v1/responses"))
     assert status == 413, raw[:300]
     assert _shaped(raw)["code"] == "request_too_large"
 
@@ -340,17 +330,7 @@ def test_the_messages_route_keeps_the_same_limits(serve: Any) -> None:
     body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
             "tools": [tool, {**tool, "name": "g"}]}  # fmt: skip
 
-    async def go() -> tuple[int, bytes]:
-        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.thread.port)
-        payload = json.dumps(body).encode()
-        writer.write(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     + f"Connection: close\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)  # fmt: skip
-        raw = await reader.read()
-        writer.close()
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        return int(head.split(b" ", 2)[1]), rest
-
-    status, raw = asyncio.run(go())
+    status, raw = asyncio.run(send(body, proxy.thread.port, "/v1/messages"))
     assert status == 413, raw[:300]
     assert "--max-tools" in json.loads(raw)["error"]["message"]
     assert proxy.upstream.bodies == []
