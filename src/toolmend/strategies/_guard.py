@@ -9,8 +9,10 @@ from pydantic import ValidationError
 
 from toolmend._errors import ConfigError, first_error
 from toolmend._schema import Message
-from toolmend.guard import Guard, GuardPolicy, drive
+from toolmend.guard import AllowedCalls, Guard, GuardPolicy, drive
 from toolmend.guard._turn import Turn
+from toolmend.models._base import GenerateRequest
+from toolmend.models._hf import default_choice
 from toolmend.strategies._base import Generate, SolveState
 from toolmend.strategies._reply import read_reply, reply_format, write_reply
 
@@ -36,6 +38,7 @@ class GuardStrategy:
             return generate  # nothing to check against
         fmt = reply_format(state.benchmark)
         guard = Guard(state.sample.tools, self.policy)
+        native = state.tool_mode == "native"
 
         async def guarded(messages: list[Message], *, epoch: int | None = None) -> str:
             first = await generate(messages, epoch=epoch)
@@ -46,7 +49,8 @@ class GuardStrategy:
                 last.append(text)
                 return read_reply(text, fmt)
 
-            out = await drive(guard, respond, messages, first=read_reply(first, fmt))
+            allowed = _allowed(state, messages) if native else None
+            out = await drive(guard, respond, messages, first=_first(first, fmt, native), allowed=allowed)
             state.events.extend(out.events)
             state.events.append(
                 {"kind": "guard_turn", "status": out.status, "requests": out.extra_requests,
@@ -62,3 +66,28 @@ class GuardStrategy:
             return write_reply(out.calls, fmt, out.turn, state.sample.tools)
 
         return guarded
+
+
+def _first(text: str, fmt: str, native: bool) -> Turn:
+    """The first answer as a guard turn. In native mode a reply in which no call came through the
+    tool-call channel (the runner writes those in the reply format) is the model's prose: an
+    answer that calls nothing (BFCL's abstention), not a reply in the wrong format. The guard then
+    judges it as it judges any native turn: accepted unless the request requires a call, with the
+    calls its text may hold taken as calls (the policy's ``rescue``). The answers to a re-ask are
+    read in the reply format, as in prompt mode: a re-ask asks for calls, and prose corrects none."""
+    turn = read_reply(text, fmt)
+    if native and not turn.calls:
+        return Turn(text=text, format="native", final=turn.final)
+    return turn
+
+
+def _allowed(state: SolveState, messages: list[Message]) -> AllowedCalls | None:
+    """What the request for ``messages`` allows, from the ``tool_choice`` the model decodes it
+    under (``None``: the model chooses)."""
+    if state.tool_choice is None:
+        return None
+    request = GenerateRequest(messages=messages, tools=state.sample.tools)
+    choice = default_choice(request, state.tool_choice)
+    if choice is None or choice in ("auto", "none", "required"):
+        return AllowedCalls.from_openai({"tool_choice": choice})
+    return AllowedCalls.from_openai({"tool_choice": {"type": "function", "function": {"name": choice}}})
