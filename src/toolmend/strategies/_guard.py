@@ -49,8 +49,13 @@ class GuardStrategy:
                 last.append(text)
                 return read_reply(text, fmt)
 
+            # In native mode prose without a call is an answer that calls nothing (accepted
+            # unless the request requires a call, with the calls its text may hold rescued); the
+            # answers to a re-ask are read in the reply format: a re-ask asks for calls, and
+            # prose corrects none.
             allowed = _allowed(state, messages) if native else None
-            out = await drive(guard, respond, messages, first=_first(first, fmt, native), allowed=allowed)
+            answer = read_reply(first, fmt, native=native)
+            out = await drive(guard, respond, messages, first=answer, allowed=allowed)
             state.events.extend(out.events)
             state.events.append(
                 {"kind": "guard_turn", "status": out.status, "requests": out.extra_requests,
@@ -66,19 +71,6 @@ class GuardStrategy:
             return write_reply(out.calls, fmt, out.turn, state.sample.tools)
 
         return guarded
-
-
-def _first(text: str, fmt: str, native: bool) -> Turn:
-    """The first answer as a guard turn. In native mode a reply in which no call came through the
-    tool-call channel (the runner writes those in the reply format) is the model's prose: an
-    answer that calls nothing (BFCL's abstention), not a reply in the wrong format. The guard then
-    judges it as it judges any native turn: accepted unless the request requires a call, with the
-    calls its text may hold taken as calls (the policy's ``rescue``). The answers to a re-ask are
-    read in the reply format, as in prompt mode: a re-ask asks for calls, and prose corrects none."""
-    turn = read_reply(text, fmt)
-    if native and not turn.calls:
-        return Turn(text=text, format="native", final=turn.final)
-    return turn
 
 
 def _allowed(state: SolveState, messages: list[Message]) -> AllowedCalls | None:

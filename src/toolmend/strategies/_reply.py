@@ -23,9 +23,24 @@ def reply_format(benchmark: Any) -> str:
     return str(fmt)
 
 
-def read_reply(text: str, fmt: str) -> Turn:
-    """The reply as a guard :class:`~toolmend.guard.Turn`."""
-    return Turn.from_text(text, cast(CallFormat, fmt if fmt in _READABLE else "auto"))
+def read_reply(text: str, fmt: str, *, native: bool = False) -> Turn:
+    """The reply as a guard :class:`~toolmend.guard.Turn`.
+
+    ``native``: the tools went out natively (:attr:`~toolmend.strategies.SolveState.tool_mode`),
+    so the reply's calls came through the tool-call channel and the runner wrote them in ``fmt``.
+    A reply without a call is then the model's prose, an answer that calls nothing (BFCL's
+    abstention) rather than a reply in the wrong format: a native turn without calls.
+
+    >>> read_reply("No function fits.", "python").findings[0].code
+    'invalid_format'
+    >>> turn = read_reply("No function fits.", "python", native=True)
+    >>> turn.native, turn.calls, turn.findings
+    (True, [], [])
+    """
+    turn = Turn.from_text(text, cast(CallFormat, fmt if fmt in _READABLE else "auto"))
+    if native and not turn.calls:
+        return Turn(text=text, format="native", final=turn.final)
+    return turn
 
 
 def write_reply(
