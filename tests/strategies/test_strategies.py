@@ -349,3 +349,17 @@ async def test_hitec_in_native_mode_prose_is_no_call_not_a_format_error() -> Non
     # In prompt mode the same prose is a reply in the wrong format, as bad as the broken call.
     out, st = await run("hitec-icl", Script(prose, "[get_weather(days=2)]"))
     assert out == "[get_weather(days=2)]" and st.events[0]["findings"] == [1, 1]
+
+
+def test_the_report_counts_which_answer_hitec_kept() -> None:
+    from toolmend.strategies._report import strategy_tables
+
+    def record(i: str, event: dict[str, object]) -> SimpleNamespace:
+        return SimpleNamespace(id=i, requests=2, usage=SimpleNamespace(total_tokens=20), events=[event])
+
+    events = [{"kind": "hitec-icl", "kept": "second"}, {"kind": "hitec-icl", "kept": "first", "why": "no_call"},
+              {"kind": "hitec-icl", "kept": "first", "why": "findings"}, {"kind": "hitec-icl", "kept": "second"}]  # fmt: skip
+    view = SimpleNamespace(label="hitec-icl", benchmark="bfcl", path=SimpleNamespace(name="a"),
+                           scored=[record(str(i), e) for i, e in enumerate(events)])  # fmt: skip
+    (table,) = [t for t in strategy_tables([view]) if t.caption.startswith("hitec-icl")]
+    assert table.rows == [["hitec-icl", "4", "2", "1", "1"]]
