@@ -998,7 +998,10 @@ def _make_solve(
             return reply
 
         state = SolveState(
-            sample=sample, benchmark=bench, tool_mode="native" if native else "prompt", tool_choice=tool_choice
+            sample=sample,
+            benchmark=bench,
+            tool_mode="native" if native else "prompt",
+            tool_choice=tool_choice,
         )
         wrapped: Generate = generate
         for strategy in strategies:

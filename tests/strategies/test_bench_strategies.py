@@ -156,7 +156,9 @@ def test_empty_replies_to_the_guard_s_reasks_are_given_up_not_recovered(
 
 
 @pytest.mark.parametrize("tool_mode", ["native", "prompt"])
-def test_guard_takes_prose_as_no_call_in_native_mode_only(tmp_path: Path, data_dir: Path, tool_mode: str) -> None:
+def test_guard_takes_prose_as_no_call_in_native_mode_only(
+    tmp_path: Path, data_dir: Path, tool_mode: str
+) -> None:
     # SmolLM2 through the llama.cpp engine abstained in prose on `irrelevance` (issue 35); in native
     # mode the guard read that prose against BFCL's Python format and re-asked it twice.
     prose = "I am sorry, none of the functions I have can answer that question."
