@@ -14,7 +14,7 @@ from toolmend._bench import run_bench
 from toolmend._errors import ConfigError
 from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS
-from toolmend.models import Completion, ScriptedModel
+from toolmend.models import Completion, RawToolCall, ScriptedModel
 from toolmend.runs import RunDir
 
 N = 12
@@ -203,4 +203,38 @@ def test_guard_re_asks_prose_in_native_mode_when_a_call_is_required(tmp_path: Pa
     (rec,) = records(result.run_dir)
     turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
     assert model.calls == 2 and turn["status"] == "recovered" and turn["codes"] == ["wrong_tool_count"]
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0
+
+
+def test_guard_still_re_asks_a_broken_native_call(tmp_path: Path, sample: Sample) -> None:
+    # A call that came through the tool-call channel with arguments cut off is written back as a
+    # broken Python call: a format error in native mode too, not prose.
+    gold = sample.target[0]
+    cut = Completion(
+        raw_tool_calls=[RawToolCall(name=gold.name, arguments='{"base": 10, "he', error="bad JSON")]
+    )
+    model = ScriptedModel([cut, Completion(tool_calls=[gold], finish_reason="tool_calls")])
+    result = run_bench(
+        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
+        strategy="guard", progress=False,
+    )  # fmt: skip
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert model.calls == 2 and turn["status"] == "recovered" and turn["codes"] == ["invalid_format"]
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0
+
+
+def test_guard_rescues_a_call_written_in_the_content_in_native_mode(tmp_path: Path, sample: Sample) -> None:
+    # A server without a tool parser leaves the model's Hermes call in the content: no call came
+    # through the channel, and the guard's rescue takes the call the text holds, at no request.
+    gold = sample.target[0]
+    content = f"<tool_call>\n{json.dumps({'name': gold.name, 'arguments': gold.arguments})}\n</tool_call>"
+    model = ScriptedModel([content])
+    result = run_bench(
+        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
+        strategy="guard", progress=False,
+    )  # fmt: skip
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert model.calls == 1 and turn["status"] == "repaired" and turn["codes"] == ["tool_call_in_content"]
     assert result.summary.metrics["overall_sample_weighted"] == 1.0

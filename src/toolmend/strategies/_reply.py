@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from toolmend._schema import Tool, ToolCall
-from toolmend.formats import write_calls
+from toolmend.formats import parse_calls, write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.guard import Turn
 
@@ -29,18 +29,27 @@ def read_reply(text: str, fmt: str, *, native: bool = False) -> Turn:
     ``native``: the tools went out natively (:attr:`~toolmend.strategies.SolveState.tool_mode`),
     so the reply's calls came through the tool-call channel and the runner wrote them in ``fmt``.
     A reply without a call is then the model's prose, an answer that calls nothing (BFCL's
-    abstention) rather than a reply in the wrong format: a native turn without calls.
+    abstention) rather than a reply in the wrong format: a native turn without calls, whose text
+    the guard may still rescue calls from. A broken call (cut off, or a call-like block no
+    reader can parse, as the runner writes a native call whose arguments are not JSON) stays a
+    format error: the parsers flag those near misses, and plain prose has none.
 
     >>> read_reply("No function fits.", "python").findings[0].code
     'invalid_format'
     >>> turn = read_reply("No function fits.", "python", native=True)
     >>> turn.native, turn.calls, turn.findings
     (True, [], [])
+    >>> read_reply('[f({"a": 1)]', "python", native=True).findings[0].message
+    'the output is cut off inside a call'
     """
     turn = Turn.from_text(text, cast(CallFormat, fmt if fmt in _READABLE else "auto"))
-    if native and not turn.calls:
-        return Turn(text=text, format="native", final=turn.final)
-    return turn
+    if not native or turn.calls:
+        return turn
+    if turn.findings:
+        near = parse_calls(text)  # every reader: their near misses, without fmt's "not read as"
+        if near.findings and not near.calls:
+            return turn
+    return Turn(text=text, format="native", final=turn.final)
 
 
 def write_reply(
