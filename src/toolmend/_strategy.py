@@ -67,6 +67,10 @@ class SolveState:
     none (a backend's ``-M tool_choice=required`` or a tool's name; ``None``: the model chooses).
     Requests that answer tool results decode freely
     (:func:`~toolmend.models._hf.default_choice`)."""
+    content_only: set[str] = field(default_factory=set)
+    """In native mode, the replies (as :class:`Generate` returned them) in which no call came
+    through the tool-call channel: the model's content alone. Code in such a reply (a Python
+    snippet that reads as a call) is prose, not a call."""
 
 
 class Strategy(Protocol):

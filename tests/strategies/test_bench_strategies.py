@@ -238,3 +238,22 @@ def test_guard_rescues_a_call_written_in_the_content_in_native_mode(tmp_path: Pa
     turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
     assert model.calls == 1 and turn["status"] == "repaired" and turn["codes"] == ["tool_call_in_content"]
     assert result.summary.metrics["overall_sample_weighted"] == 1.0
+
+
+def test_guard_takes_code_in_the_content_as_prose_in_native_mode(tmp_path: Path, data_dir: Path) -> None:
+    # SmolLM2 answered BFCL's questions in prose with a Python snippet (issue 35). Read in BFCL's
+    # Python format the snippet is a call to a tool nobody offered; in native mode no call came
+    # through the channel, so it is prose, and on `irrelevance` the right answer.
+    prose = 'You can do it yourself:\n\nimport os\nos.remove("notes.txt")\n\nNo function here fits.'
+    server = FakeOpenAIServer(lambda body: Reply(text=prose)).start()
+    try:
+        result = run_bench(
+            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["irrelevance"],
+            limit=1, runs_dir=tmp_path, tool_mode="native", strategy="guard", progress=False,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert server.requests == 1 and turn["status"] == "accepted" and turn["codes"] == []
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0

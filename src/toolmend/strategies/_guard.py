@@ -49,12 +49,12 @@ class GuardStrategy:
                 last.append(text)
                 return read_reply(text, fmt)
 
-            # In native mode prose without a call is an answer that calls nothing (accepted
-            # unless the request requires a call, with the calls its text may hold rescued); the
-            # answers to a re-ask are read in the reply format: a re-ask asks for calls, and
-            # prose corrects none.
+            # In native mode an answer in which no call came through the channel is prose, an
+            # answer that calls nothing (accepted unless the request requires a call, with calls
+            # to offered tools in its text rescued); the answers to a re-ask are read in the
+            # reply format: a re-ask asks for calls, and prose corrects none.
             allowed = _allowed(state, messages) if native else None
-            answer = read_reply(first, fmt, native=native)
+            answer = read_reply(first, fmt, native=native, content=first in state.content_only)
             out = await drive(guard, respond, messages, first=answer, allowed=allowed)
             state.events.extend(out.events)
             state.events.append(

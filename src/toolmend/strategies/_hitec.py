@@ -247,8 +247,8 @@ class HitecICL:
                     event["kept"] = "second"
                     reply = revised
                 else:
-                    before = read_reply(reply, fmt, native=native)
-                    after = read_reply(revised, fmt, native=native)
+                    before = read_reply(reply, fmt, native=native, content=reply in state.content_only)
+                    after = read_reply(revised, fmt, native=native, content=revised in state.content_only)
                     found = (turn_findings(before, checker), turn_findings(after, checker))
                     why = _worse(before, after, *found)
                     event.update(kept="first" if why else "second", findings=[len(f) for f in found])
