@@ -937,6 +937,10 @@ def _make_solve(
     strategy_name: str,
 ) -> Callable[[Sample], Any]:
     batcher = _ScoreBatcher(bench, mode) if _batches_scoring(bench) else None
+    # What a strategy needs to read a reply: in native mode prose is an answer without a call,
+    # unless the model's requests are decoded under a tool_choice that requires one.
+    choice = model.request_defaults().get("tool_choice") if native else None
+    tool_choice = choice if isinstance(choice, str) and choice != "auto" else None
     # The strategy is part of the answer's identity: a strategy may ask the same messages again.
     scope = None if strategy_name == "none" else f"strategy={strategy_name}"
 
@@ -955,6 +959,12 @@ def _make_solve(
         sample_tools.set(list(sample.tools))  # what noisy/ corrupts against in prompt mode
         tools = sample.tools if native else None
         turn = 0
+        state = SolveState(
+            sample=sample,
+            benchmark=bench,
+            tool_mode="native" if native else "prompt",
+            tool_choice=tool_choice,
+        )
 
         failures: list[ModelFailure] = []
         # Generations are recorded in the order they were asked for (epoch 0 first), whatever
@@ -991,9 +1001,10 @@ def _make_solve(
             # report never shows an empty reply and shows the calls that were scored.
             reply = bench.reply_text(sample, out)
             record.add_completion(out, output=reply, seed=seed, at=place(order))
+            if native and not (out.tool_calls or out.raw_tool_calls):
+                state.content_only.add(reply)
             return reply
 
-        state = SolveState(sample=sample, benchmark=bench)
         wrapped: Generate = generate
         for strategy in strategies:
             wrapped = strategy.wrap(wrapped, state)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from toolmend._registry import Registry
 from toolmend._schema import Message, Sample
@@ -57,6 +57,20 @@ class SolveState:
     benchmark: Benchmark
     events: list[dict[str, Any]] = field(default_factory=list)
     """Strategy telemetry (JSON-able dicts); stored in the sample's record (``SampleRecord.events``)."""
+    tool_mode: Literal["prompt", "native"] = "prompt"
+    """How the sample's tools reach the model. ``prompt``: in the prompt, so a reply is text in
+    the benchmark's reply format and prose there is a reply in the wrong format. ``native``:
+    through the API, so a reply's calls come from the tool-call channel (the runner writes them
+    in the reply format) and prose without a call is an answer that calls nothing."""
+    tool_choice: str | None = None
+    """In native mode, the ``tool_choice`` the model's requests are decoded under when they set
+    none (a backend's ``-M tool_choice=required`` or a tool's name; ``None``: the model chooses).
+    Requests that answer tool results decode freely
+    (:func:`~toolmend.models._hf.default_choice`)."""
+    content_only: set[str] = field(default_factory=set)
+    """In native mode, the replies (as :class:`Generate` returned them) in which no call came
+    through the tool-call channel: the model's content alone. Code in such a reply (a Python
+    snippet that reads as a call) is prose, not a call."""
 
 
 class Strategy(Protocol):

@@ -154,3 +154,18 @@ def test_bench_bfcl_through_the_runner(data_dir: Path, tmp_path: Path) -> None:
         assert result.summary.n_scored == 2 and result.summary.n_errors == 0
         manifest = json.loads((result.run_dir / "manifest.json").read_text())
         assert manifest["model"] == "local/smollm2-135m (llama.cpp)"
+
+
+def test_the_context_is_the_model_s_training_context(samples: list) -> None:  # type: ignore[type-arg]
+    from toolmend.models._llamacpp import trained_context
+
+    model = _model()
+    llm, _ = model._load()  # type: ignore[attr-defined]  # already loaded by the tests above
+    # SmolLM2 was trained on 8,192 tokens; llama.cpp's own default of 4,096 cut BFCL's
+    # multi-turn prompts (issue 35).
+    assert trained_context(model.source.path) == 8192 == int(llm.metadata["llama.context_length"])  # type: ignore[attr-defined]
+    assert model.n_ctx == llm.n_ctx() == 8192  # type: ignore[attr-defined]
+    given = get_model("local/smollm2-135m", engine="llama.cpp", cache=False, n_ctx=2048)
+    assert given.n_ctx == 2048  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="n_ctx must be a positive number of tokens"):
+        get_model("local/smollm2-135m", engine="llama.cpp", cache=False, n_ctx=0)

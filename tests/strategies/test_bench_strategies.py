@@ -14,6 +14,7 @@ from toolmend._bench import run_bench
 from toolmend._errors import ConfigError
 from toolmend._schema import Sample
 from toolmend.benchmarks import BENCHMARKS
+from toolmend.models import Completion, RawToolCall, ScriptedModel
 from toolmend.runs import RunDir
 
 N = 12
@@ -152,3 +153,107 @@ def test_empty_replies_to_the_guard_s_reasks_are_given_up_not_recovered(
     assert table["missing_required"]["gave_up"] == 1 and table["missing_required"]["reask"] == 0
     # The model's last real answer is what is scored, not the empty reply.
     assert [c["arguments"] for c in rec["calls"]] == [{k: v for k, v in args.items() if k != first_key}]
+
+
+@pytest.mark.parametrize("tool_mode", ["native", "prompt"])
+def test_guard_takes_prose_as_no_call_in_native_mode_only(
+    tmp_path: Path, data_dir: Path, tool_mode: str
+) -> None:
+    # SmolLM2 through the llama.cpp engine abstained in prose on `irrelevance` (issue 35); in native
+    # mode the guard read that prose against BFCL's Python format and re-asked it twice.
+    prose = "I am sorry, none of the functions I have can answer that question."
+    server = FakeOpenAIServer(lambda body: Reply(text=prose)).start()
+    try:
+        result = run_bench(
+            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["irrelevance"],
+            limit=1, runs_dir=tmp_path, tool_mode=tool_mode, strategy="guard", progress=False,  # type: ignore[arg-type]
+        )  # fmt: skip
+    finally:
+        server.stop()
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    if tool_mode == "native":
+        # The tools went out natively and no call came back through the tool-call channel: the
+        # prose is an answer with no call, and it is the right one here.
+        assert server.requests == 1 and rec["requests"] == 1
+        assert turn["status"] == "accepted" and turn["codes"] == [] and turn["requests"] == 0
+        assert result.summary.metrics["overall_sample_weighted"] == 1.0
+    else:
+        # Asked for a Python call list in the prompt, prose is a reply in the wrong format.
+        assert server.requests == 3
+        assert "invalid_format" in turn["codes"]
+
+
+class _Required(ScriptedModel):
+    """A scripted model whose requests with tools are decoded under ``tool_choice="required"``
+    (as ``-M tool_choice=required`` sets it for the local engines), for a server that does not
+    enforce it."""
+
+    def request_defaults(self) -> dict[str, Any]:
+        return {"tool_choice": "required"}
+
+
+def test_guard_re_asks_prose_in_native_mode_when_a_call_is_required(tmp_path: Path, sample: Sample) -> None:
+    gold = sample.target[0]
+    model = _Required(["Let me think about it.", Completion(tool_calls=[gold], finish_reason="tool_calls")])
+    result = run_bench(
+        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
+        strategy="guard", progress=False,
+    )  # fmt: skip
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert model.calls == 2 and turn["status"] == "recovered" and turn["codes"] == ["wrong_tool_count"]
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0
+
+
+def test_guard_still_re_asks_a_broken_native_call(tmp_path: Path, sample: Sample) -> None:
+    # A call that came through the tool-call channel with arguments cut off is written back as a
+    # broken Python call: a format error in native mode too, not prose.
+    gold = sample.target[0]
+    cut = Completion(
+        raw_tool_calls=[RawToolCall(name=gold.name, arguments='{"base": 10, "he', error="bad JSON")]
+    )
+    model = ScriptedModel([cut, Completion(tool_calls=[gold], finish_reason="tool_calls")])
+    result = run_bench(
+        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
+        strategy="guard", progress=False,
+    )  # fmt: skip
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert model.calls == 2 and turn["status"] == "recovered" and turn["codes"] == ["invalid_format"]
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0
+
+
+def test_guard_rescues_a_call_written_in_the_content_in_native_mode(tmp_path: Path, sample: Sample) -> None:
+    # A server without a tool parser leaves the model's Hermes call in the content: no call came
+    # through the channel, and the guard's rescue takes the call the text holds, at no request.
+    gold = sample.target[0]
+    content = f"<tool_call>\n{json.dumps({'name': gold.name, 'arguments': gold.arguments})}\n</tool_call>"
+    model = ScriptedModel([content])
+    result = run_bench(
+        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
+        strategy="guard", progress=False,
+    )  # fmt: skip
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert model.calls == 1 and turn["status"] == "repaired" and turn["codes"] == ["tool_call_in_content"]
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0
+
+
+def test_guard_takes_code_in_the_content_as_prose_in_native_mode(tmp_path: Path, data_dir: Path) -> None:
+    # SmolLM2 answered BFCL's questions in prose with a Python snippet (issue 35). Read in BFCL's
+    # Python format the snippet is a call to a tool nobody offered; in native mode no call came
+    # through the channel, so it is prose, and on `irrelevance` the right answer.
+    prose = 'You can do it yourself:\n\nimport os\nos.remove("notes.txt")\n\nNo function here fits.'
+    server = FakeOpenAIServer(lambda body: Reply(text=prose)).start()
+    try:
+        result = run_bench(
+            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["irrelevance"],
+            limit=1, runs_dir=tmp_path, tool_mode="native", strategy="guard", progress=False,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    (rec,) = records(result.run_dir)
+    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    assert server.requests == 1 and turn["status"] == "accepted" and turn["codes"] == []
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0

@@ -315,3 +315,51 @@ async def test_self_refine_an_empty_refinement_keeps_the_answer() -> None:
     out, st = await run("self-refine", Script('[get_weather(city="Oslo", days=0)]', "  \n"), max_refine=3,
                         when="findings")  # fmt: skip
     assert out == '[get_weather(city="Oslo", days=0)]' and st.events[0]["stop"] == "empty"
+
+
+async def test_hitec_keeps_a_right_first_answer_the_review_broke() -> None:
+    # SmolLM2 on BFCL simple_python (issue 35): the review round broke 3 right first answers.
+    right = '[get_weather(city="Oslo", days=2)]'
+    for second, why in (("[get_weather(days=2)]", "findings"), ("", "no_call"), ("All good.", "no_call")):
+        script = Script(right, second)
+        out, st = await run("hitec-icl", script)
+        assert len(script.seen) == 2 and out == right
+        event = st.events[0]
+        assert event["kept"] == "first" and event["why"] == why and event["findings"][0] == 0
+    # The paper's procedure takes the second answer whatever it is.
+    out, st = await run("hitec-icl", Script(right, "[get_weather(days=2)]"), keep="second")
+    assert out == "[get_weather(days=2)]" and st.events[0]["kept"] == "second"
+    # A second answer no worse than the first stands (HiTEC's correction round).
+    fixed = '[get_weather(city="Oslo")]'
+    out, st = await run("hitec-icl", Script("[get_weather(days=2)]", fixed))
+    assert out == fixed and st.events[0]["kept"] == "second" and st.events[0]["findings"] == [1, 0]
+    with pytest.raises(ConfigError, match="keep must be checked or second"):
+        build_strategies("hitec-icl", {"keep": "first"})
+
+
+async def test_hitec_in_native_mode_prose_is_no_call_not_a_format_error() -> None:
+    native = state()
+    native.tool_mode = "native"
+    # A first answer that abstains in prose and a review that calls anyway: the call has a
+    # finding where the prose had none (in native mode prose is not a format error), so the
+    # abstention is kept.
+    prose = "No tool is needed for this."
+    out, st = await run("hitec-icl", Script(prose, "[get_weather(days=2)]"), native)
+    assert out == prose and st.events[0]["kept"] == "first" and st.events[0]["findings"] == [0, 1]
+    # In prompt mode the same prose is a reply in the wrong format, as bad as the broken call.
+    out, st = await run("hitec-icl", Script(prose, "[get_weather(days=2)]"))
+    assert out == "[get_weather(days=2)]" and st.events[0]["findings"] == [1, 1]
+
+
+def test_the_report_counts_which_answer_hitec_kept() -> None:
+    from toolmend.strategies._report import strategy_tables
+
+    def record(i: str, event: dict[str, object]) -> SimpleNamespace:
+        return SimpleNamespace(id=i, requests=2, usage=SimpleNamespace(total_tokens=20), events=[event])
+
+    events = [{"kind": "hitec-icl", "kept": "second"}, {"kind": "hitec-icl", "kept": "first", "why": "no_call"},
+              {"kind": "hitec-icl", "kept": "first", "why": "findings"}, {"kind": "hitec-icl", "kept": "second"}]  # fmt: skip
+    view = SimpleNamespace(label="hitec-icl", benchmark="bfcl", path=SimpleNamespace(name="a"),
+                           scored=[record(str(i), e) for i, e in enumerate(events)])  # fmt: skip
+    (table,) = [t for t in strategy_tables([view]) if t.caption.startswith("hitec-icl")]
+    assert table.rows == [["hitec-icl", "4", "2", "1", "1"]]

@@ -13,18 +13,26 @@ constructor's: ``-M tool_choice=required``, not after tool results) is enforced 
 exactly as the transformers engine does it (:class:`~toolmend.models._hf.ForcedOpening`): the reply opens with a Hermes call of
 an offered tool and its first parameter, and the rest is the model's own.
 
+The context (``n_ctx``) is by default the one the model was trained with, as the GGUF file states
+it (``<architecture>.context_length``: 8,192 for SmolLM2), at most :data:`MAX_DEFAULT_N_CTX`
+(16,384) tokens, so that a model trained on 128k tokens does not allocate a 128k-token KV cache
+unasked; 4,096 where the file states none. ``-M n_ctx=N`` sets it::
+
     model = LlamaCppModel("smollm2-135m", n_ctx=4096)
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import json
+import logging
 import threading
+from pathlib import Path
 from typing import Any
 
-from toolmend._errors import MissingExtraError, ModelError
+from toolmend._errors import ConfigError, MissingExtraError, ModelError
 from toolmend._schema import ToolCall
 from toolmend.formats._tools import to_openai_tool
 from toolmend.models._base import Completion, GenerateRequest, Model, RawToolCall, ToolChoice, ToolMode, Usage
@@ -45,7 +53,48 @@ from toolmend.models._hf import (
 )
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 
-__all__ = ["LlamaCppModel"]
+__all__ = ["MAX_DEFAULT_N_CTX", "LlamaCppModel", "default_n_ctx", "trained_context"]
+
+MAX_DEFAULT_N_CTX = 16384
+"""The largest context taken by default (from the model's training context); ``n_ctx`` sets more."""
+_FALLBACK_N_CTX = 4096
+"""The default context of a file that does not state its training context."""
+
+
+def default_n_ctx(trained: int | None) -> int:
+    """The context a model gets when ``n_ctx`` is not given, from its training context.
+
+    >>> default_n_ctx(8192), default_n_ctx(131072), default_n_ctx(None)
+    (8192, 16384, 4096)
+    """
+    return _FALLBACK_N_CTX if trained is None else min(trained, MAX_DEFAULT_N_CTX)
+
+
+def trained_context(path: str | Path) -> int | None:
+    """The context length the GGUF file at ``path`` says its model was trained with
+    (``<general.architecture>.context_length``), ``None`` where it says none. Only the file's
+    metadata and vocabulary are read (no weights, no context): a fraction of a second."""
+    import llama_cpp
+
+    # What Llama(verbose=False) sets too: the metadata read is not narrated on stderr.
+    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+    if not model:
+        return None
+    try:
+        buffer = ctypes.create_string_buffer(256)
+
+        def meta(key: str) -> str | None:
+            n = llama_cpp.llama_model_meta_val_str(model, key.encode(), buffer, len(buffer))
+            return buffer.value.decode("utf-8", "replace") if n >= 0 else None
+
+        arch = meta("general.architecture")
+        value = meta(f"{arch}.context_length") if arch else None
+    finally:
+        llama_cpp.llama_model_free(model)
+    return int(value) if value is not None and value.isdigit() and int(value) > 0 else None
 
 
 class LlamaCppModel(Model):
@@ -58,7 +107,7 @@ class LlamaCppModel(Model):
         self,
         ref: str,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
         max_new_tokens: int = 512,
         tool_mode: ToolMode = "native",
@@ -75,7 +124,9 @@ class LlamaCppModel(Model):
             raise MissingExtraError("llama-cpp-python", "local", "the llama.cpp engine") from exc
         self.source = resolve_gguf(ref)
         super().__init__(name or f"local/{ref}", cache=cache, max_connections=4)
-        self.n_ctx = n_ctx
+        if n_ctx is not None and (isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx < 1):
+            raise ConfigError(f"n_ctx must be a positive number of tokens, got {n_ctx!r}")
+        self._n_ctx = n_ctx
         self.n_threads = n_threads
         self.max_new_tokens = max_new_tokens
         self.tool_mode: ToolMode = tool_mode
@@ -92,6 +143,14 @@ class LlamaCppModel(Model):
         self._formatter: Any = None
         self._ignores_tools: bool | None = None
         self._lock = threading.Lock()
+
+    @property
+    def n_ctx(self) -> int:
+        """The context in tokens: the ``n_ctx`` given, else the model's training context read
+        from the file, at most :data:`MAX_DEFAULT_N_CTX` (see the module docstring)."""
+        if self._n_ctx is None:
+            self._n_ctx = default_n_ctx(trained_context(self.source.path))
+        return self._n_ctx
 
     def cache_identity(self) -> dict[str, Any]:
         identity: dict[str, Any] = {

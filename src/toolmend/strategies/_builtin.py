@@ -30,6 +30,7 @@ def hitec_icl(
     checklist_model: str | None = None,
     checklist_cache: str | None = None,
     second_round: bool = True,
+    keep: Literal["checked", "second"] = "checked",
 ) -> Strategy:
     from toolmend.strategies._hitec import HitecICL
 
@@ -38,6 +39,7 @@ def hitec_icl(
         checklist_model=checklist_model,
         checklist_cache=checklist_cache,
         second_round=second_round,
+        keep=keep,
     )
 
 

@@ -9,8 +9,10 @@ from pydantic import ValidationError
 
 from toolmend._errors import ConfigError, first_error
 from toolmend._schema import Message
-from toolmend.guard import Guard, GuardPolicy, drive
+from toolmend.guard import AllowedCalls, Guard, GuardPolicy, drive
 from toolmend.guard._turn import Turn
+from toolmend.models._base import GenerateRequest
+from toolmend.models._hf import default_choice
 from toolmend.strategies._base import Generate, SolveState
 from toolmend.strategies._reply import read_reply, reply_format, write_reply
 
@@ -36,6 +38,7 @@ class GuardStrategy:
             return generate  # nothing to check against
         fmt = reply_format(state.benchmark)
         guard = Guard(state.sample.tools, self.policy)
+        native = state.tool_mode == "native"
 
         async def guarded(messages: list[Message], *, epoch: int | None = None) -> str:
             first = await generate(messages, epoch=epoch)
@@ -46,7 +49,13 @@ class GuardStrategy:
                 last.append(text)
                 return read_reply(text, fmt)
 
-            out = await drive(guard, respond, messages, first=read_reply(first, fmt))
+            # In native mode an answer in which no call came through the channel is prose, an
+            # answer that calls nothing (accepted unless the request requires a call, with calls
+            # to offered tools in its text rescued); the answers to a re-ask are read in the
+            # reply format: a re-ask asks for calls, and prose corrects none.
+            allowed = _allowed(state, messages) if native else None
+            answer = read_reply(first, fmt, native=native, content=first in state.content_only)
+            out = await drive(guard, respond, messages, first=answer, allowed=allowed)
             state.events.extend(out.events)
             state.events.append(
                 {"kind": "guard_turn", "status": out.status, "requests": out.extra_requests,
@@ -62,3 +71,15 @@ class GuardStrategy:
             return write_reply(out.calls, fmt, out.turn, state.sample.tools)
 
         return guarded
+
+
+def _allowed(state: SolveState, messages: list[Message]) -> AllowedCalls | None:
+    """What the request for ``messages`` allows, from the ``tool_choice`` the model decodes it
+    under (``None``: the model chooses)."""
+    if state.tool_choice is None:
+        return None
+    request = GenerateRequest(messages=messages, tools=state.sample.tools)
+    choice = default_choice(request, state.tool_choice)
+    if choice is None or choice in ("auto", "none", "required"):
+        return AllowedCalls.from_openai({"tool_choice": choice})
+    return AllowedCalls.from_openai({"tool_choice": {"type": "function", "function": {"name": choice}}})

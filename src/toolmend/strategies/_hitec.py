@@ -9,6 +9,17 @@ generated once per tool schema and cached on disk under the schema's hash.
 The wording is toolmend's; pass ``global_template`` / ``review_template`` (``{checklist}`` is
 filled in) to use your own.
 
+Which answer is returned (``keep``): HiTEC's procedure takes the second round's answer as the
+result (``keep="second"``). A small model often breaks a right first answer in that round (it
+drops a parameter, or answers the review with prose or nothing), so by default
+(``keep="checked"``) both answers are checked with toolmend's checklist of the tools' schemas
+(:class:`~toolmend.check.Checker`: names, required parameters, types, enums, ranges, plus the
+reply format's parse findings) and the first is kept when the second is worse: it has no call
+where the first had one, or more findings than the first (findings where the first had none).
+Otherwise the second stands, as in the paper. The sample's ``hitec-icl`` event says which was
+kept (``kept``: ``first`` or ``second``; ``why``: ``no_call`` or ``findings`` when the first
+was kept; ``findings``: how many each answer had).
+
 >>> from toolmend import Tool
 >>> t = Tool(name="get_weather", parameters={"type": "object", "properties": {
 ...     "unit": {"type": "string", "enum": ["c", "f"]}, "days": {"type": "integer", "minimum": 1}},
@@ -27,12 +38,16 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rapidfuzz import fuzz
 
+from toolmend._errors import ConfigError
 from toolmend._kvcache import FILES, KVCache
-from toolmend._schema import Message, Tool
+from toolmend._schema import Finding, Message, Tool
+from toolmend.check import Checker
+from toolmend.guard import Turn
+from toolmend.guard._reask import turn_findings
 from toolmend.models._base import Model
 from toolmend.models._cache import default_cache_dir
 from toolmend.strategies._base import Generate, SolveState
@@ -154,7 +169,9 @@ class HitecICL:
     hash and that model's name (``checklist_cache``: the file; default in the cache folder);
     without, the solving model writes it, once per tool schema in this run (it is part of what
     is measured, so it is not reused across runs). ``second_round=False`` keeps only the global
-    checklist (HiTEC's "w/o local")."""
+    checklist (HiTEC's "w/o local"). ``keep`` chooses between the two answers: ``"checked"``
+    (default) keeps the first when the checker finds the second worse, ``"second"`` always
+    takes the second, as HiTEC does (see the module docstring)."""
 
     name = "hitec-icl"
 
@@ -168,7 +185,10 @@ class HitecICL:
         checklist_model: str | Model | None = None,
         checklist_cache: str | Path | None = None,
         max_tools: int = 5,
+        keep: Literal["checked", "second"] = "checked",
     ) -> None:
+        if keep not in ("checked", "second"):
+            raise ConfigError(f"hitec-icl keep must be checked or second, got {keep!r}")
         self.global_template = global_template
         self.review_template = review_template
         self.second_round = second_round
@@ -177,6 +197,7 @@ class HitecICL:
         self.cache = ChecklistCache(checklist_cache) if checklist_model is not None else None
         self._run_cache: dict[str, str] = {}
         self.max_tools = max_tools
+        self.keep = keep
 
     async def _written(self, tool: Tool, generate: Generate) -> str:
         key = schema_hash(tool)
@@ -199,6 +220,8 @@ class HitecICL:
     def wrap(self, generate: Generate, state: SolveState) -> Generate:
         fmt = reply_format(state.benchmark)
         tools = list(state.sample.tools)
+        native = state.tool_mode == "native"
+        checker = Checker.cached(tools) if tools and self.keep == "checked" else None
 
         async def hitec(messages: list[Message], *, epoch: int | None = None) -> str:
             first = _with_global(messages, self.global_template)
@@ -220,11 +243,36 @@ class HitecICL:
                 event.update(
                     rounds=2, changed=revised.strip() != reply.strip(), tools=[t.name for t in chosen]
                 )
-                reply = revised
+                if checker is None:
+                    event["kept"] = "second"
+                    reply = revised
+                else:
+                    before = read_reply(reply, fmt, native=native, content=reply in state.content_only)
+                    after = read_reply(revised, fmt, native=native, content=revised in state.content_only)
+                    found = (turn_findings(before, checker), turn_findings(after, checker))
+                    why = _worse(before, after, *found)
+                    event.update(kept="first" if why else "second", findings=[len(f) for f in found])
+                    if why:
+                        event["why"] = why
+                    else:
+                        reply = revised
             state.events.append(event)
             return reply
 
         return hitec
+
+
+def _worse(first: Turn, second: Turn, first_found: list[Finding], second_found: list[Finding]) -> str:
+    """Why the second answer is worse than the first ("" when it is not): it calls nothing where
+    the first called (an empty or prose answer to the review), or it has more findings.
+
+    >>> one = Turn.from_text("[f(a=1)]")
+    >>> _worse(one, Turn.from_text(""), [], []), _worse(Turn.from_text(""), one, [], [])
+    ('no_call', '')
+    """
+    if first.calls and not second.calls:
+        return "no_call"
+    return "findings" if len(second_found) > len(first_found) else ""
 
 
 def _with_global(messages: list[Message], template: str) -> list[Message]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from toolmend._schema import Tool, ToolCall
-from toolmend.formats import write_calls
+from toolmend.formats import parse_calls, write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.guard import Turn
 
@@ -23,9 +23,41 @@ def reply_format(benchmark: Any) -> str:
     return str(fmt)
 
 
-def read_reply(text: str, fmt: str) -> Turn:
-    """The reply as a guard :class:`~toolmend.guard.Turn`."""
-    return Turn.from_text(text, cast(CallFormat, fmt if fmt in _READABLE else "auto"))
+def read_reply(text: str, fmt: str, *, native: bool = False, content: bool = False) -> Turn:
+    """The reply as a guard :class:`~toolmend.guard.Turn`.
+
+    ``native``: the tools went out natively (:attr:`~toolmend.strategies.SolveState.tool_mode`),
+    so the reply's calls came through the tool-call channel and the runner wrote them in ``fmt``.
+    A reply without a call is then the model's prose, an answer that calls nothing (BFCL's
+    abstention) rather than a reply in the wrong format: a native turn without calls, whose text
+    the guard may still rescue calls to offered tools from. ``content``: the runner saw no call
+    in the channel (:attr:`~toolmend.strategies.SolveState.content_only`), so calls read from
+    the text are the content's (a code snippet in the answer) and the turn is prose as well. A
+    broken call (cut off, or a call-like block no reader can parse, as the runner writes a
+    native call whose arguments are not JSON) stays a format error: the parsers flag those near
+    misses, and plain prose has none.
+
+    >>> read_reply("No function fits.", "python").findings[0].code
+    'invalid_format'
+    >>> turn = read_reply("No function fits.", "python", native=True)
+    >>> turn.native, turn.calls, turn.findings
+    (True, [], [])
+    >>> read_reply('[f({"a": 1)]', "python", native=True).findings[0].message
+    'the output is cut off inside a call'
+    >>> snippet = 'Like this:\\nos.remove("a.txt")'
+    >>> [c.name for c in read_reply(snippet, "python", native=True).calls]
+    ['os.remove']
+    >>> read_reply(snippet, "python", native=True, content=True).calls
+    []
+    """
+    turn = Turn.from_text(text, cast(CallFormat, fmt if fmt in _READABLE else "auto"))
+    if not native or (turn.calls and not content):
+        return turn
+    if not turn.calls and turn.findings:
+        near = parse_calls(text)  # every reader: their near misses, without fmt's "not read as"
+        if near.findings and not near.calls:
+            return turn
+    return Turn(text=text, format="native", final=turn.final)
 
 
 def write_reply(

@@ -42,6 +42,9 @@ from toolmend.strategies._metrics import recovery_by_code
 
 __all__ = ["StrategyTable", "strategy_lines", "strategy_tables"]
 
+_WHY = ("no_call", "findings")
+"""Why hitec-icl kept its first answer (its event's ``why``), in the report's column order."""
+
 
 class StrategyTable(NamedTuple):
     """One table of the strategies section: a caption (may be empty), its header and rows."""
@@ -78,6 +81,21 @@ def strategy_tables(views: Sequence[Any]) -> list[StrategyTable]:
                 "Recovery per finding code (guard decisions: fixed by repair / recovered after a re-ask / given up):",
                 ["run", "code", "found", "repair", "re-ask", "gave up"],
                 code_rows,
+            )
+        )
+    kept_rows = []
+    for v in with_events:
+        reviews = [e for r in v.scored for e in r.events if e.get("kind") == "hitec-icl" and "kept" in e]
+        if reviews:
+            counts = [sum(e["kept"] == "second" for e in reviews)]
+            counts += [sum(e["kept"] == "first" and e.get("why") == why for e in reviews) for why in _WHY]
+            kept_rows.append([v.label, str(len(reviews)), *(str(n) for n in counts)])
+    if kept_rows:
+        tables.append(
+            StrategyTable(
+                "hitec-icl's review round: the answer kept (the first, where the checker found the second worse):",
+                ["run", "reviewed", "second kept", "first kept: no call", "first kept: more findings"],
+                kept_rows,
             )
         )
     first = views[0]
