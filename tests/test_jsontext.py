@@ -205,6 +205,15 @@ def test_the_written_style_is_the_same_on_both_paths() -> None:
         assert slow.replace(',"s":"\\ud83d"', "").replace(',\n  "s": "\\ud83d"', "") == fast
 
 
+def test_every_indent_width_is_the_standard_librarys_layout() -> None:
+    # Widths other than 2 are orjson's output re-indented; the bytes must be what json.dumps writes.
+    value = {"b": [1, {"c": None, "d": [], "e": {}}], "a": "Zürich\nline", "z": [[["deep"]]], "f": 2.5}
+    for indent in (1, 3, 4):
+        for sort_keys in (False, True):
+            want = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+            assert jt.dumps(value, indent=indent, sort_keys=sort_keys) == want
+
+
 def test_integers_beyond_64_bits_are_read_exactly() -> None:
     # orjson would read them as floats; the reader takes them as the standard library does.
     for n in (2**64, 2**64 + 1, -(2**63) - 1, 10**30):

@@ -184,7 +184,12 @@ class BertEncoder:
                 f"{layer}.attention.output.LayerNorm",
             )
             hidden = self._dense(x, f"{layer}.intermediate.dense")
-            hidden = hidden * np.float32(0.5) * (np.float32(1.0) + erf(hidden / np.float32(math.sqrt(2.0))))
+            # gelu(h) = h / 2 * (1 + erf(h / sqrt 2)), in place: these are the largest arrays here
+            # (tokens x 1536), and each temporary costs a pass over memory.
+            gate = erf(hidden / np.float32(math.sqrt(2.0)))
+            gate += np.float32(1.0)
+            hidden *= np.float32(0.5)
+            hidden *= gate
             x = self._norm(self._dense(hidden, f"{layer}.output.dense") + x, f"{layer}.output.LayerNorm")
         weights = mask[:, :, None].astype(np.float32)
         pooled: np.ndarray = (x * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
