@@ -64,6 +64,31 @@ def test_malformed_native_calls_reach_the_scorer_as_calls(tmp_path: Path, data_d
         assert accuracy == 1.0
 
 
+@pytest.mark.parametrize("mode", ["compat", "improved"])
+def test_a_native_call_python_cannot_name_is_scored_as_a_call(
+    tmp_path: Path, data_dir: Path, mode: str
+) -> None:
+    # SmolLM2 once called a tool 'chicken dish' natively; writing that reply in BFCL's Python
+    # format raised and ended the whole run. It is a call to a tool nobody offered: on
+    # irrelevance it is not an abstention, as BFCL's function-calling harness reads it.
+    def handler(body: dict[str, Any]) -> Any:
+        return Reply(text=None, tool_calls=[{"name": "chicken dish", "arguments": '{"class": "spicy"}'}])
+
+    server = _serve(handler)
+    try:
+        result = _bench(
+            "bfcl", server, tmp_path, data=data_dir / "bfcl", categories=["irrelevance"], limit=3,
+            tool_mode="native", mode=mode,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    records = RunDir(result.run_dir).read_records()
+    assert [r.outputs[0] for r in records] == [
+        "[chicken_dish__invalid_name(class__invalid_name='spicy')]"
+    ] * 3
+    assert result.summary.metrics["overall_sample_weighted"] == 0.0
+
+
 def test_valid_and_malformed_native_calls_keep_their_order() -> None:
     from toolmend._schema import ToolCall
     from toolmend.benchmarks._replies import reply_text

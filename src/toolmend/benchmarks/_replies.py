@@ -15,6 +15,15 @@ arguments, and the improved scorer classifies it as an attempted call.
 >>> c = Completion(raw_tool_calls=[RawToolCall(name="f", arguments='{"a": 1', error="bad JSON")])
 >>> reply_text(c, "python")
 '[f({"a": 1)]'
+
+A name or argument key that Python call syntax cannot hold (``chicken dish``, a keyword) is
+written as an identifier no schema offers (``chicken_dish__invalid_name``), so the reply still
+decodes as the call it was, to a tool or parameter that does not exist, as BFCL's own
+function-calling harness, which never writes Python, would read it:
+
+>>> from toolmend._schema import ToolCall
+>>> reply_text(Completion(tool_calls=[ToolCall(name="chicken dish", arguments={"class": 1})]), "python")
+'[chicken_dish__invalid_name(class__invalid_name=1)]'
 >>> epoch_seed(7, 0), epoch_seed(7, 1) == epoch_seed(7, 0), epoch_seed(None, 3)
 (7, False, None)
 """
@@ -22,6 +31,8 @@ arguments, and the improved scorer classifies it as an attempted call.
 from __future__ import annotations
 
 import hashlib
+import keyword
+import re
 from collections.abc import Callable
 
 from toolmend._schema import ToolCall
@@ -68,6 +79,21 @@ def _placeholder(name: str, i: int) -> ToolCall:
     return ToolCall(name=name or "unknown", arguments={_SENTINEL.format(i): None})
 
 
+def _identifier(name: str) -> str:
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return name
+    return re.sub(r"\W", "_", name).lstrip("0123456789") + "__invalid_name"
+
+
+def _python_writable(call: ToolCall) -> ToolCall:
+    name = ".".join(_identifier(part) for part in call.name.split("."))
+    if name == call.name and all(_identifier(k) == k for k in call.arguments):
+        return call
+    return call.model_copy(
+        update={"name": name, "arguments": {_identifier(k): v for k, v in call.arguments.items()}}
+    )
+
+
 def reply_text(
     completion: Completion,
     reply_format: str | None,
@@ -81,6 +107,8 @@ def reply_text(
     if reply_format is None or (not completion.tool_calls and not completion.raw_tool_calls):
         return completion.text
     calls = scored_calls(completion)
+    if reply_format == "python":
+        calls = [_python_writable(c) for c in calls]
     text = write(calls) if write is not None else write_calls(calls, reply_format)  # type: ignore[arg-type]
     for i, raw in enumerate(r for r in completion.raw_tool_calls if r.error is not None):
         key = _SENTINEL.format(i)
