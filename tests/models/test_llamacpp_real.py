@@ -11,8 +11,11 @@ import asyncio
 import functools
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -222,3 +225,36 @@ def test_a_cancelled_request_stops_at_its_next_token() -> None:
 
     at_cancel, stopped = asyncio.run(run())
     assert at_cancel <= stopped <= at_cancel + 2, (at_cancel, stopped)
+
+
+def test_ctrl_c_on_a_bench_run_stops_it_with_its_hint(data_dir: Path, tmp_path: Path) -> None:
+    """Ctrl-C on ``toolmend bench`` with the llama.cpp engine while replies are being written: the
+    run stops with its resume hint (exit 130), not with a native crash. (That ``--resume`` finishes
+    a run whose process died, as a native crash kills it, is tested with kill -9 in
+    tests/cli/test_bench_cli.py.)"""
+    _require()
+    limit = 3
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolmend", "bench", "bfcl", "--model", "local/smollm2-135m",
+         "-M", "n_threads=1", "-M", "max_new_tokens=64", "--data", str(data_dir / "bfcl"),
+         "--categories", "simple_python", "--limit", str(limit), "--runs-dir", str(runs), "--no-report",
+         "--no-cache"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+        # a shell starts background jobs with SIGINT ignored, and Python keeps an inherited "ignore"
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list(runs.glob("*/samples.jsonl"))
+        if found and found[0].read_bytes().count(b"\n") >= 1:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=240)
+    stderr = err.decode()
+    assert proc.returncode == 130, f"exit status {proc.returncode}\n{stderr[-3000:]}"
+    assert "Traceback" not in stderr
+    (run,) = runs.iterdir()
+    assert (run / "samples.jsonl").read_bytes().count(b"\n") < limit, "must be stopped midway"
+    assert f"continue with: toolmend bench --resume {run}" in stderr

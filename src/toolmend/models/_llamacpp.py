@@ -265,9 +265,13 @@ class LlamaCppModel(Model):
             raise
 
     def _abandoned(self) -> ModelError:
-        return ModelError(f"{self.name}: the request was cancelled or the model closed before its reply was written")
+        return ModelError(
+            f"{self.name}: the request was cancelled or the model closed before its reply was written"
+        )
 
-    def _generate_one(self, request: GenerateRequest, abandoned: Callable[[], bool] = lambda: False) -> Completion:
+    def _generate_one(
+        self, request: GenerateRequest, abandoned: Callable[[], bool] = lambda: False
+    ) -> Completion:
         with self._lock:  # one llama.cpp context, one sequence at a time
             if abandoned():  # a request queued behind a close must not load the model again
                 raise self._abandoned()
@@ -298,7 +302,9 @@ class LlamaCppModel(Model):
             ]
             from llama_cpp import StoppingCriteriaList
 
-            extra: dict[str, Any] = {"stopping_criteria": StoppingCriteriaList([lambda _ids, _logits: abandoned()])}
+            extra: dict[str, Any] = {
+                "stopping_criteria": StoppingCriteriaList([lambda _ids, _logits: abandoned()])
+            }
             if openings:
                 from llama_cpp import LogitsProcessorList
 
