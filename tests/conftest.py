@@ -60,6 +60,7 @@ load_helper("kept_dirs")
 load_helper("real_model")
 load_helper("audit")
 load_helper("cli_usage")
+load_helper("llamacpp_close_worker")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -11,13 +11,20 @@ import asyncio
 import functools
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from llamacpp_close_worker import STORY, writing
 from real_model import MAX_NEW_TOKENS, check_native_reply
 
 from toolmend._errors import ConfigError, ModelError
+from toolmend._schema import Message
 from toolmend.benchmarks import BENCHMARKS
 from toolmend.formats import to_openai_tool
 from toolmend.models import Completion, GenerateConfig, get_model
@@ -169,3 +176,85 @@ def test_the_context_is_the_model_s_training_context(samples: list) -> None:  # 
     assert given.n_ctx == 2048  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="n_ctx must be a positive number of tokens"):
         get_model("local/smollm2-135m", engine="llama.cpp", cache=False, n_ctx=0)
+
+
+CLOSE_WORKER = Path(__file__).resolve().parents[1] / "helpers" / "llamacpp_close_worker.py"
+
+
+def test_a_run_ended_while_replies_are_written_closes_the_model_without_crashing(tmp_path: Path) -> None:
+    """A run that an exception ends while a worker thread is inside llama.cpp: closing the model
+    freed the context under that thread, and the process died (SIGSEGV, or a GGML_ASSERT abort on
+    garbage sizes) instead of reporting the error. The close now waits for the reply being written,
+    which stops at its next token, and the queued requests do not load the model again."""
+    _require()
+    done = subprocess.run(
+        [sys.executable, str(CLOSE_WORKER), str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, f"exit status {done.returncode}\n{done.stderr[-3000:]}"
+    seen = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert seen == {
+        "ended by": "a sample that ends the run",
+        "writing after the close": "False",
+        "loaded after the close": "False",
+    }, done.stdout
+    assert done.stdout.endswith("exited\n")
+
+
+def test_a_cancelled_request_stops_at_its_next_token() -> None:
+    """A request whose caller gave up (a timeout, Ctrl-C, a run ended) stops writing at its next
+    token instead of holding the context for a reply nobody reads."""
+    _require()
+    model = _model()
+
+    async def run() -> tuple[int, int]:
+        task = asyncio.create_task(
+            model.generate([Message(role="user", content=STORY)], config=GenerateConfig(max_tokens=300))  # type: ignore[attr-defined]
+        )
+        llm = await writing(model)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        at_cancel = llm.n_tokens
+
+        def stopped_at() -> int:
+            with model._lock:  # type: ignore[attr-defined]  # once the worker thread let go
+                return int(llm.n_tokens)
+
+        return at_cancel, await asyncio.to_thread(stopped_at)
+
+    at_cancel, stopped = asyncio.run(run())
+    assert at_cancel <= stopped <= at_cancel + 2, (at_cancel, stopped)
+
+
+def test_ctrl_c_on_a_bench_run_stops_it_with_its_hint(data_dir: Path, tmp_path: Path) -> None:
+    """Ctrl-C on ``toolmend bench`` with the llama.cpp engine while replies are being written: the
+    run stops with its resume hint (exit 130), not with a native crash. (That ``--resume`` finishes
+    a run whose process died, as a native crash kills it, is tested with kill -9 in
+    tests/cli/test_bench_cli.py.)"""
+    _require()
+    limit = 3
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolmend", "bench", "bfcl", "--model", "local/smollm2-135m",
+         "-M", "n_threads=1", "-M", "max_new_tokens=64", "--data", str(data_dir / "bfcl"),
+         "--categories", "simple_python", "--limit", str(limit), "--runs-dir", str(runs), "--no-report",
+         "--no-cache"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"},
+        # a shell starts background jobs with SIGINT ignored, and Python keeps an inherited "ignore"
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list(runs.glob("*/samples.jsonl"))
+        if found and found[0].read_bytes().count(b"\n") >= 1:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=240)
+    stderr = err.decode()
+    assert proc.returncode == 130, f"exit status {proc.returncode}\n{stderr[-3000:]}"
+    assert "Traceback" not in stderr
+    (run,) = runs.iterdir()
+    assert (run / "samples.jsonl").read_bytes().count(b"\n") < limit, "must be stopped midway"
+    assert f"continue with: toolmend bench --resume {run}" in stderr

@@ -13,6 +13,12 @@ constructor's: ``-M tool_choice=required``, not after tool results) is enforced 
 exactly as the transformers engine does it (:class:`~toolmend.models._hf.ForcedOpening`): the reply opens with a Hermes call of
 an offered tool and its first parameter, and the rest is the model's own.
 
+Closing the model (:meth:`LlamaCppModel.aclose`, the end of ``async with``) waits for the reply
+being written: llama.cpp frees the context and weights that a worker thread would otherwise go on
+reading, which crashed the whole process (a run ended by an exception while requests were in
+flight). A reply that nobody awaits any more (its request cancelled, or the model closed) stops
+at its next token, and requests still queued then never start.
+
 The context (``n_ctx``) is by default the one the model was trained with, as the GGUF file states
 it (``<architecture>.context_length``: 8,192 for SmolLM2), at most :data:`MAX_DEFAULT_N_CTX`
 (16,384) tokens, so that a model trained on 128k tokens does not allocate a 128k-token KV cache
@@ -29,6 +35,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +149,10 @@ class LlamaCppModel(Model):
         self._llm: Any = None
         self._formatter: Any = None
         self._ignores_tools: bool | None = None
-        self._lock = threading.Lock()
+        # Reentrant: rendering takes it too, and the tools check renders while generating.
+        self._lock = threading.RLock()
+        self._closes = 0
+        """How many times :meth:`aclose` ran: a request made before a close is abandoned by it."""
 
     @property
     def n_ctx(self) -> int:
@@ -234,15 +244,37 @@ class LlamaCppModel(Model):
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         """The prompt for ``messages`` and ``tools`` (``None``: no tools)."""
-        _, formatter = self._load()
-        prompt: str = formatter(messages=messages, tools=tools).prompt
+        with self._lock:
+            _, formatter = self._load()
+            prompt: str = formatter(messages=messages, tools=tools).prompt
         return prompt
 
     async def _generate(self, request: GenerateRequest) -> Completion:
-        return await asyncio.to_thread(self._generate_one, request)
+        cancelled = threading.Event()
+        closes = self._closes
 
-    def _generate_one(self, request: GenerateRequest) -> Completion:
+        def abandoned() -> bool:
+            return cancelled.is_set() or self._closes != closes
+
+        try:
+            return await asyncio.to_thread(self._generate_one, request, abandoned)
+        except asyncio.CancelledError:
+            # The worker thread cannot be cancelled: it is told to stop at its next token, so that
+            # a timed-out or interrupted request does not keep the context from the next one.
+            cancelled.set()
+            raise
+
+    def _abandoned(self) -> ModelError:
+        return ModelError(
+            f"{self.name}: the request was cancelled or the model closed before its reply was written"
+        )
+
+    def _generate_one(
+        self, request: GenerateRequest, abandoned: Callable[[], bool] = lambda: False
+    ) -> Completion:
         with self._lock:  # one llama.cpp context, one sequence at a time
+            if abandoned():  # a request queued behind a close must not load the model again
+                raise self._abandoned()
             llm, formatter = self._load()
             native = self.tool_mode == "native" and bool(request.tools)
             if native:
@@ -268,7 +300,11 @@ class LlamaCppModel(Model):
             stop = [
                 s for s in [*([own] if isinstance(own, str) else own), *self.stop, *(cfg.stop or [])] if s
             ]
-            extra: dict[str, Any] = {}
+            from llama_cpp import StoppingCriteriaList
+
+            extra: dict[str, Any] = {
+                "stopping_criteria": StoppingCriteriaList([lambda _ids, _logits: abandoned()])
+            }
             if openings:
                 from llama_cpp import LogitsProcessorList
 
@@ -297,6 +333,8 @@ class LlamaCppModel(Model):
                 if temperature > 0
                 else None,
             )
+            if abandoned():
+                raise self._abandoned()
         choice = out["choices"][0]
         text = choice["text"]
         calls: list[ToolCall] = []
@@ -317,6 +355,13 @@ class LlamaCppModel(Model):
         )
 
     async def aclose(self) -> None:
-        llm, self._llm, self._formatter = self._llm, None, None
-        if llm is not None and hasattr(llm, "close"):
-            llm.close()
+        """Free the llama.cpp context and weights once no thread uses them: the reply being written
+        stops at its next token and queued requests fail; a later request loads the model again."""
+        self._closes += 1
+        await asyncio.to_thread(self._free)
+
+    def _free(self) -> None:
+        with self._lock:
+            llm, self._llm, self._formatter = self._llm, None, None
+            if llm is not None and hasattr(llm, "close"):
+                llm.close()
