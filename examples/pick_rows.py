@@ -39,7 +39,9 @@ def main(source: str, out: str) -> None:
     simple = [r for r in rows if re.sub(r"_\d+$", "", r["trace_id"]) == "bfcl-simple_python"]
     multiple = [r for r in rows if re.sub(r"_\d+$", "", r["trace_id"]) == "bfcl-multiple"]
     short = [r for r in multiple if tokens(r) <= MOST_TOKENS]
-    print(f"simple_python: {len(simple)} rows; multiple: {len(short)} of {len(multiple)} within {MOST_TOKENS} tokens")
+    print(
+        f"simple_python: {len(simple)} rows; multiple: {len(short)} of {len(multiple)} within {MOST_TOKENS} tokens"
+    )
 
     rng = random.Random(0)
     picked = rng.sample(simple, SIMPLE) + rng.sample(short, MULTIPLE)
