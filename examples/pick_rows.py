@@ -1,12 +1,12 @@
-"""Pick the 128 SFT rows that teach SmolLM2-135M-Instruct to call tools, from `toolmend build sft --source bfcl`.
+"""Pick the 128 rows that teach SmolLM2-135M-Instruct to call tools, from `build sft --source bfcl`.
 
 Usage: python examples/pick_rows.py data/bfcl-sft.jsonl data/train.jsonl
 
 96 of the 400 `simple_python` rows and 32 of the `multiple` rows, shuffled, seed 0. Rows are
 measured in tokens as training will render them (toolmend's tool template for SmolLM2), and only
 `multiple` rows of at most 480 tokens are kept (every `simple_python` row has at most 505), so
-the training's `max_length: 512` cuts no row. No row comes from a `live_*`
-category, so BFCL `live_simple` stays held out for the evaluation.
+the training's `max_length: 512` cuts no row. No row comes from a `live_*` category, so BFCL
+`live_simple` stays held out for the evaluation.
 """
 
 from __future__ import annotations
