@@ -176,6 +176,25 @@ def test_nestools_tasks_and_a_merged_lora_checkpoint(tiny_model: Path, tmp_path:
     assert result.rounds[1].eval_tasks == sum(r["trace_id"] not in first_two for r in held_out)
 
 
+def test_training_offset_skips_tasks_and_the_eval_set_leaves_them_out(tiny_model: Path, tmp_path: Path) -> None:
+    # bfcl lists its multi-call categories first: only an offset reaches the single-call ones.
+    first = build_rows("sft", source="nestools", seed=0, limit=3)[0]
+    ids = list(dict.fromkeys(r["trace_id"] for r in first))
+    gold = {json.dumps([[m["role"], m["content"]] for m in r["prompt"]]): r["completion"][0]["content"]
+            for r in first}  # fmt: skip
+    perfect = ScriptedModel(lambda messages: gold.get(json.dumps([[m.role, m.content] for m in messages]), ""))
+    config = {**TINY, "source": "nestools", "rounds": 1, "refine": "none", "offset": 2, "limit": 1,
+              "eval_set": {"limit": 3}}  # fmt: skip
+    result = iterate(tiny_model, tmp_path, config, sampler=lambda _: perfect)
+    records = _lines(tmp_path / "round-1" / "difficulty.jsonl")
+    assert {r["trace_id"] for r in records} == {ids[2]}
+    # The eval set's first 3 tasks less the one trained on: every turn of the first two.
+    assert result.rounds[0].eval_tasks == sum(r["trace_id"] in ids[:2] for r in first)
+    assert IterateConfig.load({"offset": 3}).offset == 3
+    with pytest.raises(ConfigError, match="offset"):
+        IterateConfig.load({"offset": -1})
+
+
 def test_builder_refine_rows_and_an_empty_band_train_nothing(tiny_model: Path, tmp_path: Path) -> None:
     tasks = [
         r for seed in (0, 1) for r in build_rows("sft", source="world", seed=seed, limit=2, max_tools=2)[0]

@@ -100,8 +100,11 @@ class IterateConfig(BaseModel):
     batch_size: int = Field(16, ge=1)
     source: str = "world"
     seed: int = 0
+    offset: int = Field(0, ge=0)
+    """Skip this many training tasks first (``bfcl`` lists its multi-call categories first, so
+    ``offset`` reaches ``multiple`` / ``simple_python``)."""
     limit: int | None = Field(None, ge=1)
-    """Training tasks (gold trajectories) to use; default all."""
+    """Training tasks (gold trajectories) to use after ``offset``; default all."""
     max_tools: int | None = Field(None, ge=1)
     data: str | None = None
     """Data folder for ``nestools`` / ``bfcl`` (default: the shared one)."""
@@ -198,6 +201,13 @@ def _sample(model: Model, rows: Sequence[dict[str, Any]], n: int, config: Any) -
 
     texts = asyncio.run(run()) if rows else []
     return [texts[i * n : (i + 1) * n] for i in range(len(rows))]
+
+
+def _skip_tasks(rows: list[dict[str, Any]], offset: int) -> list[dict[str, Any]]:
+    """The rows after the first ``offset`` tasks: counted in tasks, not rows, as a task of several
+    turns gives one row per turn."""
+    skipped = set(list(dict.fromkeys(r["trace_id"] for r in rows))[:offset])
+    return [r for r in rows if r["trace_id"] not in skipped]
 
 
 def _self_refine(row: dict[str, Any], attempt: str, ground: bool = False) -> dict[str, Any]:
@@ -337,8 +347,10 @@ def iterate(
     sample = sampler or _hf_sampler(cfg)
 
     def training_rows(kind: str) -> list[dict[str, Any]]:
-        return build_rows(kind, source=cfg.source, seed=cfg.seed, limit=cfg.limit, max_tools=cfg.max_tools,
+        limit = None if cfg.limit is None else cfg.offset + cfg.limit
+        rows = build_rows(kind, source=cfg.source, seed=cfg.seed, limit=limit, max_tools=cfg.max_tools,
                           data=cfg.data, ground=cfg.ground and kind == "refine")[0]  # fmt: skip
+        return _skip_tasks(rows, cfg.offset)
 
     tasks = training_rows("sft")
     if not tasks:
@@ -356,11 +368,7 @@ def iterate(
     )
     # Tasks also trained on are no test; for the world, the id names the seed too.
     train_ids = {(r["source"], r["trace_id"]) for r in tasks}
-    # Offset in tasks, not rows: a task of several turns gives one row per turn.
-    skipped = set(list(dict.fromkeys(r["trace_id"] for r in eval_rows))[: ev.offset])
-    eval_rows = [
-        r for r in eval_rows if r["trace_id"] not in skipped and (r["source"], r["trace_id"]) not in train_ids
-    ]
+    eval_rows = [r for r in _skip_tasks(eval_rows, ev.offset) if (r["source"], r["trace_id"]) not in train_ids]
     if not eval_rows:
         raise ConfigError(
             f"the eval set ({eval_source}, seed {ev.seed}, offset {ev.offset}) has no task outside the "
