@@ -190,7 +190,11 @@ def test_training_offset_skips_tasks_and_the_eval_set_leaves_them_out(tiny_model
     assert {r["trace_id"] for r in records} == {ids[2]}
     # The eval set's first 3 tasks less the one trained on: every turn of the first two.
     assert result.rounds[0].eval_tasks == sum(r["trace_id"] in ids[:2] for r in first)
-    assert IterateConfig.load({"offset": 3}).offset == 3
+    # Counted in gold trajectories, not in built tasks: 2 parallel_multiple golds fail the checks.
+    rows, report = build_rows("sft", source="bfcl", offset=600, limit=1)
+    assert [r["trace_id"] for r in rows] == ["bfcl-simple_python_0"] and report.traces == 1
+    with pytest.raises(ConfigError, match="offset"):
+        build_rows("critique", source="world", offset=1, limit=1)
     with pytest.raises(ConfigError, match="offset"):
         IterateConfig.load({"offset": -1})
 

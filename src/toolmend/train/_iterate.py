@@ -74,7 +74,8 @@ class EvalSet(BaseModel):
     seed: int = 1
     """For ``world``, another seed is another world with other tasks (held out)."""
     offset: int = Field(0, ge=0)
-    """Skip this many tasks first (``nestools`` / ``bfcl``, whose tasks do not depend on the seed)."""
+    """Skip this many gold trajectories first (``nestools`` / ``bfcl``, whose tasks do not depend on
+    the seed)."""
     limit: int | None = Field(50, ge=1)
     """Held-out tasks (gold trajectories); each gives one eval sample per turn."""
     max_tools: int | None = Field(None, ge=1)
@@ -101,7 +102,7 @@ class IterateConfig(BaseModel):
     source: str = "world"
     seed: int = 0
     offset: int = Field(0, ge=0)
-    """Skip this many training tasks first (``bfcl`` lists its multi-call categories first, so
+    """Skip this many gold trajectories first (``bfcl`` lists its multi-call categories first, so
     ``offset`` reaches ``multiple`` / ``simple_python``)."""
     limit: int | None = Field(None, ge=1)
     """Training tasks (gold trajectories) to use after ``offset``; default all."""
@@ -201,13 +202,6 @@ def _sample(model: Model, rows: Sequence[dict[str, Any]], n: int, config: Any) -
 
     texts = asyncio.run(run()) if rows else []
     return [texts[i * n : (i + 1) * n] for i in range(len(rows))]
-
-
-def _skip_tasks(rows: list[dict[str, Any]], offset: int) -> list[dict[str, Any]]:
-    """The rows after the first ``offset`` tasks: counted in tasks, not rows, as a task of several
-    turns gives one row per turn."""
-    skipped = set(list(dict.fromkeys(r["trace_id"] for r in rows))[:offset])
-    return [r for r in rows if r["trace_id"] not in skipped]
 
 
 def _self_refine(row: dict[str, Any], attempt: str, ground: bool = False) -> dict[str, Any]:
@@ -347,10 +341,8 @@ def iterate(
     sample = sampler or _hf_sampler(cfg)
 
     def training_rows(kind: str) -> list[dict[str, Any]]:
-        limit = None if cfg.limit is None else cfg.offset + cfg.limit
-        rows = build_rows(kind, source=cfg.source, seed=cfg.seed, limit=limit, max_tools=cfg.max_tools,
-                          data=cfg.data, ground=cfg.ground and kind == "refine")[0]  # fmt: skip
-        return _skip_tasks(rows, cfg.offset)
+        return build_rows(kind, source=cfg.source, seed=cfg.seed, limit=cfg.limit, max_tools=cfg.max_tools,
+                          data=cfg.data, ground=cfg.ground and kind == "refine", offset=cfg.offset)[0]  # fmt: skip
 
     tasks = training_rows("sft")
     if not tasks:
@@ -362,13 +354,14 @@ def iterate(
         "sft",
         source=eval_source,
         seed=ev.seed,
-        limit=None if ev.limit is None else ev.offset + ev.limit,
+        limit=ev.limit,
+        offset=ev.offset,
         max_tools=ev.max_tools or cfg.max_tools,
         data=ev.data or (cfg.data if eval_source == cfg.source else None),
     )
     # Tasks also trained on are no test; for the world, the id names the seed too.
     train_ids = {(r["source"], r["trace_id"]) for r in tasks}
-    eval_rows = [r for r in _skip_tasks(eval_rows, ev.offset) if (r["source"], r["trace_id"]) not in train_ids]
+    eval_rows = [r for r in eval_rows if (r["source"], r["trace_id"]) not in train_ids]
     if not eval_rows:
         raise ConfigError(
             f"the eval set ({eval_source}, seed {ev.seed}, offset {ev.offset}) has no task outside the "
