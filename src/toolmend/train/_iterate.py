@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from toolmend._errors import ConfigError, first_error
 from toolmend._jsontext import dumps
 from toolmend._schema import REFS, Message, ToolCall
+from toolmend.benchmarks._replies import reply_text
 from toolmend.benchmarks._toolace_r import calls_match, difficulty, in_band, overlap_score
 from toolmend.check import Checker
 from toolmend.formats import load_tools, parse_calls
@@ -192,7 +193,9 @@ def _sample(model: Model, rows: Sequence[dict[str, Any]], n: int, config: Any) -
             epoch=epoch,
             sample_id=row["trace_id"],
         )
-        return completion.text
+        # hf/ (like a server's tool parser) moves the calls it parses out of the text; write
+        # them back in the rows' tags format, or every well-formed answer scores as no call.
+        return reply_text(completion, "tags")
 
     async def run() -> list[str]:
         try:
