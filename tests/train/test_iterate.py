@@ -18,7 +18,7 @@ from toolmend._schema import Message
 from toolmend.benchmarks._toolace_r import difficulty, in_band
 from toolmend.cli._app import app
 from toolmend.formats import load_tools, parse_calls, to_openai_tool
-from toolmend.models import GenerateRequest, ScriptedModel
+from toolmend.models import Completion, GenerateRequest, ScriptedModel
 from toolmend.models._hf import chat_dicts
 from toolmend.models._openai_wire import DEFAULT_TOOL_PROMPT
 from toolmend.train import IterateConfig, build_rows, iterate
@@ -174,6 +174,41 @@ def test_nestools_tasks_and_a_merged_lora_checkpoint(tiny_model: Path, tmp_path:
     held_out = build_rows("sft", source="nestools", seed=0, limit=4)[0]
     first_two = {r["trace_id"] for r in tasks}
     assert result.rounds[1].eval_tasks == sum(r["trace_id"] not in first_two for r in held_out)
+
+
+def test_training_offset_skips_tasks_and_the_eval_set_leaves_them_out(tiny_model: Path, tmp_path: Path) -> None:
+    # bfcl lists its multi-call categories first: only an offset reaches the single-call ones.
+    first = build_rows("sft", source="nestools", seed=0, limit=3)[0]
+    ids = list(dict.fromkeys(r["trace_id"] for r in first))
+    gold = {json.dumps([[m["role"], m["content"]] for m in r["prompt"]]): r["completion"][0]["content"]
+            for r in first}  # fmt: skip
+    perfect = ScriptedModel(lambda messages: gold.get(json.dumps([[m.role, m.content] for m in messages]), ""))
+    config = {**TINY, "source": "nestools", "rounds": 1, "refine": "none", "offset": 2, "limit": 1,
+              "eval_set": {"limit": 3}}  # fmt: skip
+    result = iterate(tiny_model, tmp_path, config, sampler=lambda _: perfect)
+    records = _lines(tmp_path / "round-1" / "difficulty.jsonl")
+    assert {r["trace_id"] for r in records} == {ids[2]}
+    # The eval set's first 3 tasks less the one trained on: every turn of the first two.
+    assert result.rounds[0].eval_tasks == sum(r["trace_id"] in ids[:2] for r in first)
+    # Counted in gold trajectories, not in built tasks: 2 parallel_multiple golds fail the checks.
+    rows, report = build_rows("sft", source="bfcl", offset=600, limit=1)
+    assert [r["trace_id"] for r in rows] == ["bfcl-simple_python_0"] and report.traces == 1
+    with pytest.raises(ConfigError, match="offset"):
+        build_rows("critique", source="world", offset=1, limit=1)
+    with pytest.raises(ConfigError, match="offset"):
+        IterateConfig.load({"offset": -1})
+
+
+def test_native_tool_calls_are_scored_not_read_as_empty_text(tiny_model: Path, tmp_path: Path) -> None:
+    # hf/ returns the calls it parses as Completion.tool_calls with empty text, as servers do.
+    tasks = build_rows("sft", source="world", seed=0, limit=2, max_tools=2)[0]
+    held_out = build_rows("sft", source="world", seed=1, limit=2, max_tools=2)[0]
+    gold = {r["prompt"][0]["content"]: _gold(r) for r in tasks + held_out}
+    native = ScriptedModel(lambda messages: Completion(tool_calls=gold[messages[0].content]))
+    result = iterate(tiny_model, tmp_path, {**TINY, "rounds": 1, "refine": "none"}, sampler=lambda _: native)
+    assert (result.rounds[0].exact, result.rounds[0].schema_valid) == (1.0, 1.0)
+    records = _lines(tmp_path / "round-1" / "difficulty.jsonl")
+    assert all(r["difficulty"] == 0.0 and "<tool_call>" in r["answers"][0] for r in records)
 
 
 def test_builder_refine_rows_and_an_empty_band_train_nothing(tiny_model: Path, tmp_path: Path) -> None:

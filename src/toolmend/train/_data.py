@@ -630,13 +630,15 @@ def build_rows(
     reply_format: CallFormat = "tags",
     data: str | Path | None = None,
     ground: bool = False,
+    offset: int = 0,
 ) -> tuple[list[dict[str, Any]], BuildReport]:
     """The rows of a ``kind`` dataset and the report (no ``datasets`` import needed).
 
     ``limit`` caps the gold trajectories used; ``max_tools`` offers only the gold calls' tools
     plus seeded distractors up to that many (the world offers 50 tools otherwise). ``ground``
     (``refine`` only): the feedback of ``self-refine -S ground=true``, which also names the
-    values the conversation never mentions (:func:`toolmend.check.ungrounded`).
+    values the conversation never mentions (:func:`toolmend.check.ungrounded`). ``offset`` skips
+    that many gold trajectories first (``bfcl`` lists its multi-call categories first).
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown dataset kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -654,12 +656,14 @@ def build_rows(
     ctx = _Ctx(
         kind, source, seed, reply_format, report, random.Random(f"toolmend-train:{kind}:{source}:{seed}")
     )
+    if offset and (source.startswith("traces:") or kind == "critique"):
+        raise ConfigError(f"offset applies to gold trajectories, not to {source} {kind} data")
     if source.startswith("traces:"):
         _from_traces(ctx, trace_path(source), limit)
     elif kind == "critique":
         _critique(ctx, limit, Path(data) if data is not None else None, max_tools)
     else:
-        traces = load_traces(source, seed=seed, data=data)
+        traces = load_traces(source, seed=seed, data=data)[offset:]
         traces = traces[:limit] if limit is not None else traces
         report.traces = len(traces)
         build = _BUILDERS[kind]

@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from toolmend._errors import ConfigError, first_error
 from toolmend._jsontext import dumps
 from toolmend._schema import REFS, Message, ToolCall
+from toolmend.benchmarks._replies import reply_text
 from toolmend.benchmarks._toolace_r import calls_match, difficulty, in_band, overlap_score
 from toolmend.check import Checker
 from toolmend.formats import load_tools, parse_calls
@@ -74,7 +75,8 @@ class EvalSet(BaseModel):
     seed: int = 1
     """For ``world``, another seed is another world with other tasks (held out)."""
     offset: int = Field(0, ge=0)
-    """Skip this many tasks first (``nestools`` / ``bfcl``, whose tasks do not depend on the seed)."""
+    """Skip this many gold trajectories first (``nestools`` / ``bfcl``, whose tasks do not depend on
+    the seed)."""
     limit: int | None = Field(50, ge=1)
     """Held-out tasks (gold trajectories); each gives one eval sample per turn."""
     max_tools: int | None = Field(None, ge=1)
@@ -100,8 +102,11 @@ class IterateConfig(BaseModel):
     batch_size: int = Field(16, ge=1)
     source: str = "world"
     seed: int = 0
+    offset: int = Field(0, ge=0)
+    """Skip this many gold trajectories first (``bfcl`` lists its multi-call categories first, so
+    ``offset`` reaches ``multiple`` / ``simple_python``)."""
     limit: int | None = Field(None, ge=1)
-    """Training tasks (gold trajectories) to use; default all."""
+    """Training tasks (gold trajectories) to use after ``offset``; default all."""
     max_tools: int | None = Field(None, ge=1)
     data: str | None = None
     """Data folder for ``nestools`` / ``bfcl`` (default: the shared one)."""
@@ -188,7 +193,9 @@ def _sample(model: Model, rows: Sequence[dict[str, Any]], n: int, config: Any) -
             epoch=epoch,
             sample_id=row["trace_id"],
         )
-        return completion.text
+        # hf/ (like a server's tool parser) moves the calls it parses out of the text; write
+        # them back in the rows' tags format, or every well-formed answer scores as no call.
+        return reply_text(completion, "tags")
 
     async def run() -> list[str]:
         try:
@@ -338,7 +345,7 @@ def iterate(
 
     def training_rows(kind: str) -> list[dict[str, Any]]:
         return build_rows(kind, source=cfg.source, seed=cfg.seed, limit=cfg.limit, max_tools=cfg.max_tools,
-                          data=cfg.data, ground=cfg.ground and kind == "refine")[0]  # fmt: skip
+                          data=cfg.data, ground=cfg.ground and kind == "refine", offset=cfg.offset)[0]  # fmt: skip
 
     tasks = training_rows("sft")
     if not tasks:
@@ -350,17 +357,14 @@ def iterate(
         "sft",
         source=eval_source,
         seed=ev.seed,
-        limit=None if ev.limit is None else ev.offset + ev.limit,
+        limit=ev.limit,
+        offset=ev.offset,
         max_tools=ev.max_tools or cfg.max_tools,
         data=ev.data or (cfg.data if eval_source == cfg.source else None),
     )
     # Tasks also trained on are no test; for the world, the id names the seed too.
     train_ids = {(r["source"], r["trace_id"]) for r in tasks}
-    # Offset in tasks, not rows: a task of several turns gives one row per turn.
-    skipped = set(list(dict.fromkeys(r["trace_id"] for r in eval_rows))[: ev.offset])
-    eval_rows = [
-        r for r in eval_rows if r["trace_id"] not in skipped and (r["source"], r["trace_id"]) not in train_ids
-    ]
+    eval_rows = [r for r in eval_rows if (r["source"], r["trace_id"]) not in train_ids]
     if not eval_rows:
         raise ConfigError(
             f"the eval set ({eval_source}, seed {ev.seed}, offset {ev.offset}) has no task outside the "
