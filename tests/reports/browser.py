@@ -23,6 +23,14 @@ def open_report(driver: Any, url: str, timeout: float = 120.0) -> None:
     WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.body.dataset.tmReady"))
 
 
+def wait_for(driver: Any, css: str, timeout: float = 30.0) -> Any:
+    """The first element matching ``css`` once it exists (what a hash link opens is rendered by
+    the page's ``hashchange`` handler, after the click has returned)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(lambda d: (d.find_elements("css selector", css) or [None])[0])
+
+
 @contextmanager
 def chromium(width: int = 1280, height: int = 1000) -> Iterator[Any]:
     """A headless chromium WebDriver (never downloads a driver: Debian's chromium-driver only)."""

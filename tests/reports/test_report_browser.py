@@ -15,7 +15,7 @@ from toolmend.benchmarks.bfcl._decode import render_python
 from toolmend.reports import write_report
 
 sys.path.insert(0, str(Path(__file__).parent))
-from browser import chromium, open_report  # noqa: E402
+from browser import chromium, open_report, wait_for  # noqa: E402
 
 CATEGORIES = ["simple_python"]
 
@@ -87,7 +87,7 @@ def test_flip_links_open_the_sample(report: Path) -> None:
         link = driver.find_element("css selector", "p.flips a")
         sid = link.text
         link.click()
-        assert driver.find_element("css selector", "#tm-detail h3").text == sid
+        assert wait_for(driver, "#tm-detail h3").text == sid
 
 
 def test_many_samples_are_paged_and_filterable(tmp_path: Path) -> None:
