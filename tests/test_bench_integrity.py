@@ -31,6 +31,19 @@ def _bench(name: str, server: Any, tmp_path: Path, **kw: Any) -> Any:
     return run_bench(name, "openai/tiny", base_url=server.base_url, progress=False, cache=False, **kw)
 
 
+def _native_irrelevance(handler: Any, tmp_path: Path, data_dir: Path, limit: int, mode: str) -> Any:
+    """The first ``limit`` BFCL ``irrelevance`` samples, tools passed natively, every request
+    answered by ``handler`` from a server on 127.0.0.1, scored in ``mode``."""
+    server = _serve(handler)
+    try:
+        return _bench(
+            "bfcl", server, tmp_path, data=data_dir / "bfcl", categories=["irrelevance"], limit=limit,
+            tool_mode="native", mode=mode,
+        )  # fmt: skip
+    finally:
+        server.stop()
+
+
 def _reflection_samples(data_dir: Path, n: int) -> list[Sample]:
     load_builtin_benchmarks()
     return BENCHMARKS.get("reflection-bench")().load(data_dir / "tool-reflection-bench")[:n]
@@ -43,14 +56,7 @@ def test_malformed_native_calls_reach_the_scorer_as_calls(tmp_path: Path, data_d
         name = body["tools"][0]["function"]["name"]
         return Reply(text=None, tool_calls=[{"name": name, "arguments": '{"base": 10, "height": '}])
 
-    server = _serve(handler)
-    try:
-        result = _bench(
-            "bfcl", server, tmp_path, data=data_dir / "bfcl", categories=["irrelevance"], limit=6,
-            tool_mode="native", mode=mode,
-        )  # fmt: skip
-    finally:
-        server.stop()
+    result = _native_irrelevance(handler, tmp_path, data_dir, 6, mode)
     records = RunDir(result.run_dir).read_records()
     # The record shows the call that was scored, broken arguments and all.
     assert all('{"base": 10, "height": ' in r.outputs[0] for r in records)
@@ -74,14 +80,7 @@ def test_a_native_call_python_cannot_name_is_scored_as_a_call(
     def handler(body: dict[str, Any]) -> Any:
         return Reply(text=None, tool_calls=[{"name": "chicken dish", "arguments": '{"class": "spicy"}'}])
 
-    server = _serve(handler)
-    try:
-        result = _bench(
-            "bfcl", server, tmp_path, data=data_dir / "bfcl", categories=["irrelevance"], limit=3,
-            tool_mode="native", mode=mode,
-        )  # fmt: skip
-    finally:
-        server.stop()
+    result = _native_irrelevance(handler, tmp_path, data_dir, 3, mode)
     records = RunDir(result.run_dir).read_records()
     assert [r.outputs[0] for r in records] == [
         "[chicken_dish__invalid_name(class__invalid_name='spicy')]"

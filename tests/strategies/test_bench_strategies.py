@@ -155,13 +155,27 @@ def test_empty_replies_to_the_guard_s_reasks_are_given_up_not_recovered(
     assert [c["arguments"] for c in rec["calls"]] == [{k: v for k, v in args.items() if k != first_key}]
 
 
-@pytest.mark.parametrize("tool_mode", ["native", "prompt"])
-def test_guard_takes_prose_as_no_call_in_native_mode_only(
-    tmp_path: Path, data_dir: Path, tool_mode: str
-) -> None:
-    # SmolLM2 through the llama.cpp engine abstained in prose on `irrelevance` (issue 35); in native
-    # mode the guard read that prose against BFCL's Python format and re-asked it twice.
-    prose = "I am sorry, none of the functions I have can answer that question."
+def _guard_turn(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The one sample's record of ``result`` and its guard turn."""
+    (rec,) = records(result.run_dir)
+    return rec, next(e for e in rec["events"] if e["kind"] == "guard_turn")
+
+
+def _guarded_native(model: ScriptedModel, tmp_path: Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """The first BFCL ``simple_python`` sample, tools passed natively, answered by ``model``
+    under the guard: the run, the record and its guard turn."""
+    result = run_bench(
+        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
+        strategy="guard", progress=False,
+    )  # fmt: skip
+    return (result, *_guard_turn(result))
+
+
+def _guarded_irrelevance(
+    prose: str, tmp_path: Path, data_dir: Path, tool_mode: str
+) -> tuple[Any, dict[str, Any], dict[str, Any], int]:
+    """The first BFCL ``irrelevance`` sample under the guard, every request to a server on
+    127.0.0.1 answered with ``prose``: the run, the record, its guard turn and the requests made."""
     server = FakeOpenAIServer(lambda body: Reply(text=prose)).start()
     try:
         result = run_bench(
@@ -170,17 +184,26 @@ def test_guard_takes_prose_as_no_call_in_native_mode_only(
         )  # fmt: skip
     finally:
         server.stop()
-    (rec,) = records(result.run_dir)
-    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    return (result, *_guard_turn(result), server.requests)
+
+
+@pytest.mark.parametrize("tool_mode", ["native", "prompt"])
+def test_guard_takes_prose_as_no_call_in_native_mode_only(
+    tmp_path: Path, data_dir: Path, tool_mode: str
+) -> None:
+    # SmolLM2 through the llama.cpp engine abstained in prose on `irrelevance` (issue 35); in native
+    # mode the guard read that prose against BFCL's Python format and re-asked it twice.
+    prose = "I am sorry, none of the functions I have can answer that question."
+    result, rec, turn, requests = _guarded_irrelevance(prose, tmp_path, data_dir, tool_mode)
     if tool_mode == "native":
         # The tools went out natively and no call came back through the tool-call channel: the
         # prose is an answer with no call, and it is the right one here.
-        assert server.requests == 1 and rec["requests"] == 1
+        assert requests == 1 and rec["requests"] == 1
         assert turn["status"] == "accepted" and turn["codes"] == [] and turn["requests"] == 0
         assert result.summary.metrics["overall_sample_weighted"] == 1.0
     else:
         # Asked for a Python call list in the prompt, prose is a reply in the wrong format.
-        assert server.requests == 3
+        assert requests == 3
         assert "invalid_format" in turn["codes"]
 
 
@@ -196,12 +219,7 @@ class _Required(ScriptedModel):
 def test_guard_re_asks_prose_in_native_mode_when_a_call_is_required(tmp_path: Path, sample: Sample) -> None:
     gold = sample.target[0]
     model = _Required(["Let me think about it.", Completion(tool_calls=[gold], finish_reason="tool_calls")])
-    result = run_bench(
-        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
-        strategy="guard", progress=False,
-    )  # fmt: skip
-    (rec,) = records(result.run_dir)
-    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    result, _, turn = _guarded_native(model, tmp_path)
     assert model.calls == 2 and turn["status"] == "recovered" and turn["codes"] == ["wrong_tool_count"]
     assert result.summary.metrics["overall_sample_weighted"] == 1.0
 
@@ -214,12 +232,7 @@ def test_guard_still_re_asks_a_broken_native_call(tmp_path: Path, sample: Sample
         raw_tool_calls=[RawToolCall(name=gold.name, arguments='{"base": 10, "he', error="bad JSON")]
     )
     model = ScriptedModel([cut, Completion(tool_calls=[gold], finish_reason="tool_calls")])
-    result = run_bench(
-        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
-        strategy="guard", progress=False,
-    )  # fmt: skip
-    (rec,) = records(result.run_dir)
-    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    result, _, turn = _guarded_native(model, tmp_path)
     assert model.calls == 2 and turn["status"] == "recovered" and turn["codes"] == ["invalid_format"]
     assert result.summary.metrics["overall_sample_weighted"] == 1.0
 
@@ -230,12 +243,7 @@ def test_guard_rescues_a_call_written_in_the_content_in_native_mode(tmp_path: Pa
     gold = sample.target[0]
     content = f"<tool_call>\n{json.dumps({'name': gold.name, 'arguments': gold.arguments})}\n</tool_call>"
     model = ScriptedModel([content])
-    result = run_bench(
-        "bfcl", model, categories=["simple_python"], limit=1, runs_dir=tmp_path, tool_mode="native",
-        strategy="guard", progress=False,
-    )  # fmt: skip
-    (rec,) = records(result.run_dir)
-    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    result, _, turn = _guarded_native(model, tmp_path)
     assert model.calls == 1 and turn["status"] == "repaired" and turn["codes"] == ["tool_call_in_content"]
     assert result.summary.metrics["overall_sample_weighted"] == 1.0
 
@@ -245,15 +253,6 @@ def test_guard_takes_code_in_the_content_as_prose_in_native_mode(tmp_path: Path,
     # Python format the snippet is a call to a tool nobody offered; in native mode no call came
     # through the channel, so it is prose, and on `irrelevance` the right answer.
     prose = 'You can do it yourself:\n\nimport os\nos.remove("notes.txt")\n\nNo function here fits.'
-    server = FakeOpenAIServer(lambda body: Reply(text=prose)).start()
-    try:
-        result = run_bench(
-            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["irrelevance"],
-            limit=1, runs_dir=tmp_path, tool_mode="native", strategy="guard", progress=False,
-        )  # fmt: skip
-    finally:
-        server.stop()
-    (rec,) = records(result.run_dir)
-    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
-    assert server.requests == 1 and turn["status"] == "accepted" and turn["codes"] == []
+    result, _, turn, requests = _guarded_irrelevance(prose, tmp_path, data_dir, "native")
+    assert requests == 1 and turn["status"] == "accepted" and turn["codes"] == []
     assert result.summary.metrics["overall_sample_weighted"] == 1.0
