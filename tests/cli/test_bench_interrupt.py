@@ -103,13 +103,15 @@ def test_sigint_after_the_last_sample_still_writes_the_report(tmp_path: Path) ->
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     stderr = err.decode()
-    assert "Traceback" not in stderr
-    # The signal lands while the run closes or its report is written (or just after the end).
-    assert (run / "report.md").exists() and (run / "report.html").exists()
+    said = f"exit {proc.returncode}:\n{stderr}"
+    assert "Traceback" not in stderr, said
+    # The signal lands while the run closes or its report is written, or after the command
+    # returned: at interpreter exit, where the signal's default action ends the process.
+    assert (run / "report.md").exists() and (run / "report.html").exists(), said
     assert RunDir(run).results() is not None
-    if proc.returncode != 0:
-        assert proc.returncode == 130
-        assert "interrupted after the last sample" in stderr and "report" in stderr
+    assert proc.returncode in (0, 130, -signal.SIGINT), said
+    if proc.returncode == 130:
+        assert "interrupted after the last sample" in stderr and "report" in stderr, said
 
 
 def test_an_interrupt_while_closing_a_finished_run_finishes_it(tmp_path: Path, data_dir: Path) -> None:

@@ -143,8 +143,10 @@ def _after_interrupt(exc: BenchInterrupted, no_report: bool) -> NoReturn:
             try:
                 run_bench(exc.benchmark, resume=exc.run_dir)
                 done = True
-            except (ToolmendError, KeyboardInterrupt):
-                done = False
+            except ToolmendError as why:
+                typer.echo(f"every sample is answered, but the run could not be closed: {why}", err=True)
+            except KeyboardInterrupt:
+                pass
     if done:
         where = "" if no_report else f"; report: {_write_report(exc.run_dir)}"
         typer.echo(f"interrupted after the last sample: the run is complete{where}", err=True)
