@@ -36,6 +36,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import re
 import shlex
 import statistics
 import sys
@@ -90,6 +91,15 @@ def parse_strategy(spec: str) -> tuple[str, dict[str, object]]:
         key, _, value = pair.partition("=")
         options[key] = int(value) if value.isdigit() else value
     return name, options
+
+
+def split_strategies(text: str) -> list[str]:
+    """The ``--strategies`` list: commas separate strategies, and the options of one.
+
+    >>> split_strategies("none,hitec-icl:keep=findings,second_round=false,guard")
+    ['none', 'hitec-icl:keep=findings,second_round=false', 'guard']
+    """
+    return re.split(r",(?=[\w+-]+(?:[:,]|$))", text)
 
 
 def option_pairs(pairs: Iterable[str]) -> dict[str, Any]:
@@ -273,7 +283,7 @@ def run_table(
 ) -> tuple[list[str], dict[str, dict[str, Cell]]]:
     """The score table of ``model`` and, per group, the first seed's cell of each strategy."""
     seeds = [int(s) for s in args.seeds.split(",")]
-    strategies = args.strategies.split(",")
+    strategies = split_strategies(args.strategies)
     sampled = args.temperature > 0
     lines = header_lines(args.benchmark, label)
     first: dict[str, dict[str, Cell]] = {}

@@ -88,6 +88,11 @@ async def test_hitec_two_rounds_with_global_and_local_checklists() -> None:
     )
     assert "Checklist for get_weather" in second[-1].content and "Required: city" in second[-1].content
     assert out == '[get_weather(city="Oslo", days=1)]' and st.events[0]["rounds"] == 2
+    # HiTEC's "w/o global": the request goes as it is, and only the review carries a checklist.
+    script = Script('[get_weather(city="Oslo")]', '[get_weather(city="Oslo", days=1)]')
+    out, st = await run("hitec-icl", script, global_checklist=False)
+    assert script.seen[0][0][-1].content == "Weather in Oslo?"
+    assert "Checklist for get_weather" in script.seen[1][0][-1].content
 
 
 async def test_hitec_checklist_model_writes_once_per_schema_into_sqlite(tmp_path: Path) -> None:
@@ -333,8 +338,38 @@ async def test_hitec_keeps_a_right_first_answer_the_review_broke() -> None:
     fixed = '[get_weather(city="Oslo")]'
     out, st = await run("hitec-icl", Script("[get_weather(days=2)]", fixed))
     assert out == fixed and st.events[0]["kept"] == "second" and st.events[0]["findings"] == [1, 0]
-    with pytest.raises(ConfigError, match="keep must be checked or second"):
+    with pytest.raises(ConfigError, match="keep must be checked, second or findings"):
         build_strategies("hitec-icl", {"keep": "first"})
+
+
+async def test_hitec_counts_its_second_round_as_an_added_request() -> None:
+    # The events said ``requests: 0`` after two requests, so requests/sample undercounted it.
+    out, st = await run("hitec-icl", Script('[get_weather(city="Oslo")]', '[get_weather(city="Oslo")]'))
+    assert st.events[0]["rounds"] == 2 and st.events[0]["requests"] == 1
+    out, st = await run("hitec-icl", Script('[get_weather(city="Oslo")]'), second_round=False)
+    assert st.events[0]["requests"] == 0
+
+
+async def test_hitec_keep_findings_reviews_only_an_answer_with_findings() -> None:
+    # A clean first answer is never sent back: SmolLM2's review round broke 6 of 20 right answers.
+    right = '[get_weather(city="Oslo", days=2)]'
+    script = Script(right, '[get_weather(city="Rome", days=2)]')
+    out, st = await run("hitec-icl", script, keep="findings")
+    assert out == right and len(script.seen) == 1
+    assert st.events[0] == {"kind": "hitec-icl", "rounds": 1, "requests": 0, "kept": "first", "why": "clean",
+                            "findings": [0]}  # fmt: skip
+    # An answer with findings gets the review, and a better second answer stands.
+    script = Script("[get_weather(days=2)]", right)
+    out, st = await run("hitec-icl", script, keep="findings")
+    assert out == right and len(script.seen) == 2
+    assert (
+        st.events[0]["kept"] == "second"
+        and st.events[0]["findings"] == [1, 0]
+        and st.events[0]["requests"] == 1
+    )
+    # ... and a worse one does not.
+    out, st = await run("hitec-icl", Script("[get_weather(days=2)]", ""), keep="findings")
+    assert out == "[get_weather(days=2)]" and st.events[0]["why"] == "no_call"
 
 
 async def test_hitec_in_native_mode_prose_is_no_call_not_a_format_error() -> None:
@@ -358,8 +393,9 @@ def test_the_report_counts_which_answer_hitec_kept() -> None:
         return SimpleNamespace(id=i, requests=2, usage=SimpleNamespace(total_tokens=20), events=[event])
 
     events = [{"kind": "hitec-icl", "kept": "second"}, {"kind": "hitec-icl", "kept": "first", "why": "no_call"},
-              {"kind": "hitec-icl", "kept": "first", "why": "findings"}, {"kind": "hitec-icl", "kept": "second"}]  # fmt: skip
+              {"kind": "hitec-icl", "kept": "first", "why": "findings"}, {"kind": "hitec-icl", "kept": "second"},
+              {"kind": "hitec-icl", "kept": "first", "why": "clean"}]  # fmt: skip
     view = SimpleNamespace(label="hitec-icl", benchmark="bfcl", path=SimpleNamespace(name="a"),
                            scored=[record(str(i), e) for i, e in enumerate(events)])  # fmt: skip
     (table,) = [t for t in strategy_tables([view]) if t.caption.startswith("hitec-icl")]
-    assert table.rows == [["hitec-icl", "4", "2", "1", "1"]]
+    assert table.rows == [["hitec-icl", "5", "2", "1", "1", "1"]]

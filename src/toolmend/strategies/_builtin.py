@@ -30,7 +30,8 @@ def hitec_icl(
     checklist_model: str | None = None,
     checklist_cache: str | None = None,
     second_round: bool = True,
-    keep: Literal["checked", "second"] = "checked",
+    global_checklist: bool = True,
+    keep: Literal["checked", "second", "findings"] = "checked",
 ) -> Strategy:
     from toolmend.strategies._hitec import HitecICL
 
@@ -39,6 +40,7 @@ def hitec_icl(
         checklist_model=checklist_model,
         checklist_cache=checklist_cache,
         second_round=second_round,
+        global_checklist=global_checklist,
         keep=keep,
     )
 

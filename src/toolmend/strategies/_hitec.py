@@ -16,9 +16,13 @@ drops a parameter, or answers the review with prose or nothing), so by default
 (:class:`~toolmend.check.Checker`: names, required parameters, types, enums, ranges, plus the
 reply format's parse findings) and the first is kept when the second is worse: it has no call
 where the first had one, or more findings than the first (findings where the first had none).
-Otherwise the second stands, as in the paper. The sample's ``hitec-icl`` event says which was
-kept (``kept``: ``first`` or ``second``; ``why``: ``no_call`` or ``findings`` when the first
-was kept; ``findings``: how many each answer had).
+Otherwise the second stands, as in the paper. ``keep="findings"`` is more conservative still:
+the second round runs only when the checker finds something in the first answer, so an answer
+the checker passes is never sent back for review (a well-formed call with wrong values, which a
+small model writes in that round, is beyond what a schema check can catch). The sample's
+``hitec-icl`` event says which was kept (``kept``: ``first`` or ``second``; ``why``:
+``no_call``, ``findings``, or ``clean`` when a clean first answer skipped the review;
+``findings``: how many each answer had) and how many requests the strategy added.
 
 >>> from toolmend import Tool
 >>> t = Tool(name="get_weather", parameters={"type": "object", "properties": {
@@ -169,9 +173,11 @@ class HitecICL:
     hash and that model's name (``checklist_cache``: the file; default in the cache folder);
     without, the solving model writes it, once per tool schema in this run (it is part of what
     is measured, so it is not reused across runs). ``second_round=False`` keeps only the global
-    checklist (HiTEC's "w/o local"). ``keep`` chooses between the two answers: ``"checked"``
+    checklist (HiTEC's "w/o local"), ``global_checklist=False`` only the review round ("w/o
+    global"). ``keep`` chooses between the two answers: ``"checked"``
     (default) keeps the first when the checker finds the second worse, ``"second"`` always
-    takes the second, as HiTEC does (see the module docstring)."""
+    takes the second, as HiTEC does, and ``"findings"`` reviews only a first answer with
+    findings (see the module docstring)."""
 
     name = "hitec-icl"
 
@@ -181,17 +187,19 @@ class HitecICL:
         global_template: str = DEFAULT_GLOBAL_TEMPLATE,
         review_template: str = DEFAULT_REVIEW_TEMPLATE,
         second_round: bool = True,
+        global_checklist: bool = True,
         model_checklists: bool = False,
         checklist_model: str | Model | None = None,
         checklist_cache: str | Path | None = None,
         max_tools: int = 5,
-        keep: Literal["checked", "second"] = "checked",
+        keep: Literal["checked", "second", "findings"] = "checked",
     ) -> None:
-        if keep not in ("checked", "second"):
-            raise ConfigError(f"hitec-icl keep must be checked or second, got {keep!r}")
+        if keep not in ("checked", "second", "findings"):
+            raise ConfigError(f"hitec-icl keep must be checked, second or findings, got {keep!r}")
         self.global_template = global_template
         self.review_template = review_template
         self.second_round = second_round
+        self.global_checklist = global_checklist
         self.model_checklists = model_checklists or checklist_model is not None
         self.checklist_model = checklist_model
         self.cache = ChecklistCache(checklist_cache) if checklist_model is not None else None
@@ -221,25 +229,40 @@ class HitecICL:
         fmt = reply_format(state.benchmark)
         tools = list(state.sample.tools)
         native = state.tool_mode == "native"
-        checker = Checker.cached(tools) if tools and self.keep == "checked" else None
+        checker = Checker.cached(tools) if tools and self.keep != "second" else None
+
+        def read(text: str) -> Turn:
+            return read_reply(text, fmt, native=native, content=text in state.content_only)
 
         async def hitec(messages: list[Message], *, epoch: int | None = None) -> str:
-            first = _with_global(messages, self.global_template)
+            first = _with_global(messages, self.global_template) if self.global_checklist else messages
             reply = await generate(first, epoch=epoch)
             event: dict[str, Any] = {"kind": "hitec-icl", "rounds": 1, "requests": 0}
-            if self.second_round and tools:
+            added = 0
+
+            async def again(prompt: list[Message], *, epoch: int | None = None) -> str:
+                nonlocal added
+                added += 1
+                return await generate(prompt, epoch=epoch)
+
+            clean = False
+            if self.keep == "findings" and self.second_round and checker is not None:
+                clean = not turn_findings(read(reply), checker)
+                if clean:
+                    event.update(kept="first", why="clean", findings=[0])
+            if self.second_round and tools and not clean:
                 named = {c.name for c in read_reply(reply, fmt).calls}
                 chosen = [t for t in tools if t.name in named] or tools[: self.max_tools]
                 parts = [local_checklist(t, tools) for t in chosen]
                 if self.model_checklists:
-                    parts += [f"Also for {t.name}:\n{await self._written(t, generate)}" for t in chosen]
+                    parts += [f"Also for {t.name}:\n{await self._written(t, again)}" for t in chosen]
                 review = self.review_template.format(checklist="\n\n".join(parts))
                 second = [
                     *first,
                     Message(role="assistant", content=reply),
                     Message(role="user", content=review),
                 ]
-                revised = await generate(second, epoch=epoch)
+                revised = await again(second, epoch=epoch)
                 event.update(
                     rounds=2, changed=revised.strip() != reply.strip(), tools=[t.name for t in chosen]
                 )
@@ -247,8 +270,7 @@ class HitecICL:
                     event["kept"] = "second"
                     reply = revised
                 else:
-                    before = read_reply(reply, fmt, native=native, content=reply in state.content_only)
-                    after = read_reply(revised, fmt, native=native, content=revised in state.content_only)
+                    before, after = read(reply), read(revised)
                     found = (turn_findings(before, checker), turn_findings(after, checker))
                     why = _worse(before, after, *found)
                     event.update(kept="first" if why else "second", findings=[len(f) for f in found])
@@ -256,6 +278,7 @@ class HitecICL:
                         event["why"] = why
                     else:
                         reply = revised
+            event["requests"] = added
             state.events.append(event)
             return reply
 

@@ -42,7 +42,7 @@ from toolmend.strategies._metrics import recovery_by_code
 
 __all__ = ["StrategyTable", "strategy_lines", "strategy_tables"]
 
-_WHY = ("no_call", "findings")
+_WHY = ("no_call", "findings", "clean")
 """Why hitec-icl kept its first answer (its event's ``why``), in the report's column order."""
 
 
@@ -93,8 +93,16 @@ def strategy_tables(views: Sequence[Any]) -> list[StrategyTable]:
     if kept_rows:
         tables.append(
             StrategyTable(
-                "hitec-icl's review round: the answer kept (the first, where the checker found the second worse):",
-                ["run", "reviewed", "second kept", "first kept: no call", "first kept: more findings"],
+                "hitec-icl's review round: the answer kept (the first, where the checker found the second worse"
+                " or, with keep=findings, nothing in the first):",
+                [
+                    "run",
+                    "answers",
+                    "second kept",
+                    "first kept: no call",
+                    "first kept: more findings",
+                    "first kept: clean, not reviewed",
+                ],
                 kept_rows,
             )
         )
