@@ -176,13 +176,17 @@ def test_nestools_tasks_and_a_merged_lora_checkpoint(tiny_model: Path, tmp_path:
     assert result.rounds[1].eval_tasks == sum(r["trace_id"] not in first_two for r in held_out)
 
 
-def test_training_offset_skips_tasks_and_the_eval_set_leaves_them_out(tiny_model: Path, tmp_path: Path) -> None:
+def test_training_offset_skips_tasks_and_the_eval_set_leaves_them_out(
+    tiny_model: Path, tmp_path: Path
+) -> None:
     # bfcl lists its multi-call categories first: only an offset reaches the single-call ones.
     first = build_rows("sft", source="nestools", seed=0, limit=3)[0]
     ids = list(dict.fromkeys(r["trace_id"] for r in first))
     gold = {json.dumps([[m["role"], m["content"]] for m in r["prompt"]]): r["completion"][0]["content"]
             for r in first}  # fmt: skip
-    perfect = ScriptedModel(lambda messages: gold.get(json.dumps([[m.role, m.content] for m in messages]), ""))
+    perfect = ScriptedModel(
+        lambda messages: gold.get(json.dumps([[m.role, m.content] for m in messages]), "")
+    )
     config = {**TINY, "source": "nestools", "rounds": 1, "refine": "none", "offset": 2, "limit": 1,
               "eval_set": {"limit": 3}}  # fmt: skip
     result = iterate(tiny_model, tmp_path, config, sampler=lambda _: perfect)
