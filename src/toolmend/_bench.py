@@ -1040,6 +1040,8 @@ def run_bench(
     benchmark: str | Benchmark | None,
     model: str | Model | None = None,
     settings: BenchSettings | None = None,
+    *,
+    on_start: Callable[[BenchInterrupted], None] | None = None,
     **options: Any,
 ) -> BenchResult:
     """Run ``model`` on ``benchmark`` into a new run directory (or resume one) and return the result.
@@ -1055,7 +1057,9 @@ def run_bench(
     that names the parameter (the CLI names its flag instead). ``strategy`` also takes strategy
     objects. Nothing is printed: pass ``progress=True`` (or a
     :class:`~toolmend.runs.Progress`) for a display. Ctrl-C raises :class:`BenchInterrupted`,
-    which knows the command that resumes the run.
+    which knows the command that resumes the run; ``on_start`` receives the same object as soon
+    as the run directory exists, for a caller that must know the run even when Ctrl-C lands as
+    this function returns, after its own handler.
 
     >>> import tempfile
     >>> result = run_bench("bfcl", "scripted", categories=["simple_python"], limit=3,
@@ -1067,16 +1071,18 @@ def run_bench(
     >>> same.settings == result.settings
     True
     """
-    started: list[tuple[Path, str]] = []
+    started: list[BenchInterrupted] = []
 
-    def on_start(run_dir: Path, name: str) -> None:
-        started.append((run_dir, name))
+    def started_run(run_dir: Path, name: str) -> None:
+        started.append(BenchInterrupted(run_dir, name))
+        if on_start is not None:
+            on_start(started[0])
 
     try:
-        return asyncio.run(_arun(benchmark, model, settings, options, on_start))
+        return asyncio.run(_arun(benchmark, model, settings, options, started_run))
     except KeyboardInterrupt as exc:
         # Also after the last sample, while the event loop shuts down: the caller decides
         # whether the run is finished (results.json) or to be resumed.
         if started:
-            raise BenchInterrupted(*started[0]) from exc
+            raise started[0] from exc
         raise

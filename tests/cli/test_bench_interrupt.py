@@ -130,6 +130,33 @@ def test_an_interrupt_while_closing_a_finished_run_finishes_it(tmp_path: Path, d
     assert (result.run_dir / "report.md").exists()
 
 
+def test_an_interrupt_while_the_status_lines_stop_still_writes_the_report(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C once the run has returned, as the status lines stop (before the report's own guard
+    against it): the run is complete, so it is reported all the same. Delivered there on purpose
+    here; a real Ctrl-C lands there rarely, and did once in CI."""
+    from typer.testing import CliRunner
+
+    from toolmend.cli import _bench as bench
+
+    def stop_then_ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "show_status", lambda emit: stop_then_ctrl_c)
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    bench.register(app)
+    runs = tmp_path / "runs"
+    args = ["bench", "bfcl", "-m", "scripted", "--data", str(data_dir / "bfcl"), "--categories", "simple_python",
+            "--limit", "3", "--runs-dir", str(runs)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 130, result.output
+    (run,) = runs.iterdir()
+    assert (run / "report.md").exists() and RunDir(run).results() is not None
+    assert "interrupted after the last sample" in result.output
+
+
 MAIN_JOB_SAMPLES = 491
 
 

@@ -330,23 +330,27 @@ def bench_command(
     # before the first sample, and the progress display only starts with the samples.
     err = console(stderr=True)
     stop_status = show_status(lambda line: err.print(f"[toolmend] {line}", markup=False, highlight=False))
+    started: list[BenchInterrupted] = []
     try:
-        result = run_bench(benchmark, model, progress=True, **options)
+        try:
+            result = run_bench(benchmark, model, progress=True, on_start=started.append, **options)
+        finally:
+            stop_status()
+        if not no_report and not as_json:
+            err.print("[toolmend] writing the report", markup=False, highlight=False)
+        report = None if no_report else _write_report(result.run_dir)
     except OptionError as exc:
         fail(exc.spelled(FLAGS))
     except BenchInterrupted as exc:
         _after_interrupt(exc, no_report)
+    except KeyboardInterrupt:
+        if not started:
+            raise
+        # Ctrl-C as the run returned, or while the display closed or the report was being written:
+        # the run is complete, so its report is written all the same.
+        _after_interrupt(started[0], no_report)
     except ToolmendError as exc:
         fail(str(exc))
-    finally:
-        stop_status()
-    try:
-        if not no_report and not as_json:
-            err.print("[toolmend] writing the report", markup=False, highlight=False)
-        report = None if no_report else _write_report(result.run_dir)
-    except KeyboardInterrupt:
-        # Ctrl-C after the last sample: the run is complete, so its report is written all the same.
-        _after_interrupt(BenchInterrupted(result.run_dir, result.benchmark), no_report)
     if as_json:
         payload = {
             "run_dir": str(result.run_dir),
