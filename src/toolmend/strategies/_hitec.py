@@ -240,10 +240,10 @@ class HitecICL:
             event: dict[str, Any] = {"kind": "hitec-icl", "rounds": 1, "requests": 0}
             added = 0
 
-            async def again(prompt: list[Message], *, epoch: int | None = None) -> str:
+            async def again(messages: list[Message], *, epoch: int | None = None) -> str:
                 nonlocal added
                 added += 1
-                return await generate(prompt, epoch=epoch)
+                return await generate(messages, epoch=epoch)
 
             clean = False
             if self.keep == "findings" and self.second_round and checker is not None:
