@@ -18,8 +18,8 @@ reply format's parse findings) and the first is kept when the second is worse: i
 where the first had one, or more findings than the first (findings where the first had none).
 Otherwise the second stands, as in the paper. ``keep="findings"`` is more conservative still:
 the second round runs only when the checker finds something in the first answer, so an answer
-the checker passes is never sent back for review (a well-formed call with wrong values, which a
-small model writes in that round, is beyond what a schema check can catch). The sample's
+the checker passes is never sent back for review (where a review makes a right call wrong but
+well-formed, no schema check can tell). The sample's
 ``hitec-icl`` event says which was kept (``kept``: ``first`` or ``second``; ``why``:
 ``no_call``, ``findings``, or ``clean`` when a clean first answer skipped the review;
 ``findings``: how many each answer had) and how many requests the strategy added.
