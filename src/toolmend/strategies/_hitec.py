@@ -245,12 +245,14 @@ class HitecICL:
                 added += 1
                 return await generate(messages, epoch=epoch)
 
-            clean = False
-            if self.keep == "findings" and self.second_round and checker is not None:
-                clean = not turn_findings(read(reply), checker)
-                if clean:
+            reviewing = self.second_round and bool(tools)
+            if reviewing and checker is not None:
+                before = read(reply)
+                first_found = turn_findings(before, checker)
+                if self.keep == "findings" and not first_found:
+                    reviewing = False
                     event.update(kept="first", why="clean", findings=[0])
-            if self.second_round and tools and not clean:
+            if reviewing:
                 named = {c.name for c in read_reply(reply, fmt).calls}
                 chosen = [t for t in tools if t.name in named] or tools[: self.max_tools]
                 parts = [local_checklist(t, tools) for t in chosen]
@@ -270,8 +272,8 @@ class HitecICL:
                     event["kept"] = "second"
                     reply = revised
                 else:
-                    before, after = read(reply), read(revised)
-                    found = (turn_findings(before, checker), turn_findings(after, checker))
+                    after = read(revised)
+                    found = (first_found, turn_findings(after, checker))
                     why = _worse(before, after, *found)
                     event.update(kept="first" if why else "second", findings=[len(f) for f in found])
                     if why:
