@@ -121,7 +121,9 @@ def run_cell(
     name, options = parse_strategy(strategy)
     extra: dict[str, Any] = {}
     if args.benchmark == "bfcl":
-        extra.update(data=args.data, categories=[group])
+        extra.update(data=args.data or shared_dir() / "data" / "bfcl", categories=[group])
+    elif args.data is not None:
+        extra.update(data=args.data)
     start = time.perf_counter()
     result = run_bench(
         args.benchmark,
@@ -342,7 +344,13 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--tool-mode", default="native", choices=["native", "prompt"])
     parser.add_argument("--max-new-tokens", type=int, default=None)
     parser.add_argument("--batch", type=int, default=1, help="samples in flight (the hf engine batches them)")
-    parser.add_argument("--data", type=Path, default=shared_dir() / "data" / "bfcl")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="the benchmark's data (BFCL: the shared data; critic: a suite from `toolmend build critic`, "
+        "by default the seed-0 world suite; world: a tasks.jsonl file)",
+    )
     parser.add_argument("--runs-dir", type=Path, default=Path("runs") / "real-models")
     parser.add_argument("--machine", default=f"{os.cpu_count()}-core CPU ({platform.machine()})")
     parser.add_argument("--label", default=None, help="the model's label in the table's title")
@@ -390,7 +398,7 @@ def main(argv: list[str] | None = None) -> str:
     what = {
         "bfcl": f"BFCL compat scorer, first {args.limit} samples of each category",
         "world": f"world benchmark, first {args.limit} tasks",
-        "critic": f"critic suite (seed 0), first {args.limit} samples",
+        "critic": f"critic suite ({args.data.name if args.data else 'seed 0'}), first {args.limit} samples",
     }[args.benchmark]
     lines = [
         f"`{shlex.join(['python', 'benchmarks/real_models.py', *(argv if argv is not None else sys.argv[1:])])}`",
