@@ -155,6 +155,34 @@ def test_empty_replies_to_the_guard_s_reasks_are_given_up_not_recovered(
     assert [c["arguments"] for c in rec["calls"]] == [{k: v for k, v in args.items() if k != first_key}]
 
 
+def test_a_guard_that_gives_up_keeps_the_answer_with_the_fewest_findings(
+    tmp_path: Path, data_dir: Path, sample: Sample
+) -> None:
+    # SmolLM2 on the critic suite (issue 35): a call to a tool that does not exist, re-asked twice
+    # and answered with an unreadable call each time; the guard gave up and the unreadable last
+    # answer was scored, where no strategy scored a call that parsed.
+    args = sample.target[0].model_dump(mode="json")["arguments"]
+    inner = ", ".join(f"{k}={json.dumps(v)}" for k, v in args.items())
+    invented = f"[no_such_tool_at_all({inner})]"
+
+    def handler(body: dict[str, Any]) -> Reply:
+        reasked = "Nothing was executed" in json.dumps(body["messages"])
+        return Reply(text=f"[{sample.target[0].name}(" if reasked else invented)
+
+    server = FakeOpenAIServer(handler).start()
+    try:
+        result = run_bench(
+            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["simple_python"],
+            limit=1, runs_dir=tmp_path, strategy="guard", progress=False,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert server.requests == 3
+    rec, turn = _guard_turn(result)
+    assert turn["status"] == "aborted"
+    assert [c["name"] for c in rec["calls"]] == ["no_such_tool_at_all"]
+
+
 def _guard_turn(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The one sample's record of ``result`` and its guard turn."""
     (rec,) = records(result.run_dir)

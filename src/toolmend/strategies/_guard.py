@@ -63,9 +63,14 @@ class GuardStrategy:
             )  # fmt: skip
             final = out.final
             if out.status == "aborted":
-                # The guard gave up: the model's last answer stands as it wrote it (an empty
-                # reply to a re-ask is no answer, so the one before it).
-                return next((text for text in reversed(last) if text.strip()), last[-1])
+                # The guard gave up: one of the model's answers stands as it wrote it, the one
+                # with the fewest findings left unfixed, the earliest on a tie. SmolLM2 answered
+                # a re-ask about a wrong tool name with an unreadable call twice (issue 35), and
+                # the last answer is not the best one; an empty reply is no answer at all.
+                left = [
+                    (len(d.findings), k) for k, d in enumerate(out.decisions[: len(last)]) if last[k].strip()
+                ]
+                return last[min(left)[1]] if left else last[-1]
             if final.action == "accept" and not final.fixes and len(final.calls) == len(out.turn.calls):
                 return last[-1]  # as the model wrote it
             return write_reply(out.calls, fmt, out.turn, state.sample.tools)
