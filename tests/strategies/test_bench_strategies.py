@@ -4,6 +4,7 @@ an OpenAI-compatible server on 127.0.0.1 (prompt and native tool modes)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,22 +85,15 @@ def test_guard_reask_is_a_real_second_request(
         inner = ", ".join(f"{k}={json.dumps(v)}" for k, v in call.items())
         return Reply(text=f"[{gold.name}({inner})]")
 
-    server = FakeOpenAIServer(handler).start()
-    try:
-        result = run_bench(
-            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["simple_python"],
-            limit=1, runs_dir=tmp_path, tool_mode=tool_mode, strategy="guard", progress=False,  # type: ignore[arg-type]
-        )  # fmt: skip
-        assert server.requests == 2
-        second = server.bodies[1]["messages"]
-        # The runner hands strategies the reply in the benchmark's format (native calls written
-        # back), so the re-ask shows the model its calls as text and asks in a user message.
-        assert second[-2]["role"] == "assistant" and gold.name in second[-2]["content"]
-        assert second[-1]["role"] == "user" and f"'{first_key}'" in second[-1]["content"]
-        assert ("tools" in server.bodies[1]) == (tool_mode == "native")
-        assert result.summary.metrics["overall_sample_weighted"] == 1.0
-    finally:
-        server.stop()
+    result, _, _, bodies = _guarded_over_http(handler, tmp_path, data_dir, tool_mode=tool_mode)
+    assert len(bodies) == 2
+    second = bodies[1]["messages"]
+    # The runner hands strategies the reply in the benchmark's format (native calls written
+    # back), so the re-ask shows the model its calls as text and asks in a user message.
+    assert second[-2]["role"] == "assistant" and gold.name in second[-2]["content"]
+    assert second[-1]["role"] == "user" and f"'{first_key}'" in second[-1]["content"]
+    assert ("tools" in bodies[1]) == (tool_mode == "native")
+    assert result.summary.metrics["overall_sample_weighted"] == 1.0
 
 
 def test_report_puts_strategies_side_by_side(tmp_path: Path) -> None:
@@ -137,17 +131,8 @@ def test_empty_replies_to_the_guard_s_reasks_are_given_up_not_recovered(
     def handler(body: dict[str, Any]) -> Reply:
         return Reply(text="" if "Nothing was executed" in json.dumps(body["messages"]) else broken)
 
-    server = FakeOpenAIServer(handler).start()
-    try:
-        result = run_bench(
-            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["simple_python"],
-            limit=1, runs_dir=tmp_path, strategy="guard", progress=False,
-        )  # fmt: skip
-    finally:
-        server.stop()
-    assert server.requests == 3  # the answer and the turn's budget of two re-asks
-    (rec,) = records(result.run_dir)
-    turn = next(e for e in rec["events"] if e["kind"] == "guard_turn")
+    _, rec, turn, bodies = _guarded_over_http(handler, tmp_path, data_dir)
+    assert len(bodies) == 3  # the answer and the turn's budget of two re-asks
     assert turn["status"] == "aborted"
     table = recovery_by_code(rec["events"])
     assert table["missing_required"]["gave_up"] == 1 and table["missing_required"]["reask"] == 0
@@ -169,16 +154,8 @@ def test_a_guard_that_gives_up_keeps_the_answer_with_the_fewest_findings(
         reasked = "Nothing was executed" in json.dumps(body["messages"])
         return Reply(text=f"[{sample.target[0].name}(" if reasked else invented)
 
-    server = FakeOpenAIServer(handler).start()
-    try:
-        result = run_bench(
-            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["simple_python"],
-            limit=1, runs_dir=tmp_path, strategy="guard", progress=False,
-        )  # fmt: skip
-    finally:
-        server.stop()
-    assert server.requests == 3
-    rec, turn = _guard_turn(result)
+    _, rec, turn, bodies = _guarded_over_http(handler, tmp_path, data_dir)
+    assert len(bodies) == 3
     assert turn["status"] == "aborted"
     assert [c["name"] for c in rec["calls"]] == ["no_such_tool_at_all"]
 
@@ -199,20 +176,36 @@ def _guarded_native(model: ScriptedModel, tmp_path: Path) -> tuple[Any, dict[str
     return (result, *_guard_turn(result))
 
 
-def _guarded_irrelevance(
-    prose: str, tmp_path: Path, data_dir: Path, tool_mode: str
-) -> tuple[Any, dict[str, Any], dict[str, Any], int]:
-    """The first BFCL ``irrelevance`` sample under the guard, every request to a server on
-    127.0.0.1 answered with ``prose``: the run, the record, its guard turn and the requests made."""
-    server = FakeOpenAIServer(lambda body: Reply(text=prose)).start()
+def _guarded_over_http(
+    handler: Callable[[dict[str, Any]], Reply],
+    tmp_path: Path,
+    data_dir: Path,
+    *,
+    category: str = "simple_python",
+    tool_mode: str = "prompt",
+) -> tuple[Any, dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """The first BFCL sample of ``category`` under the guard, every request to a server on
+    127.0.0.1 answered by ``handler``: the run, the record, its guard turn and the request bodies."""
+    server = FakeOpenAIServer(handler).start()
     try:
         result = run_bench(
-            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=["irrelevance"],
-            limit=1, runs_dir=tmp_path, tool_mode=tool_mode, strategy="guard", progress=False,  # type: ignore[arg-type]
+            "bfcl", "openai/m", base_url=server.base_url, data=data_dir / "bfcl", categories=[category],
+            limit=1, runs_dir=tmp_path, tool_mode=tool_mode, strategy="guard", progress=False,
         )  # fmt: skip
     finally:
         server.stop()
-    return (result, *_guard_turn(result), server.requests)
+    return (result, *_guard_turn(result), list(server.bodies))
+
+
+def _guarded_irrelevance(
+    prose: str, tmp_path: Path, data_dir: Path, tool_mode: str
+) -> tuple[Any, dict[str, Any], dict[str, Any], int]:
+    """The first BFCL ``irrelevance`` sample under the guard, every request answered with
+    ``prose``: the run, the record, its guard turn and the requests made."""
+    result, rec, turn, bodies = _guarded_over_http(
+        lambda body: Reply(text=prose), tmp_path, data_dir, category="irrelevance", tool_mode=tool_mode
+    )
+    return result, rec, turn, len(bodies)
 
 
 @pytest.mark.parametrize("tool_mode", ["native", "prompt"])
