@@ -309,3 +309,36 @@ def test_ground_joins_a_reask_the_checklist_asks_for() -> None:
     assert (
         d.action == "reask" and d.reask == [0, 1] and sorted(d.codes) == ["invalid_value", "missing_required"]
     )
+
+
+def test_a_reask_about_arguments_answered_with_another_tool_is_asked_again() -> None:
+    # SmolLM2 on the critic suite (issue 35): re-asked for a missing argument, it called another
+    # tool with clean arguments, and the guard took that as the turn's recovery.
+    guard = Guard(TOOLS)
+    assert guard.decide(native(("send_mail", {"to": "x"}))).action == "reask"
+    d = guard.decide(native(("get_weather", {"city": "Oslo"})), attempt=1)
+    assert d.action == "reask" and d.reask == [0]
+    (f,) = d.findings
+    assert (f.code, f.data["rule"], f.data["asked"]) == ("wrong_tool_name", "reask_switch", ["send_mail"])
+    assert "send_mail" in d.messages[-1].content and "get_weather" in d.messages[-1].content
+    # The constraint lasts the turn: a second switch is no recovery either.
+    assert guard.decide(native(("get_weather", {"city": "Oslo"})), attempt=2).action == "abort"
+    assert guard.decide(native(("get_weather", {"city": "Oslo"}))).action == "accept"  # a new turn
+
+
+def test_a_reask_answer_may_switch_tools_where_the_tool_was_in_question() -> None:
+    guard = Guard(TOOLS)
+    assert guard.decide(native(("fly_to_the_moon", {"to": "x"}))).action == "reask"
+    assert guard.decide(native(("get_weather", {"city": "Oslo"})), attempt=1).action == "accept"
+    # keep_tool=False accepts any valid answer to a re-ask about arguments.
+    guard = Guard(TOOLS, GuardPolicy(keep_tool=False))
+    assert guard.decide(native(("send_mail", {"to": "x"}))).action == "reask"
+    assert guard.decide(native(("get_weather", {"city": "Oslo"})), attempt=1).action == "accept"
+
+
+def test_a_corrected_call_beside_its_kept_sibling_is_no_switch() -> None:
+    guard = Guard(TOOLS)
+    d = guard.decide(native(("get_weather", {"city": "Oslo"}), ("send_mail", {"to": "x"})))
+    assert (d.action, d.keep) == ("reask", [0])
+    d = guard.decide(native(("send_mail", {"to": "x", "body": "hi"})), attempt=1, kept=d.calls)
+    assert d.action == "accept" and [c.name for c in d.calls] == ["get_weather", "send_mail"]

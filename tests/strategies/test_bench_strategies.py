@@ -160,6 +160,33 @@ def test_a_guard_that_gives_up_keeps_the_answer_with_the_fewest_findings(
     assert [c["name"] for c in rec["calls"]] == ["no_such_tool_at_all"]
 
 
+def test_a_reask_about_arguments_is_not_recovered_by_a_call_to_another_tool(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    # SmolLM2 on the critic suite (issue 35): re-asked for a missing argument, it called another
+    # offered tool with clean arguments; the guard scored that as recovered (tool and arguments
+    # right before, wrong after).
+    sample = BENCHMARKS.get("bfcl")().load(data_dir / "bfcl", categories=["multiple"])[0]
+    gold = sample.target[0]
+    args = gold.model_dump(mode="json")["arguments"]
+    tool = next(t for t in sample.tools if t.name == gold.name)
+    dropped = next(k for k in gold.arguments if k in tool.required)
+    first = ", ".join(f"{k}={json.dumps(v)}" for k, v in args.items() if k != dropped)
+    other = next(t for t in sample.tools if t.name != gold.name)
+    values = {"integer": 3, "number": 3.0, "float": 3.0, "boolean": True, "string": "x"}
+    clean = ", ".join(f"{k}={values[other.parameters['properties'][k]['type']]!r}" for k in other.required)
+
+    def handler(body: dict[str, Any]) -> Reply:
+        reasked = "Nothing was executed" in json.dumps(body["messages"])
+        return Reply(text=f"[{other.name}({clean})]" if reasked else f"[{gold.name}({first})]")
+
+    _, rec, turn, bodies = _guarded_over_http(handler, tmp_path, data_dir, category="multiple")
+    assert len(bodies) == 3
+    assert gold.name in bodies[2]["messages"][-1]["content"]  # the second re-ask names the tool asked about
+    assert turn["status"] == "aborted"
+    assert [c["name"] for c in rec["calls"]] == [gold.name]  # the model's first answer stands
+
+
 def _guard_turn(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The one sample's record of ``result`` and its guard turn."""
     (rec,) = records(result.run_dir)

@@ -49,6 +49,9 @@ _CONFIRM = "If the value is right as it is, send the call again unchanged."
 # Checkers of a tool list's subsets (a named tool_choice), kept as long as the full checker:
 # compiling a schema costs far more than deciding a clean turn.
 _SUBSETS: weakref.WeakKeyDictionary[Checker, dict[tuple[str, ...], Checker]] = weakref.WeakKeyDictionary()
+# Findings about a call's arguments: a re-ask about these alone names the tools to call (keep_tool).
+_ARGUMENT_CODES = {"missing_required", "invalid_type", "empty_value", "redundant_parameter", "invalid_value",
+                   "positional_argument"}  # fmt: skip
 
 
 @dataclass
@@ -99,6 +102,8 @@ class Guard:
         self.conversation = conversation if conversation is not None else Conversation()
         self._last: tuple[Any, ...] | None = None
         self._repeats = 0
+        self._asked: frozenset[str] | None = None
+        """The tools this turn's re-asks are about, when they are about arguments only (keep_tool)."""
 
     @property
     def reasks_used(self) -> int:
@@ -119,6 +124,7 @@ class Guard:
         self.conversation.reset()
         self._last = None
         self._repeats = 0
+        self._asked = None
 
     def decide(
         self,
@@ -251,11 +257,17 @@ class Guard:
         ground: Context | None = None,
     ) -> Decision:
         if attempt == 0:
-            self._last, self._repeats = None, 0
+            self._last, self._repeats, self._asked = None, 0, None
         clean: list[Finding] | None = None  # the grounding findings of a turn the checklist passed
         # An empty answer to a re-ask corrects nothing: it is never the turn's recovery.
         empty = bool(attempt) and _empty(turn)
-        if not empty and not kept and not turn.findings and all(c.arguments is not None for c in turn.calls):
+        if (
+            not empty
+            and not kept
+            and not turn.findings
+            and all(c.arguments is not None for c in turn.calls)
+            and not self._switches([c.name for c in turn.calls])
+        ):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
             if (
@@ -278,6 +290,11 @@ class Guard:
                 work.per_call.setdefault(i, []).append(f.model_copy(update={"call": i}))
         if empty and not work.whole:
             work.whole.append(_EMPTY)
+        names = _names(work)
+        for k in self._switches(list(names.values())):
+            i = list(names)[k]
+            if not any(f.code == "wrong_tool_name" for f in work.per_call.get(i, [])):
+                work.per_call.setdefault(i, []).append(self._switch(i, names[i]))
         if ground is not None:
             # The calls the checklist passed (after repair), each against the conversation.
             passed = {i: c for i, c in enumerate(work.calls) if c is not None and i not in work.per_call}
@@ -329,6 +346,14 @@ class Guard:
         if reason:
             return Decision(action="abort", calls=[], keep=[], reason=reason, **common)
         self.reasks_used += 1
+        if (
+            self.policy.keep_tool
+            and self._asked is None
+            and not work.whole
+            and all(f.code in _ARGUMENT_CODES for f in findings)
+            and all(n in checker.tools for n in names.values())
+        ):
+            self._asked = frozenset([c.name for c in work.kept] + list(names.values()))
         return Decision(
             action="reask",
             calls=(work.kept if keep or not work.whole else [])
@@ -340,6 +365,23 @@ class Guard:
         )
 
     # -- reading and checking ------------------------------------------------------------
+
+    def _switches(self, names: Sequence[str]) -> list[int]:
+        """The positions in ``names`` of calls to tools other than the ones this turn's re-asks
+        are about (none when they are about more than arguments)."""
+        asked = self._asked
+        return [] if asked is None else [i for i, n in enumerate(names) if n not in asked]
+
+    def _switch(self, i: int, name: str) -> Finding:
+        asked = sorted(self._asked or ())
+        which = ", ".join(asked)
+        return Finding(
+            code="wrong_tool_name",
+            message=f"Call {i} calls '{name}', but you were asked to correct the arguments of {which}",
+            suggestion=f"Call {which} again with its arguments corrected; a call to another tool corrects nothing.",
+            call=i,
+            data={"rule": "reask_switch", "asked": asked, "got": name},
+        )
 
     def _loops(self, calls: Sequence[ToolCall]) -> list[Finding]:
         """The loop breaker's findings: calls that already failed too often in a row."""
@@ -519,6 +561,16 @@ class Guard:
         parts.append(ask + " Use the same format as before and add nothing else.")
         messages.append(Message(role="user", content="\n\n".join(parts)))
         return messages
+
+
+def _names(work: _Work) -> dict[int, str]:
+    """The tool each call of the turn names, by position (after repair; unreadable calls too,
+    calls that repair dropped not)."""
+    return {
+        i: c.name if c is not None else work.turn.calls[i].name
+        for i, c in enumerate(work.calls)
+        if c is not None or i in work.parse_errors
+    }
 
 
 def _empty(turn: Turn) -> bool:

@@ -95,6 +95,8 @@ def finding_line(finding: Finding, tool: Tool | None, tools: Sequence[str] = ())
     schema = schema_at(tool, loc)
     expected = _expected(schema)
     code = finding.code
+    if code == "wrong_tool_name" and finding.data.get("rule") == "reask_switch":
+        return f"- {finding.message}. {finding.suggestion}"
     if code == "wrong_tool_name":
         near = finding.data.get("closest") or []
         hint = f" Did you mean {near[0]!r}?" if near else ""
