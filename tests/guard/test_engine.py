@@ -342,3 +342,11 @@ def test_a_corrected_call_beside_its_kept_sibling_is_no_switch() -> None:
     assert (d.action, d.keep) == ("reask", [0])
     d = guard.decide(native(("send_mail", {"to": "x", "body": "hi"})), attempt=1, kept=d.calls)
     assert d.action == "accept" and [c.name for c in d.calls] == ["get_weather", "send_mail"]
+
+
+def test_a_reask_answer_that_moves_the_same_values_to_another_tool_is_no_switch() -> None:
+    # The wrong tool with the right values: its findings are about arguments, and the answer
+    # that moves the values to the right tool is the recovery.
+    guard = Guard(TOOLS)
+    assert guard.decide(native(("send_mail", {"to": "Oslo"}))).action == "reask"
+    assert guard.decide(native(("get_weather", {"city": "oslo"})), attempt=1).action == "accept"

@@ -104,6 +104,9 @@ class Guard:
         self._repeats = 0
         self._asked: frozenset[str] | None = None
         """The tools this turn's re-asks are about, when they are about arguments only (keep_tool)."""
+        self._carried: frozenset[tuple[str, Any]] = frozenset()
+        """The values of the calls those re-asks are about: a call to another tool that carries one
+        over moves the same request to the right tool, which is no switch."""
 
     @property
     def reasks_used(self) -> int:
@@ -124,7 +127,7 @@ class Guard:
         self.conversation.reset()
         self._last = None
         self._repeats = 0
-        self._asked = None
+        self._asked, self._carried = None, frozenset()
 
     def decide(
         self,
@@ -257,7 +260,7 @@ class Guard:
         ground: Context | None = None,
     ) -> Decision:
         if attempt == 0:
-            self._last, self._repeats, self._asked = None, 0, None
+            self._last, self._repeats, self._asked, self._carried = None, 0, None, frozenset()
         clean: list[Finding] | None = None  # the grounding findings of a turn the checklist passed
         # An empty answer to a re-ask corrects nothing: it is never the turn's recovery.
         empty = bool(attempt) and _empty(turn)
@@ -266,7 +269,7 @@ class Guard:
             and not kept
             and not turn.findings
             and all(c.arguments is not None for c in turn.calls)
-            and not self._switches([c.name for c in turn.calls])
+            and not self._switches([(c.name, c.arguments) for c in turn.calls])
         ):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
@@ -291,8 +294,9 @@ class Guard:
         if empty and not work.whole:
             work.whole.append(_EMPTY)
         names = _names(work)
-        for k in self._switches(list(names.values())):
-            i = list(names)[k]
+        at = list(names)
+        for k in self._switches([(names[i], c.arguments if (c := work.calls[i]) else None) for i in at]):
+            i = at[k]
             if not any(f.code == "wrong_tool_name" for f in work.per_call.get(i, [])):
                 work.per_call.setdefault(i, []).append(self._switch(i, names[i]))
         if ground is not None:
@@ -354,6 +358,7 @@ class Guard:
             and all(n in checker.tools for n in names.values())
         ):
             self._asked = frozenset([c.name for c in work.kept] + list(names.values()))
+            self._carried = frozenset(v for i in bad if (c := work.calls[i]) for v in _values(c.arguments))
         return Decision(
             action="reask",
             calls=(work.kept if keep or not work.whole else [])
@@ -366,11 +371,16 @@ class Guard:
 
     # -- reading and checking ------------------------------------------------------------
 
-    def _switches(self, names: Sequence[str]) -> list[int]:
-        """The positions in ``names`` of calls to tools other than the ones this turn's re-asks
-        are about (none when they are about more than arguments)."""
+    def _switches(self, calls: Sequence[tuple[str, Any]]) -> list[int]:
+        """The positions in ``calls`` (name, arguments) of calls to tools other than the ones this
+        turn's re-asks are about, that carry none of their values over (none when the re-asks
+        are about more than arguments)."""
         asked = self._asked
-        return [] if asked is None else [i for i, n in enumerate(names) if n not in asked]
+        if asked is None:
+            return []
+        return [
+            i for i, (n, args) in enumerate(calls) if n not in asked and not self._carried & _values(args)
+        ]
 
     def _switch(self, i: int, name: str) -> Finding:
         asked = sorted(self._asked or ())
@@ -561,6 +571,19 @@ class Guard:
         parts.append(ask + " Use the same format as before and add nothing else.")
         messages.append(Message(role="user", content="\n\n".join(parts)))
         return messages
+
+
+def _values(args: Any) -> set[tuple[str, Any]]:
+    """The strings and numbers in a call's arguments, at any depth (flags say too little)."""
+    if isinstance(args, dict):
+        return {v for x in args.values() for v in _values(x)}
+    if isinstance(args, list):
+        return {v for x in args for v in _values(x)}
+    if isinstance(args, str) and args.strip():
+        return {("s", args.strip().casefold())}
+    if isinstance(args, int | float) and not isinstance(args, bool):
+        return {("n", float(args))}
+    return set()
 
 
 def _names(work: _Work) -> dict[int, str]:

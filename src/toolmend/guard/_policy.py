@@ -53,9 +53,10 @@ class GuardPolicy(BaseModel):
       or the guard refused it) is refused as a ``duplicate_call`` that tells the model to stop
       (:class:`~toolmend.guard.Conversation`); 0 turns it off;
     - ``keep_tool``: an answer to a re-ask about calls' arguments must call the tools it was
-      asked about; a call to another tool in their place is a ``wrong_tool_name`` finding (rule
-      ``reask_switch``) and is asked again. Where a re-ask is about the tool itself (an unknown
-      name, the call count, a repeat), any tool may answer it; ``False`` accepts any valid answer;
+      asked about; a call to another tool in their place that carries none of their values over
+      is a ``wrong_tool_name`` finding (rule ``reask_switch``) and is asked again. Where a re-ask
+      is about the tool itself (an unknown name, the call count, a repeat), any tool may answer
+      it; ``False`` accepts any valid answer;
     - ``strict``: never change an answer. A turn the guard would repair, rescue or re-ask ends
       as ``abort`` instead, with what it found and would have fixed in the decision.
 
