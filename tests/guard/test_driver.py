@@ -110,6 +110,23 @@ async def test_corrected_call_goes_back_to_its_place() -> None:
     assert [c.name for c in out.calls] == ["f", "g"] and out.status == "recovered"
 
 
+async def test_calls_rescued_from_a_native_answer_s_text_keep_their_places() -> None:
+    # A native answer with no calls whose text holds two, one of them bad (the simulation on BFCL
+    # parallel): the guard keeps the good one by its place among the rescued calls, which the
+    # driver once sized by the answer's native calls (none) and failed with an IndexError.
+    tools = [
+        *TOOLS,
+        {
+            "name": "g",
+            "parameters": {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]},
+        },
+    ]
+    first = Turn.from_native("[f(), g(b=2)]", [])
+    out = await drive(Guard(tools), Script("[f(a=1)]"), [], first=first)
+    assert [(c.name, c.arguments) for c in out.calls] == [("f", {"a": 1}), ("g", {"b": 2})]
+    assert out.status == "recovered"
+
+
 async def test_abort_returns_no_kept_calls() -> None:
     tools = [
         *TOOLS,

@@ -134,7 +134,9 @@ class _Loop:
             )
         )
         if decision.action == "reask":
-            self._place(decision.calls[len(self.kept) :], decision.keep, len(reply.turn.calls), final=False)
+            # The calls judged: a native answer's calls, or those rescued from its text.
+            n = max([len(reply.turn.calls), *(i + 1 for i in (*decision.keep, *decision.reask))])
+            self._place(decision.calls[len(self.kept) :], decision.keep, n, final=False)
             self.kept = list(decision.calls)
             self.history.extend(decision.messages)
             out.messages.extend(decision.messages)
