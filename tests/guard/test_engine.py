@@ -350,3 +350,14 @@ def test_a_reask_answer_that_moves_the_same_values_to_another_tool_is_no_switch(
     guard = Guard(TOOLS)
     assert guard.decide(native(("send_mail", {"to": "Oslo"}))).action == "reask"
     assert guard.decide(native(("get_weather", {"city": "oslo"})), attempt=1).action == "accept"
+
+
+def test_a_call_in_a_native_answer_s_text_to_a_misspelt_tool_is_rescued_and_renamed() -> None:
+    # The simulation in native mode wrote "[solve_quadratics_equation(a=2, b=6, c=5)]" as its
+    # text: a call, to a near miss of the offered name, which the guard took for prose.
+    text = Turn.from_native('[get_wether(city="Oslo")]', [])
+    d = Guard(TOOLS).decide(text)
+    assert d.action == "repaired" and [f.action for f in d.fixes] == ["rescue", "rename_tool"]
+    assert [(c.name, c.arguments) for c in d.calls] == [("get_weather", {"city": "Oslo"})]
+    # A name close to none stays prose.
+    assert Guard(TOOLS).decide(Turn.from_native('[fly_to_the_moon(city="Oslo")]', [])).calls == []

@@ -28,6 +28,7 @@ from typing import Any
 from toolmend._schema import Finding, Message, Tool, ToolCall, resolve
 from toolmend.check import Checker, repair, ungrounded
 from toolmend.check._ground import Context
+from toolmend.check._names import best_match
 from toolmend.formats import load_lenient, parse_calls
 from toolmend.guard._allowed import AllowedCalls
 from toolmend.guard._conversation import Conversation
@@ -203,11 +204,16 @@ class Guard:
 
     def _rescue(self, turn: Turn) -> tuple[Turn, GuardFix] | None:
         """``turn`` with the tool calls its text holds as native calls, when it holds some and
-        each names an offered tool (prose that merely mentions a name is not a call)."""
+        each names an offered tool or a near miss of one (prose that merely mentions a name is
+        not a call)."""
         if not turn.text.strip():
             return None
         parsed = parse_calls(turn.text)
-        if not parsed.calls or any(c.name not in self.checker.tools for c in parsed.calls):
+        # A near miss of an offered name is a call that repair renames, as it does a native one.
+        tools = self.checker.tools
+        if not parsed.calls or any(
+            c.name not in tools and best_match(c.name, tools) is None for c in parsed.calls
+        ):
             return None
         calls = []
         for c in parsed.calls:

@@ -45,9 +45,10 @@ class GuardPolicy(BaseModel):
       computed from "tomorrow" is not in the conversation either), so a re-asked answer that
       keeps such a value is accepted, and it never ends a turn when no re-ask is left;
     - ``rescue``: a native turn with no calls whose text holds tool calls in a format toolmend
-      reads (``<tool_call>`` tags, a JSON or Python call list), each naming an offered tool, is
-      taken as those calls (a fix ``tool_call_in_content`` / ``rescue``; the turn's text keeps
-      only the prose around them). Never where the request allows no call;
+      reads (``<tool_call>`` tags, a JSON or Python call list), each naming an offered tool or a
+      near miss that repair renames, is taken as those calls (a fix ``tool_call_in_content`` /
+      ``rescue``; the turn's text keeps only the prose around them). Never where the request
+      allows no call;
     - ``max_repeated_failures``: the loop breaker. A call (same tool, same arguments) that
       already failed this many times in a row in the conversation (its tool reported an error,
       or the guard refused it) is refused as a ``duplicate_call`` that tells the model to stop
