@@ -275,7 +275,7 @@ class Guard:
             and not kept
             and not turn.findings
             and all(c.arguments is not None for c in turn.calls)
-            and not self._switches([(c.name, c.arguments) for c in turn.calls])
+            and (self._asked is None or not self._switches([(c.name, c.arguments) for c in turn.calls]))
         ):
             # The hot path: a clean turn costs its calls and one check.
             calls = [c.to_call() for c in turn.calls]
