@@ -173,13 +173,8 @@ def test_a_reask_about_arguments_is_not_recovered_by_a_call_to_another_tool(
     dropped = next(k for k in gold.arguments if k in tool.required)
     first = ", ".join(f"{k}={json.dumps(v)}" for k, v in args.items() if k != dropped)
     other = next(t for t in sample.tools if t.name != gold.name)
-    values = {
-        "integer": 7777,
-        "number": 77.5,
-        "float": 77.5,
-        "boolean": True,
-        "string": "zzz",
-    }  # none in the first answer
+    # Values the first answer does not have: the other tool carries none of them over.
+    values = {"integer": 7777, "number": 77.5, "float": 77.5, "boolean": True, "string": "zzz"}
     clean = ", ".join(f"{k}={values[other.parameters['properties'][k]['type']]!r}" for k in other.required)
 
     def handler(body: dict[str, Any]) -> Reply:
