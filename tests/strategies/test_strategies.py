@@ -386,6 +386,34 @@ async def test_hitec_in_native_mode_prose_is_no_call_not_a_format_error() -> Non
     assert out == "[get_weather(days=2)]" and st.events[0]["findings"] == [1, 1]
 
 
+PROSE = "No tool is needed for this."
+
+
+@pytest.mark.parametrize(
+    ("spec", "options", "replies"),
+    [
+        ("self-refine", {"when": "findings"}, (PROSE, "[get_weather(days=2)]")),
+        ("reflect", {}, (PROSE, "[get_weather(days=2)]")),
+        ("best-of-n", {"n": 2}, ("[get_weather(days=2)]", PROSE)),
+    ],
+)
+async def test_native_prose_is_an_answer_that_calls_nothing(
+    spec: str, options: dict[str, object], replies: tuple[str, str]
+) -> None:
+    # SmolLM2 abstained in prose on BFCL `irrelevance` through the llama.cpp engine (issue 35), and
+    # `self-refine -S when=findings` read the prose in BFCL's Python format as unreadable, asking
+    # 2.25 more times a sample. In native mode the tools went out through the API: prose is an
+    # answer without calls, with nothing for the checker to find, as the guard and hitec-icl read it.
+    native = state()
+    native.tool_mode = "native"
+    out, st = await run(spec, Script(*replies), native, **options)
+    extra = sum(e.get("requests", 0) for e in st.events)
+    assert out == PROSE and extra == (1 if spec == "best-of-n" else 0)  # best-of-n's n - 1 only
+    # In prompt mode the same prose is a reply in the wrong format, no better than a faulted call.
+    out, st = await run(spec, Script(*replies), **options)
+    assert out == "[get_weather(days=2)]"
+
+
 def test_the_report_counts_which_answer_hitec_kept() -> None:
     from toolmend.strategies._report import strategy_tables
 

@@ -12,7 +12,7 @@ from toolmend._schema import Message
 from toolmend.check import Checker
 from toolmend.guard._reask import turn_findings
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._reply import read_reply, reply_format
+from toolmend.strategies._reply import read_answer, reply_format
 
 __all__ = ["BestOfN"]
 
@@ -35,7 +35,7 @@ class BestOfN:
         async def best(messages: list[Message], *, epoch: int | None = None) -> str:
             base = (epoch or 0) * self.n
             replies = list(await asyncio.gather(*(generate(messages, epoch=base + i) for i in range(self.n))))
-            turns = [read_reply(r, fmt) for r in replies]
+            turns = [read_answer(r, fmt, state) for r in replies]
             keys = [
                 json.dumps([[c.name, c.arguments] for c in t.calls], sort_keys=True, default=str)
                 if t.calls

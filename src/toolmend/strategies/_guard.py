@@ -14,7 +14,7 @@ from toolmend.guard._turn import Turn
 from toolmend.models._base import GenerateRequest
 from toolmend.models._hf import default_choice
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._reply import read_reply, reply_format, write_reply
+from toolmend.strategies._reply import read_answer, read_reply, reply_format, write_reply
 
 __all__ = ["GuardStrategy"]
 
@@ -54,7 +54,7 @@ class GuardStrategy:
             # to offered tools in its text rescued); the answers to a re-ask are read in the
             # reply format: a re-ask asks for calls, and prose corrects none.
             allowed = _allowed(state, messages) if native else None
-            answer = read_reply(first, fmt, native=native, content=first in state.content_only)
+            answer = read_answer(first, fmt, state)
             out = await drive(guard, respond, messages, first=answer, allowed=allowed)
             state.events.extend(out.events)
             state.events.append(

@@ -55,7 +55,7 @@ from toolmend.guard._reask import turn_findings
 from toolmend.models._base import Model
 from toolmend.models._cache import default_cache_dir
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._reply import read_reply, reply_format
+from toolmend.strategies._reply import read_answer, read_reply, reply_format
 
 __all__ = ["GLOBAL_CHECKLIST", "ChecklistCache", "HitecICL", "local_checklist", "schema_hash"]
 
@@ -228,11 +228,10 @@ class HitecICL:
     def wrap(self, generate: Generate, state: SolveState) -> Generate:
         fmt = reply_format(state.benchmark)
         tools = list(state.sample.tools)
-        native = state.tool_mode == "native"
         checker = Checker.cached(tools) if tools and self.keep != "second" else None
 
-        def read(text: str) -> Turn:
-            return read_reply(text, fmt, native=native, content=text in state.content_only)
+        def read(text: str) -> Turn:  # both answers reply to the sample's request
+            return read_answer(text, fmt, state)
 
         async def hitec(messages: list[Message], *, epoch: int | None = None) -> str:
             first = _with_global(messages, self.global_template) if self.global_checklist else messages

@@ -26,7 +26,7 @@ from toolmend.check import Checker
 from toolmend.guard import Turn
 from toolmend.guard._reask import is_keep, refine_reask, turn_findings
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._reply import read_reply, reply_format
+from toolmend.strategies._reply import read_answer, read_reply, reply_format
 
 __all__ = ["SelfRefine"]
 
@@ -87,7 +87,7 @@ class SelfRefine:
 
         async def refine(messages: list[Message], *, epoch: int | None = None) -> str:
             reply = await generate(messages, epoch=epoch)
-            turn = read_reply(reply, fmt)
+            turn = read_answer(reply, fmt, state)
             history = list(messages)
             # The conversation before the reply: later re-asks quote the values they question.
             context = messages if self.ground else None

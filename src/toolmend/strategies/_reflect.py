@@ -11,7 +11,7 @@ from toolmend.check import Checker
 from toolmend.guard import classify_fault
 from toolmend.guard._reask import describe_findings, turn_findings
 from toolmend.strategies._base import Generate, SolveState
-from toolmend.strategies._reply import read_reply, reply_format, write_reply
+from toolmend.strategies._reply import read_answer, read_reply, reply_format, write_reply
 
 __all__ = ["Reflect"]
 
@@ -52,7 +52,7 @@ class Reflect:
             tool_error = fault in ("other", "not_found")
             rounds, ended = 0, "clean"
             while rounds < self.max_rounds:
-                turn = read_reply(reply, fmt)
+                turn = read_reply(reply, fmt) if rounds else read_answer(reply, fmt, state)
                 if turn.final is not None and rounds:
                     ended = "final"
                     break

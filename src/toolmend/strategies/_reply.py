@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from toolmend._schema import Tool, ToolCall
 from toolmend.formats import parse_calls, write_calls
 from toolmend.formats._result import CallFormat
 from toolmend.guard import Turn
 
-__all__ = ["reply_format", "read_reply", "write_reply"]
+if TYPE_CHECKING:
+    from toolmend._strategy import SolveState
+
+__all__ = ["reply_format", "read_answer", "read_reply", "write_reply"]
 
 # Until every benchmark declares ``reply_format``: how the runner writes native calls back.
 _FALLBACK = {"bfcl": "python", "nestools": "nestools", "critictool": "json", "reflection-bench": "tags"}
@@ -58,6 +61,14 @@ def read_reply(text: str, fmt: str, *, native: bool = False, content: bool = Fal
         if near.findings and not near.calls:
             return turn
     return Turn(text=text, format="native", final=turn.final)
+
+
+def read_answer(text: str, fmt: str, state: SolveState) -> Turn:
+    """The model's answer to the sample's own request, read as :func:`read_reply` reads it in
+    the run's tool mode: in native mode an answer without calls is prose that calls nothing,
+    never a reply in the wrong format. Answers to a strategy's own follow-up ask for calls in
+    ``fmt`` and are read with :func:`read_reply` alone."""
+    return read_reply(text, fmt, native=state.tool_mode == "native", content=text in state.content_only)
 
 
 def write_reply(
