@@ -230,9 +230,6 @@ class HitecICL:
         tools = list(state.sample.tools)
         checker = Checker.cached(tools) if tools and self.keep != "second" else None
 
-        def read(text: str) -> Turn:  # both answers reply to the sample's request
-            return read_answer(text, fmt, state)
-
         async def hitec(messages: list[Message], *, epoch: int | None = None) -> str:
             first = _with_global(messages, self.global_template) if self.global_checklist else messages
             reply = await generate(first, epoch=epoch)
@@ -246,7 +243,7 @@ class HitecICL:
 
             reviewing = self.second_round and bool(tools)
             if reviewing and checker is not None:
-                before = read(reply)
+                before = read_answer(reply, fmt, state)
                 first_found = turn_findings(before, checker)
                 if self.keep == "findings" and not first_found:
                     reviewing = False
@@ -271,7 +268,7 @@ class HitecICL:
                     event["kept"] = "second"
                     reply = revised
                 else:
-                    after = read(revised)
+                    after = read_answer(revised, fmt, state)  # it answers the sample's request too
                     found = (first_found, turn_findings(after, checker))
                     why = _worse(before, after, *found)
                     event.update(kept="first" if why else "second", findings=[len(f) for f in found])
