@@ -11,7 +11,7 @@ from toolmend.formats._result import CallFormat
 from toolmend.guard import Turn
 
 if TYPE_CHECKING:
-    from toolmend._strategy import SolveState
+    from toolmend.strategies._base import SolveState
 
 __all__ = ["reply_format", "read_answer", "read_reply", "write_reply"]
 
