@@ -214,9 +214,35 @@ def test_a_tool_list_past_the_budget_leaves_calls_unchecked(caplog: pytest.LogCa
     async def read() -> bytes:
         return await Budget(0.2).run(s.from_server, answer, what="the tool list")
 
-    with caplog.at_level(logging.WARNING, logger="toolmend.mcp"), pytest.raises(BudgetExceeded):
-        asyncio.run(read())
-    s.server_too_costly(0.2)
+    with caplog.at_level(logging.WARNING, logger="toolmend.mcp"):
+        with pytest.raises(BudgetExceeded):
+            asyncio.run(read())
+        s.server_too_costly(0.2)
     assert any("--check-seconds" in r.getMessage() for r in caplog.records)
     step, _ = _call(s, "add", {})  # nothing to check against: passes as it came
     assert step.forward is not None and s.counts.get("unchecked") == 1
+
+
+def test_a_message_past_the_budget_while_the_list_is_awaited_leaves_calls_unchecked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The budget may run out while the answer is parsed, before it is known to be the list.
+    s = McpSession()
+    _listed(s, [ADD])
+    assert s.from_client(_b({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).forward is not None
+    with caplog.at_level(logging.WARNING, logger="toolmend.mcp"):
+        s.server_too_costly(0.2)
+    assert any("--check-seconds" in r.getMessage() for r in caplog.records)
+    step, _ = _call(s, "add", {})
+    assert step.forward is not None and s.counts.get("unchecked") == 1
+    s.from_server(_b({"jsonrpc": "2.0", "id": 2, "result": {"tools": [ADD]}}))  # the list, when it comes
+    step, _ = _call(s, "add", {}, rid=10)
+    assert step.forward is None
+
+
+def test_a_costly_message_with_no_list_awaited_changes_nothing() -> None:
+    s = McpSession()
+    _listed(s, [ADD])
+    s.server_too_costly(0.2)
+    step, _ = _call(s, "add", {})
+    assert step.forward is None

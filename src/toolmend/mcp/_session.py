@@ -292,12 +292,14 @@ class McpSession:
 
     def server_too_costly(self, seconds: float) -> None:
         """The server's message whose reading ran past ``seconds`` of CPU time passed unread: a
-        ``tools/list`` answer leaves every call unchecked (with a warning), as before any list."""
-        if not self._reading:
+        ``tools/list`` answer leaves every call unchecked (with a warning), as before any list.
+        So does any message that ran past while a list is awaited, since it may be the list
+        itself, cut short while being parsed (the pending list is still read when it comes)."""
+        if not self._reading and not self.listing:
             return
         self._reading = False
-        _log.warning("%stools/list: reading the tools took more than %g s of CPU time, the guard's limit "
-                     "(toolmend mcp-guard --check-seconds); calls pass unchecked", self._where(), seconds)  # fmt: skip
+        _log.warning("%stools/list: reading the server's answer took more than %g s of CPU time, the guard's "
+                     "limit (toolmend mcp-guard --check-seconds); calls pass unchecked", self._where(), seconds)  # fmt: skip
         self._tools = None
         self._paging = {}
         self._unchecked = set()
