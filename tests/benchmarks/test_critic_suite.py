@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmend._errors import ConfigError
 from toolmend._schema import Sample, Tool, ToolCall
 from toolmend.benchmarks.critic import build_suite
 from toolmend.benchmarks.critic._build import SuiteInfo
@@ -151,3 +152,32 @@ def test_other_sources_build_and_round_trip(source: str, data_dir: Path, tmp_pat
     loaded = bench.load(tmp_path)
     metrics = bench.aggregate([bench.score(s, bench.gold(s)) for s in loaded])
     assert metrics["detect"] == 100.0 and metrics["args"] == 100.0
+
+
+def test_domain_tools_offer_each_world_trajectory_a_few_tools(tmp_path: Path) -> None:
+    info = build_suite("world", seed=0, out=tmp_path, limit=12, tools="domain", distractors=2)
+    assert info.tools == "domain" and sum(info.internal.values()) >= 10
+    data = json.loads((tmp_path / "internal_error/base_data_wo_cot.json").read_text())
+    for record in data.values():
+        offered = {t["name"] for t in parse_tool_list(record["query_prompt"][0]["content"])}
+        # A wrong-tool step may call a tool from outside the offered list; every gold step may not.
+        assert 3 <= len(offered) < len(WORLD_TOOLS.tools)
+    bench = CriticToolBenchmark(similarity=_exact)
+    loaded = bench.load(tmp_path)
+    metrics = bench.aggregate([bench.score(s, bench.gold(s)) for s in loaded])
+    assert metrics["detect"] == 100.0 and metrics["args"] == 100.0 and metrics["overall"] == 100.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tools": "some"}, "tools must be all or domain"),
+        ({"tools": "domain", "distractors": -1}, "distractors must be at least 0"),
+        ({"source": "bfcl", "tools": "domain"}, "bfcl samples offer their own"),
+    ],
+)
+def test_domain_tools_bad_options_are_config_errors(
+    kwargs: dict[str, object], message: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build_suite(**{"source": "world", "out": tmp_path, "limit": 2, **kwargs})  # type: ignore[arg-type]

@@ -37,6 +37,15 @@ def test_build_critic_prints_counts_and_writes_loadable_files(tmp_path: Path) ->
     assert load_critictool(tmp_path)
 
 
+def test_build_critic_with_domain_tools_says_so(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        _app(), ["build", "critic", "--out", str(tmp_path), "--limit", "6", "--tools", "domain"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "critique suite: world, domain tools, base, seed 0" in result.output
+    assert json.loads((tmp_path / "suite_base.json").read_text())["tools"] == "domain"
+
+
 def test_build_critic_rejects_an_unknown_source(tmp_path: Path) -> None:
     result = CliRunner().invoke(_app(), ["build", "critic", "--source", "mars", "--out", str(tmp_path)])
     assert result.exit_code == 2
@@ -80,6 +89,8 @@ def test_build_critic_evolved_with_a_garbage_model_falls_back(tmp_path: Path, op
         (["--model", "scripted"], "add --variant evolved"),
         (["--variant", "evolved", "--evolution", "shuffle"], "unknown evolution 'shuffle'"),
         (["--variant", "evolved", "--model", "nosuch/x"], "nosuch"),
+        (["--tools", "some"], "tools must be all or domain"),
+        (["--source", "bfcl", "--tools", "domain"], "bfcl samples offer their own"),
     ],
 )
 def test_build_critic_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:

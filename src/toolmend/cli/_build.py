@@ -1,6 +1,6 @@
 """``toolmend build critic``: write a CriticTool-style critique suite from gold trajectories.
 
-    toolmend build critic --source world --seed 0 --out suites/critic-0 [--limit 50]
+    toolmend build critic --source world --seed 0 --out suites/critic-0 [--limit 50] [--tools domain]
     toolmend build critic --variant evolved --out suites/critic-0 [--model openai/m] [--report]
 
 Prints the number of samples per internal error type and per external fault kind, the samples
@@ -31,7 +31,10 @@ __all__ = ["register"]
 
 
 def _table(info: SuiteInfo) -> Table:
-    title = f"critique suite: {info.source}, {info.variant}, seed {info.seed}, {info.traces} trajectories"
+    tools = ", domain tools" if info.tools == "domain" else ""
+    title = (
+        f"critique suite: {info.source}{tools}, {info.variant}, seed {info.seed}, {info.traces} trajectories"
+    )
     table = Table(title=title)
     table.add_column("part")
     table.add_column("kind")
@@ -93,6 +96,13 @@ def critic(
     report: Annotated[
         bool, typer.Option(help="Also build the other variant and write quality.md / quality.json.")
     ] = False,
+    tools: Annotated[
+        str,
+        typer.Option(
+            help="world: all (every world tool) or domain (the task's domains and --distractors others)."
+        ),
+    ] = "all",
+    distractors: Annotated[int, typer.Option(help="With --tools domain: tools from other domains.")] = 3,
 ) -> None:
     """Build a critique suite (internal and external errors) in CriticTool's format."""
     from toolmend.benchmarks.critic import build_suite
@@ -107,7 +117,10 @@ def critic(
     out_console = console()
     if limit is not None and limit < 1:
         fail(f"--limit must be 1 or more, got {limit}")
-    options = {"source": source, "seed": seed, "out": out, "limit": limit, "data": data}
+    options = {
+        "source": source, "seed": seed, "out": out, "limit": limit, "data": data,
+        "tools": tools, "distractors": distractors,
+    }  # fmt: skip
     variants = [variant, *([v for v in VARIANTS if v != variant] if report else [])]
     infos = {}
     try:

@@ -82,6 +82,8 @@ class SuiteInfo(BaseModel):
     source: str
     seed: int
     variant: str = "base"
+    tools: str = "all"
+    """``all``, or ``domain``: each world trajectory offered its domains' tools and a few others."""
     root: Path
     traces: int
     """Trajectories used (after ``limit``)."""
@@ -422,6 +424,8 @@ def build_suite(
     variant: str = "base",
     model: Any = None,
     evolutions: Sequence[str] | None = None,
+    tools: str = "all",
+    distractors: int = 3,
 ) -> SuiteInfo:
     """Write a critique suite under ``out`` and return what it holds.
 
@@ -430,7 +434,8 @@ def build_suite(
     after a seeded shuffle). ``error_free_every`` / ``external_every``: one error-free sample every
     that many trajectories, and as many external samples as every that many trajectories would
     give (0 turns them off). ``system_template`` replaces the system prompt's wording (it must
-    contain ``{tools}``).
+    contain ``{tools}``). ``tools="domain"`` offers each world trajectory only its domains' tools
+    and ``distractors`` others, instead of all the world's tools (see :func:`.load_traces`).
 
     ``variant="evolved"`` applies CriticTool's SRM evolution (:mod:`.evolve`) to every trajectory,
     the strategies of ``evolutions`` in turn (default: the four and ``mixed``), and writes the
@@ -449,7 +454,7 @@ def build_suite(
         raise ConfigError(f"unknown evolution {unknown[0]!r}; expected one of {', '.join(PLANS)}")
     inject_context = InjectContext
     root = Path(out)
-    traces = load_traces(source, seed=seed, data=data)
+    traces = load_traces(source, seed=seed, data=data, tools=tools, distractors=distractors)
     random.Random(f"toolmend.critic:{source}:{seed}").shuffle(traces)
     if limit is not None:
         traces = traces[:limit]
@@ -521,6 +526,7 @@ def build_suite(
         source=str(source),
         seed=seed,
         variant=variant,
+        tools=tools,
         root=root,
         traces=len(traces),
         internal=dict(sorted(internal.items())),

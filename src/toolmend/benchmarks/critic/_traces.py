@@ -57,7 +57,7 @@ class Trace:
         return self.factory(faults)
 
 
-def _world(seed: int) -> list[Trace]:
+def _world(seed: int, tools: str, distractors: int) -> list[Trace]:
     from toolmend.world import World, generate_tasks
 
     def factory(task_seed: int) -> EnvFactory:
@@ -68,7 +68,7 @@ def _world(seed: int) -> list[Trace]:
 
     out: list[Trace] = []
     for task in generate_tasks(seed):
-        world_tools = task.to_sample().tools
+        world_tools = task.to_sample().tools if tools == "all" else task.offered_tools(distractors)
         out.append(
             Trace(task.id, task.query, world_tools, task.calls, "world", factory(task.seed), after=task.after)
         )
@@ -104,14 +104,33 @@ def _bfcl(path: Path) -> list[Trace]:
     return out
 
 
-def load_traces(source: Source | str, *, seed: int = 0, data: str | Path | None = None) -> list[Trace]:
+def load_traces(
+    source: Source | str,
+    *,
+    seed: int = 0,
+    data: str | Path | None = None,
+    tools: str = "all",
+    distractors: int = 3,
+) -> list[Trace]:
     """The gold trajectories of ``source``, in a deterministic order.
 
-    ``world`` generates the tasks of ``World.create(seed)``; ``nestools`` and ``bfcl`` read the
-    data folder ``data`` (default: the shared ``data/nestools`` / ``data/bfcl``).
+    ``world`` generates the tasks of ``World.create(seed)``, each offering every world tool, or with
+    ``tools="domain"`` the tools of its own domains and ``distractors`` others (as ``toolmend bench
+    world -o tools=domain`` offers them: a prompt a small context holds); ``nestools`` and ``bfcl``
+    read the data folder ``data`` (default: the shared ``data/nestools`` / ``data/bfcl``) and offer
+    each sample's own tools.
+
+    >>> len(load_traces("world", tools="domain")[0].tools) < len(load_traces("world")[0].tools)
+    True
     """
+    if tools not in ("all", "domain"):
+        raise ConfigError(f"tools must be all or domain, got {tools!r}")
+    if distractors < 0:
+        raise ConfigError(f"distractors must be at least 0, got {distractors}")
+    if source != "world" and tools != "all":
+        raise ConfigError(f"tools={tools!r} narrows the world's tools; {source} samples offer their own")
     if source == "world":
-        return _world(seed)
+        return _world(seed, tools, distractors)
     if source == "nestools":
         return _nestools(Path(data) if data is not None else shared_dir() / "data" / "nestools")
     if source == "bfcl":
