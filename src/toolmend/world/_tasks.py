@@ -25,13 +25,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from toolmend._errors import DatasetError
+from toolmend._errors import ConfigError, DatasetError
 from toolmend._schema import Message, Ref, Sample, Tool, ToolCall, dependencies
 from toolmend.world._state import WorldState
 from toolmend.world._world import World
 from toolmend.world.domains import WORLD_TOOLS, domain_of
 
-__all__ = ["Chain", "Task", "TaskTemplate", "generate_tasks"]
+__all__ = ["Chain", "Task", "TaskTemplate", "generate_tasks", "tool_offer"]
 
 
 class Chain:
@@ -171,3 +171,21 @@ def generate_tasks(seed: int = 0, per_template: int = 5) -> list[Task]:
                 )
             )
     return tasks
+
+
+def tool_offer(tools: str, distractors: int) -> Callable[[Task], list[Tool]]:
+    """The tools each task offers: ``all`` the world's, or ``domain``: the task's own domains'
+    and ``distractors`` others (:meth:`Task.offered_tools`). Refuses any other choice at once,
+    before a task is built, with a :class:`~toolmend.ConfigError`.
+
+    >>> task = generate_tasks(seed=0)[0]
+    >>> len(tool_offer("domain", 0)(task)) < len(tool_offer("all", 3)(task))
+    True
+    """
+    if tools not in ("all", "domain"):
+        raise ConfigError(f"tools must be all or domain, got {tools!r}")
+    if distractors < 0:
+        raise ConfigError(f"distractors must be at least 0, got {distractors}")
+    if tools == "all":
+        return lambda task: WORLD_TOOLS.tools
+    return lambda task: task.offered_tools(distractors)

@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from toolmend._errors import ConfigError
 from toolmend._schema import Tool, ToolCall
 from toolmend._shared import shared_dir
 from toolmend.check import check
 from toolmend.env import Environment, FaultPlan
+
+if TYPE_CHECKING:
+    from toolmend.world import Task
 
 __all__ = ["Source", "Trace", "load_traces"]
 
@@ -57,7 +60,7 @@ class Trace:
         return self.factory(faults)
 
 
-def _world(seed: int, tools: str, distractors: int) -> list[Trace]:
+def _world(seed: int, offer: Callable[[Task], list[Tool]]) -> list[Trace]:
     from toolmend.world import World, generate_tasks
 
     def factory(task_seed: int) -> EnvFactory:
@@ -68,9 +71,8 @@ def _world(seed: int, tools: str, distractors: int) -> list[Trace]:
 
     out: list[Trace] = []
     for task in generate_tasks(seed):
-        world_tools = task.to_sample().tools if tools == "all" else task.offered_tools(distractors)
         out.append(
-            Trace(task.id, task.query, world_tools, task.calls, "world", factory(task.seed), after=task.after)
+            Trace(task.id, task.query, offer(task), task.calls, "world", factory(task.seed), after=task.after)
         )
     return out
 
@@ -123,14 +125,13 @@ def load_traces(
     >>> len(load_traces("world", tools="domain")[0].tools) < len(load_traces("world")[0].tools)
     True
     """
-    if tools not in ("all", "domain"):
-        raise ConfigError(f"tools must be all or domain, got {tools!r}")
-    if distractors < 0:
-        raise ConfigError(f"distractors must be at least 0, got {distractors}")
+    from toolmend.world._tasks import tool_offer
+
+    offer = tool_offer(tools, distractors)
     if source != "world" and tools != "all":
         raise ConfigError(f"tools={tools!r} narrows the world's tools; {source} samples offer their own")
     if source == "world":
-        return _world(seed, tools, distractors)
+        return _world(seed, offer)
     if source == "nestools":
         return _nestools(Path(data) if data is not None else shared_dir() / "data" / "nestools")
     if source == "bfcl":

@@ -50,7 +50,7 @@ from toolmend.world._episode import Episode, gold_replies
 from toolmend.world._grading import GoldRun, gold_run
 from toolmend.world._rl import system_prompt
 from toolmend.world._schedule import FaultSchedule, ScheduledFault
-from toolmend.world._tasks import Task
+from toolmend.world._tasks import Task, tool_offer
 
 __all__ = ["TURN_STRIDE", "WORLD_SUITE", "WorldBenchmark", "build_tasks_file", "read_tasks"]
 
@@ -165,11 +165,7 @@ class WorldBenchmark(Benchmark):
         distractors: int | str = 3,
     ) -> list[Sample]:
         """Samples for ``tasks`` (what :meth:`load` does after reading the file)."""
-        if tools not in ("all", "domain"):
-            raise ConfigError(f"tools must be all or domain, got {tools!r}")
-        n_distractors = _whole(distractors, "distractors")
-        if n_distractors < 0:
-            raise ConfigError(f"distractors must be at least 0, got {n_distractors}")
+        offer = tool_offer(tools, _whole(distractors, "distractors"))
         n_trials = _positive(trials, "trials")
         turns = _positive(max_turns, "max_turns") if max_turns is not None else None
         seed = _whole(fault_seed, "fault_seed") if fault_seed is not None else (tasks[0].seed if tasks else 0)
@@ -177,7 +173,7 @@ class WorldBenchmark(Benchmark):
         samples: list[Sample] = []
         for task in tasks:
             scheduled = [f.model_dump() for f in schedule.for_task(task)]
-            offered = WORLD_TOOLS.tools if tools == "all" else task.offered_tools(n_distractors)
+            offered = offer(task)
             for trial in range(n_trials):
                 samples.append(
                     Sample(
