@@ -455,6 +455,28 @@ def test_domain_tools_offer_the_task_domains_plus_distractors_and_gold_still_suc
         bench.load(tools="domain", distractors=-1)
 
 
+def test_per_template_keeps_the_first_episodes_of_every_template_in_order(bench: WorldBenchmark) -> None:
+    every = bench.load()
+    templates = list(dict.fromkeys(s.metadata["template"] for s in every))
+    firsts = bench.load(per_template=1)
+    assert [s.metadata["template"] for s in firsts] == templates
+    assert [s.id for s in firsts] == [
+        next(s.id for s in every if s.metadata["template"] == t) for t in templates
+    ]
+    twos = bench.load(per_template="2", trials=2)
+    assert len(twos) == 2 * 2 * len(templates)
+    # The same episode with the same faults as in the whole set.
+    faults = {s.id: s.metadata["faults"] for s in bench.load(faults="light")}
+    assert all(s.metadata["faults"] == faults[s.id] for s in bench.load(faults="light", per_template=1))
+    scores = _solve(bench, firsts, "retry")
+    assert all(s.values["success"] == 1.0 for s in scores)
+    for bad, message in ((0, "per_template must be at least 1, got 0"), ("x", "must be a whole number")):
+        with pytest.raises(ConfigError, match=message):
+            bench.load(per_template=bad)
+        with pytest.raises(ConfigError, match=message):
+            bench.check_load_options({"per_template": bad})
+
+
 def _llama_cpp_like(refuse_all: bool) -> Any:
     """A handler acting as llama-cpp-python's server: a message whose content is not a string
     (or, with ``refuse_all``, every request) is a 500 with pydantic's complaint; otherwise the

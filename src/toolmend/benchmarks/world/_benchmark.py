@@ -111,7 +111,9 @@ class WorldBenchmark(Benchmark):
     (runs per task, for pass^k), ``fault_seed`` (default: the tasks' world seed), ``max_turns``
     (default: 3 × gold length + 4), ``tools`` (``all`` world tools, the default, or ``domain``:
     the tools of the task's domains plus ``distractors`` others, default 3; see
-    :meth:`~toolmend.world.Task.offered_tools`).
+    :meth:`~toolmend.world.Task.offered_tools`), ``per_template`` (the first N episodes of each
+    task template, in the tasks' order; default: all of them; the tasks come grouped by template,
+    so ``--limit`` alone keeps the first templates only).
     """
 
     name = "world"
@@ -125,7 +127,7 @@ class WorldBenchmark(Benchmark):
         """Option keys, and the numbers among them, checked before a suite is built."""
         super().check_load_options(options)
         for name, check in (("trials", _positive), ("max_turns", _positive), ("fault_seed", _whole),
-                            ("distractors", _whole)):  # fmt: skip
+                            ("distractors", _whole), ("per_template", _positive)):  # fmt: skip
             if options.get(name) is not None:
                 check(options[name], name)
 
@@ -139,18 +141,19 @@ class WorldBenchmark(Benchmark):
         max_turns: int | str | None = None,
         tools: str = "all",
         distractors: int | str = 3,
+        per_template: int | str | None = None,
         **options: Any,
     ) -> list[Sample]:
         """One sample per task and trial, each carrying its task, faults and trial number."""
         if options:
             raise ConfigError(
                 f"unknown world option(s): {', '.join(sorted(options))}; "
-                "expected faults, trials, fault_seed, max_turns, tools, distractors"
+                "expected faults, trials, fault_seed, max_turns, tools, distractors, per_template"
             )
         tasks = read_tasks(path) if path is not None else generate_tasks(0)
         return self.load_tasks(
             tasks, faults=faults, trials=trials, fault_seed=fault_seed, max_turns=max_turns,
-            tools=tools, distractors=distractors,
+            tools=tools, distractors=distractors, per_template=per_template,
         )  # fmt: skip
 
     def load_tasks(
@@ -163,9 +166,12 @@ class WorldBenchmark(Benchmark):
         max_turns: int | str | None = None,
         tools: str = "all",
         distractors: int | str = 3,
+        per_template: int | str | None = None,
     ) -> list[Sample]:
         """Samples for ``tasks`` (what :meth:`load` does after reading the file)."""
         offer = tool_offer(tools, _whole(distractors, "distractors"))
+        if per_template is not None:
+            tasks = _per_template(tasks, _positive(per_template, "per_template"))
         n_trials = _positive(trials, "trials")
         turns = _positive(max_turns, "max_turns") if max_turns is not None else None
         seed = _whole(fault_seed, "fault_seed") if fault_seed is not None else (tasks[0].seed if tasks else 0)
@@ -306,6 +312,17 @@ class WorldBenchmark(Benchmark):
         if not isinstance(task, dict):
             raise DatasetError(f"sample {sample.id}: no world task in its metadata")
         return _task(json.dumps(task))
+
+
+def _per_template(tasks: Sequence[Task], n: int) -> list[Task]:
+    """The first ``n`` tasks of each template, in the tasks' order."""
+    seen: dict[str, int] = {}
+    out = []
+    for task in tasks:
+        seen[task.template] = seen.get(task.template, 0) + 1
+        if seen[task.template] <= n:
+            out.append(task)
+    return out
 
 
 def _whole(value: int | str, name: str) -> int:
