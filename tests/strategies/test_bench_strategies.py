@@ -160,6 +160,25 @@ def test_a_guard_that_gives_up_keeps_the_answer_with_the_fewest_findings(
     assert [c["name"] for c in rec["calls"]] == ["no_such_tool_at_all"]
 
 
+def test_a_guard_that_gives_up_never_trades_a_call_for_an_unreadable_answer(
+    tmp_path: Path, data_dir: Path, sample: Sample
+) -> None:
+    # Gemma 3 270M, sampled (issue 35): a call to the right tool with two required arguments
+    # missing (two findings) was re-asked and answered with prose (one finding, unreadable);
+    # counting findings alone, the guard kept the prose, from which no call can be read.
+    gold = sample.target[0]
+    assert len(sample.tools[0].required or []) >= 2
+
+    def handler(body: dict[str, Any]) -> Reply:
+        reasked = "Nothing was executed" in json.dumps(body["messages"])
+        return Reply(text="The reply could not be read as tool calls." if reasked else f"[{gold.name}()]")
+
+    _, rec, turn, bodies = _guarded_over_http(handler, tmp_path, data_dir)
+    assert len(bodies) == 3
+    assert turn["status"] == "aborted"
+    assert [c["name"] for c in rec["calls"]] == [gold.name]
+
+
 def test_a_reask_about_arguments_is_not_recovered_by_a_call_to_another_tool(
     tmp_path: Path, data_dir: Path
 ) -> None:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from toolmend._errors import ConfigError, first_error
 from toolmend._schema import Message
-from toolmend.guard import AllowedCalls, Guard, GuardPolicy, drive
+from toolmend.guard import AllowedCalls, Decision, Guard, GuardPolicy, drive
 from toolmend.guard._turn import Turn
 from toolmend.models._base import GenerateRequest
 from toolmend.models._hf import default_choice
@@ -63,19 +63,31 @@ class GuardStrategy:
             )  # fmt: skip
             final = out.final
             if out.status == "aborted":
-                # The guard gave up: one of the model's answers stands as it wrote it, the one
-                # with the fewest findings left unfixed, the earliest on a tie. SmolLM2 answered
-                # a re-ask about a wrong tool name with an unreadable call twice (issue 35), and
-                # the last answer is not the best one; an empty reply is no answer at all.
-                left = [
-                    (len(d.findings), k) for k, d in enumerate(out.decisions[: len(last)]) if last[k].strip()
-                ]
-                return last[min(left)[1]] if left else last[-1]
+                return last[_standing(out.decisions, last)]
             if final.action == "accept" and not final.fixes and len(final.calls) == len(out.turn.calls):
                 return last[-1]  # as the model wrote it
             return write_reply(out.calls, fmt, out.turn, state.sample.tools)
 
         return guarded
+
+
+def _standing(decisions: list[Decision], answers: list[str]) -> int:
+    """Which of the model's answers stands, as written, when the guard gives up: the earliest
+    that is not empty, replaced by a later one only where that one has calls and fewer findings.
+
+    The last answer is not the best one: SmolLM2 answered a re-ask about a wrong tool name with an
+    unreadable call twice (issue 35). Nor is the one with the fewest findings: Gemma 3 270M
+    answered a re-ask about two missing arguments with prose, one finding (unreadable) against
+    two, and no call can be read from it."""
+    standing: int | None = None
+    for k, (decision, text) in enumerate(zip(decisions, answers, strict=False)):
+        if not text.strip():
+            continue  # an empty reply is no answer at all
+        if standing is None or (
+            decision.calls and len(decision.findings) < len(decisions[standing].findings)
+        ):
+            standing = k
+    return len(answers) - 1 if standing is None else standing
 
 
 def _allowed(state: SolveState, messages: list[Message]) -> AllowedCalls | None:
