@@ -43,11 +43,13 @@ class GuardStrategy:
         async def guarded(messages: list[Message], *, epoch: int | None = None) -> str:
             first = await generate(messages, epoch=epoch)
             last = [first]
+            read: list[Turn] = []
 
             async def respond(history: list[Message]) -> Turn:
                 text = await generate(history, epoch=epoch)
                 last.append(text)
-                return read_reply(text, fmt)
+                read.append(read_reply(text, fmt))
+                return read[-1]
 
             # In native mode an answer in which no call came through the channel is prose, an
             # answer that calls nothing (accepted unless the request requires a call, with calls
@@ -55,6 +57,7 @@ class GuardStrategy:
             # reply format: a re-ask asks for calls, and prose corrects none.
             allowed = _allowed(state, messages) if native else None
             answer = read_answer(first, fmt, state)
+            read.insert(0, answer)
             out = await drive(guard, respond, messages, first=answer, allowed=allowed)
             state.events.extend(out.events)
             state.events.append(
@@ -63,7 +66,7 @@ class GuardStrategy:
             )  # fmt: skip
             final = out.final
             if out.status == "aborted":
-                return last[_standing(out.decisions, last)]
+                return last[_standing(out.decisions, read, last)]
             if final.action == "accept" and not final.fixes and len(final.calls) == len(out.turn.calls):
                 return last[-1]  # as the model wrote it
             return write_reply(out.calls, fmt, out.turn, state.sample.tools)
@@ -71,21 +74,20 @@ class GuardStrategy:
         return guarded
 
 
-def _standing(decisions: list[Decision], answers: list[str]) -> int:
+def _standing(decisions: list[Decision], turns: list[Turn], answers: list[str]) -> int:
     """Which of the model's answers stands, as written, when the guard gives up: the earliest
-    that is not empty, replaced by a later one only where that one has calls and fewer findings.
+    that is not empty, replaced by a later one only where calls could be read from it and it has
+    fewer findings.
 
     The last answer is not the best one: SmolLM2 answered a re-ask about a wrong tool name with an
     unreadable call twice (issue 35). Nor is the one with the fewest findings: Gemma 3 270M
     answered a re-ask about two missing arguments with prose, one finding (unreadable) against
     two, and no call can be read from it."""
     standing: int | None = None
-    for k, (decision, text) in enumerate(zip(decisions, answers, strict=False)):
+    for k, (decision, turn, text) in enumerate(zip(decisions, turns, answers, strict=False)):
         if not text.strip():
             continue  # an empty reply is no answer at all
-        if standing is None or (
-            decision.calls and len(decision.findings) < len(decisions[standing].findings)
-        ):
+        if standing is None or (turn.calls and len(decision.findings) < len(decisions[standing].findings)):
             standing = k
     return len(answers) - 1 if standing is None else standing
 
