@@ -169,14 +169,15 @@ def test_a_guard_that_gives_up_never_trades_a_call_for_an_unreadable_answer(
     gold = sample.target[0]
     required = sample.tools[0].required or []
     assert len(required) >= 2
-    one = {required[0]: gold.model_dump(mode="json")["arguments"][required[0]]}
+    key = required[0]
+    one = {key: gold.model_dump(mode="json")["arguments"][key]}
 
     def handler(body: dict[str, Any]) -> Reply:
         reasks = json.dumps(body["messages"]).count("Nothing was executed")
         if reasks == 0:
             return Reply(text=f"[{gold.name}()]")
         if reasks == 1 and better:
-            return Reply(text=f"[{gold.name}({next(iter(one))}={json.dumps(one[next(iter(one))])})]")
+            return Reply(text=f"[{gold.name}({key}={json.dumps(one[key])})]")
         return Reply(text="The reply could not be read as tool calls.")
 
     for better in (False, True):

@@ -42,8 +42,12 @@ class GuardStrategy:
 
         async def guarded(messages: list[Message], *, epoch: int | None = None) -> str:
             first = await generate(messages, epoch=epoch)
-            last = [first]
-            read: list[Turn] = []
+            # In native mode an answer in which no call came through the channel is prose, an
+            # answer that calls nothing (accepted unless the request requires a call, with calls
+            # to offered tools in its text rescued); the answers to a re-ask are read in the
+            # reply format: a re-ask asks for calls, and prose corrects none.
+            answer = read_answer(first, fmt, state)
+            last, read = [first], [answer]
 
             async def respond(history: list[Message]) -> Turn:
                 text = await generate(history, epoch=epoch)
@@ -51,13 +55,7 @@ class GuardStrategy:
                 read.append(read_reply(text, fmt))
                 return read[-1]
 
-            # In native mode an answer in which no call came through the channel is prose, an
-            # answer that calls nothing (accepted unless the request requires a call, with calls
-            # to offered tools in its text rescued); the answers to a re-ask are read in the
-            # reply format: a re-ask asks for calls, and prose corrects none.
             allowed = _allowed(state, messages) if native else None
-            answer = read_answer(first, fmt, state)
-            read.insert(0, answer)
             out = await drive(guard, respond, messages, first=answer, allowed=allowed)
             state.events.extend(out.events)
             state.events.append(
