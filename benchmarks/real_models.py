@@ -309,15 +309,24 @@ def run_table(
     return lines, first
 
 
-def tables_from_runs(root: Path, real_label: str) -> list[str]:
+def tables_from_runs(root: Path, real_label: str | None = None) -> list[str]:
     """The tables (and recovery per finding code) of the finished runs under ``root``, each
-    strategy against the group's first run without one."""
+    strategy against the group's first run without one, titled with the model each run's
+    manifest names (``real_label`` in its place, where the runs are of one real model)."""
+    cells = cells_from_runs(root)
+    real = sorted({model for model, *_ in cells if not model.startswith("noisy/")})
+    if real_label is not None and len(real) > 1:
+        raise ValueError(f"--label names one model, and {root} holds runs of {len(real)}: {', '.join(real)}")
     lines: list[str] = []
-    for (model, benchmark, group, temperature), runs in cells_from_runs(root).items():
+    for (model, benchmark, group, temperature), runs in cells.items():
         decoding = (
             f"sampled at temperature {temperature} (mean ± spread over seeds)" if temperature else "greedy"
         )
-        label = f"SIMULATION: {model} (not a model's result)" if model.startswith("noisy/") else real_label
+        label = (
+            f"SIMULATION: {model} (not a model's result)"
+            if model.startswith("noisy/")
+            else f"REAL MODEL: {real_label or model}"
+        )
         lines += header_lines(benchmark, f"{label}, {decoding}")
         order = sorted(runs, key=lambda s: (s != "none", list(runs).index(s)))
         baseline = runs.get("none")
@@ -366,7 +375,11 @@ def main(argv: list[str] | None = None) -> str:
     args = parser.parse_args(argv)
 
     if args.from_runs is not None:
-        text = "\n".join(tables_from_runs(args.from_runs, f"REAL MODEL: {args.label or args.model}"))
+        try:
+            text = "\n".join(tables_from_runs(args.from_runs, args.label))
+        except ValueError as exc:
+            print(f"real_models.py: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         print(text)
         if args.out is not None:
             args.out.write_text(text + "\n", encoding="utf-8")
