@@ -22,7 +22,6 @@ Figures are a simulation with a fake server, not a real model's results.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -35,13 +34,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "fake_openai_server", ROOT / "tests/helpers/fake_openai_server.py"
-)
-assert _spec is not None and _spec.loader is not None
-fake = importlib.util.module_from_spec(_spec)
-sys.modules["fake_openai_server"] = fake
-_spec.loader.exec_module(fake)
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))  # the test suite's helpers, as pytest sees them
+import fake_openai_server as fake  # noqa: E402
 
 CLI = [sys.executable, "-c", "from toolmend.cli._app import main; main()"]
 

@@ -1,6 +1,6 @@
-"""Shared fixtures: where the real benchmark data lives, the helper modules in ``tests/helpers``
-(importable by name, e.g. ``from fake_openai_server import Reply``), a fake OpenAI-compatible
-server and a private cache folder."""
+"""Shared fixtures: where the real benchmark data lives, a fake OpenAI-compatible server and a
+private cache folder. The modules of ``tests/helpers`` and ``tests/serve`` import by name
+(``from fake_openai_server import Reply``): pyproject.toml puts them on pytest's ``pythonpath``."""
 
 from __future__ import annotations
 
@@ -15,13 +15,11 @@ if (_workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))) > 1:
     for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_name, _threads)
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import fake_openai_server
 import pytest
 from hypothesis import settings
 
@@ -36,31 +34,6 @@ if os.environ.get("CI"):
 
 SHARED = shared_dir()
 DATA = SHARED / "data"
-HELPERS = Path(__file__).resolve().parent / "helpers"
-
-
-def load_helper(name: str) -> ModuleType:
-    """``tests/helpers/<name>.py`` as the module ``name`` (loaded once; later calls reuse it).
-
-    Tests run with ``--import-mode=importlib``, so the helpers folder is not on ``sys.path``;
-    registering the module lets test files import it by its plain name.
-    """
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HELPERS / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fake_openai_server = load_helper("fake_openai_server")
-load_helper("resume_worker")
-load_helper("kept_dirs")
-load_helper("real_model")
-load_helper("audit")
-load_helper("cli_usage")
-load_helper("llamacpp_close_worker")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,7 +4,6 @@ docs/results.yaml gives."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,29 +11,21 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_module import repo_module
 
 pytestmark = pytest.mark.slow  # long tests in few items: handed to a worker first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_script(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_results_page_is_generated_from_the_results_file() -> None:
-    results = load_script("results_page")
+    results = repo_module("scripts/results_page.py")
     page = results.render(yaml.safe_load(results.SOURCE.read_text(encoding="utf-8")))
     assert results.PAGE.read_text(encoding="utf-8") == page, "run: python scripts/results_page.py"
 
 
 def test_the_results_file_names_every_field(tmp_path: Path) -> None:
-    results = load_script("results_page")
+    results = repo_module("scripts/results_page.py")
     data = yaml.safe_load(results.SOURCE.read_text(encoding="utf-8"))
     del data["results"][0]["machine"]
     with pytest.raises(ValueError, match="result 1 has no machine"):
@@ -43,12 +34,7 @@ def test_the_results_file_names_every_field(tmp_path: Path) -> None:
 
 def test_the_main_jobs_figures_are_the_pinned_ones() -> None:
     """The results page and tests/benchmarks/test_critic_main_job.py cannot drift apart."""
-    spec = importlib.util.spec_from_file_location(
-        "main_job", ROOT / "tests" / "benchmarks" / "test_critic_main_job.py"
-    )
-    assert spec is not None and spec.loader is not None
-    pinned = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pinned)
+    pinned = repo_module("tests/benchmarks/test_critic_main_job.py", "main_job")
     data = yaml.safe_load((ROOT / "docs" / "results.yaml").read_text(encoding="utf-8"))
     values = {
         r["figure"].split(" ")[0]: r["value"]

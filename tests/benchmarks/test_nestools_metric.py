@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from repo_module import repo_module
 from rouge import Rouge
 
 from toolmend.benchmarks import BENCHMARKS
@@ -265,13 +266,7 @@ def test_micro_not_macro(bench: NesTools, samples: list) -> None:
 
 def test_reference_reimplementation_agrees_on_perturbed_answers(bench: NesTools, samples: list) -> None:
     # The speed benchmark's plain re-implementation (rouge package, no shortcuts) as an oracle.
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "score_speed.py"
-    spec = importlib.util.spec_from_file_location("nestools_score_speed", path)
-    assert spec is not None and spec.loader is not None
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+    ref = repo_module("benchmarks/score_speed.py", "nestools_score_speed")
     from toolmend.benchmarks.nestools._data import gold_chain
 
     for s in random.Random(3).sample(samples, 40):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from repo_module import repo_module
 
 from toolmend import run_bench
 from toolmend.models import get_model
@@ -17,12 +16,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "real_models.py"
 
 @pytest.fixture(scope="module")
 def real_models() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("real_models_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return repo_module("benchmarks/real_models.py")
 
 
 def _run(name: str, runs: Path) -> None:

@@ -4,32 +4,22 @@ OpenAI adapter."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from messages_upstream import MessagesUpstream, events, message, text, tool_use
+from scripted_upstream import Scene
 
 anthropic = pytest.importorskip("anthropic")
+
 
 from toolmend import wrap  # noqa: E402
 from toolmend.guard import GuardPolicy  # noqa: E402
 from toolmend.guard.anthropic_client import GuardAborted, GuardedAnthropic  # noqa: E402
-
-_UP = Path(__file__).resolve().parents[1] / "serve" / "messages_upstream.py"
-if "messages_upstream" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("messages_upstream", _UP)
-    assert _spec is not None and _spec.loader is not None
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["messages_upstream"] = _mod
-    _spec.loader.exec_module(_mod)
-
-from messages_upstream import MessagesUpstream, events, message, text, tool_use  # noqa: E402
-from scripted_upstream import Scene  # noqa: E402
 
 WEATHER = {"name": "get_weather", "input_schema": {"type": "object", "properties": {
     "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}  # fmt: skip

@@ -5,28 +5,19 @@ against a local Responses server on 127.0.0.1: repair in place, re-ask with
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
+from responses_upstream import fcall, message, response, stream_events
 
 openai = pytest.importorskip("openai")
 
 from toolmend.guard import GuardPolicy, wrap  # noqa: E402
 from toolmend.guard.openai_client import GuardAborted  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "responses_upstream", Path(__file__).resolve().parents[1] / "serve" / "responses_upstream.py"
-)
-assert _spec is not None and _spec.loader is not None
-_ru = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_ru)
-fcall, message, response, stream_events = _ru.fcall, _ru.message, _ru.response, _ru.stream_events
 
 WEATHER = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {
     "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}  # fmt: skip

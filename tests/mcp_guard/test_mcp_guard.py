@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import importlib.util
 import json
 import logging
 import os
@@ -20,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from repo_module import repo_module
 
 pytest.importorskip("mcp")
 uvicorn = pytest.importorskip("uvicorn")
@@ -33,10 +33,7 @@ from toolmend.mcp import create_mcp_app  # noqa: E402
 from toolmend.serve import Limits  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent
-_SPEC = importlib.util.spec_from_file_location("toolmend_test_mcp_server", _HERE / "mcp_server.py")
-assert _SPEC is not None and _SPEC.loader is not None
-server_module = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(server_module)
+server_module = repo_module("tests/mcp_guard/mcp_server.py", "toolmend_test_mcp_server")
 SRC = _HERE.parents[1] / "src"
 
 

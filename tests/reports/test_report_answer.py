@@ -5,17 +5,14 @@ answer, and no column that no sample fills."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from browser import chromium, open_report
 
 from toolmend._bench import run_bench
 from toolmend.reports import build_report, load_views, render_html, render_markdown, write_report
 from toolmend.runs import Manifest, RunDir, SampleRecord
-
-sys.path.insert(0, str(Path(__file__).parent))
-from browser import chromium, open_report  # noqa: E402
 
 CRITIC_METRICS = {
     "parse_rate": 100.0, "detect": 87.6, "category": 72.0, "tool": 68.7, "args": 51.0, "skip_retry": 100.0,

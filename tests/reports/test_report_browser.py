@@ -4,18 +4,16 @@ driven by Selenium): two BFCL runs on the real data, filter, open, search, sort,
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from browser import chromium, open_report, wait_for
+from repo_module import repo_module
 
 from toolmend._bench import run_bench
 from toolmend.benchmarks import BENCHMARKS, load_builtin_benchmarks
 from toolmend.benchmarks.bfcl._decode import render_python
 from toolmend.reports import write_report
-
-sys.path.insert(0, str(Path(__file__).parent))
-from browser import chromium, open_report, wait_for  # noqa: E402
 
 CATEGORIES = ["simple_python"]
 
@@ -94,15 +92,10 @@ def test_many_samples_are_paged_and_filterable(tmp_path: Path) -> None:
     """The 20,000 x 3 measurement's generator at 1,000 x 3: the gzipped data inflated by the page,
     paging, the "changed" filter, and the page's own open time (printed, never asserted;
     docs/benchmarks.md has the 20,000 x 3 figures)."""
-    import importlib.util
 
     from selenium.webdriver.support.ui import Select
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "report_size.py"
-    spec = importlib.util.spec_from_file_location("report_size", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = repo_module("benchmarks/report_size.py")
     html = write_report(module.make_runs(tmp_path / "runs", 1000, 3), out=tmp_path / "r", plots=False).html
     assert 'type="application/gzip-base64"' in html.read_text()  # over 1 MB of JSON: embedded gzipped
     with chromium() as driver:

@@ -18,23 +18,12 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import importlib.util
 import json
-import sys
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-if "scripted_upstream" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("scripted_upstream", _HERE / "scripted_upstream.py")
-    assert _spec is not None and _spec.loader is not None
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["scripted_upstream"] = _mod
-    _spec.loader.exec_module(_mod)
-
-from scripted_upstream import Scene, ScriptedUpstream, call, completion  # noqa: E402
+from scripted_upstream import Scene, ScriptedUpstream, call, completion
 
 __all__ = ["ATTACKS", "gzip_bomb", "CLEAN", "Attack", "clean_body", "scene", "send", "upstream"]
 

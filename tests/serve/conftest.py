@@ -3,27 +3,15 @@ real servers on 127.0.0.1 (threads), so the real openai SDK and LangChain can ta
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_upstream import AppThread, Scene, ScriptedUpstream
 
 from toolmend.serve import ServeConfig, create_app
 from toolmend.serve._app import server_options
-
-_HERE = Path(__file__).resolve().parent
-if "scripted_upstream" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("scripted_upstream", _HERE / "scripted_upstream.py")
-    assert _spec is not None and _spec.loader is not None
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["scripted_upstream"] = _mod
-    _spec.loader.exec_module(_mod)
-
-from scripted_upstream import AppThread, Scene, ScriptedUpstream  # noqa: E402
 
 
 class Proxy:

@@ -15,25 +15,13 @@ As a process (for benchmarks/proxy_overhead.py)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-
-if "scripted_upstream" not in sys.modules:  # run as a process: load the sibling module by path
-    _spec = importlib.util.spec_from_file_location(
-        "scripted_upstream", Path(__file__).with_name("scripted_upstream.py")
-    )
-    assert _spec is not None and _spec.loader is not None
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["scripted_upstream"] = _mod
-    _spec.loader.exec_module(_mod)
-
-from scripted_upstream import Scene, Scripted  # noqa: E402
+from scripted_upstream import Scene, Scripted
 
 __all__ = ["MessagesUpstream", "events", "message", "text", "tool_use"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["fcall", "load", "message", "response", "stream_events"]
+__all__ = ["fcall", "message", "response", "stream_events"]
 
 
 def fcall(
@@ -85,19 +85,3 @@ def _split(text: str, pieces: int) -> list[str]:
         return [""]
     size = max(1, -(-len(text) // pieces))
     return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def load(name: str) -> Any:
-    """A module of this folder by name (the tests run with --import-mode=importlib, so the
-    folder is not on sys.path)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]

@@ -102,15 +102,8 @@ def test_a_conversation_is_recognised_by_its_earlier_turns(serve: Any) -> None:
 
 def test_responses_breaks_the_loop_too(serve: Any) -> None:
     """/v1/responses decides through the same exchange: its history's failures count alike."""
-    import importlib.util
-    from pathlib import Path
+    import responses_upstream as ru
 
-    spec = importlib.util.spec_from_file_location(
-        "responses_upstream", Path(__file__).parent / "responses_upstream.py"
-    )
-    assert spec is not None and spec.loader is not None
-    ru = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ru)
     weather = {"type": "function", "name": "get_weather", "parameters": WEATHER["function"]["parameters"]}
     items: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Oslo?"}]
     for i in range(3):

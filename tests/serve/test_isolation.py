@@ -10,29 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.util
 import json
 import statistics
-import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
+from attacks import ATTACKS, Attack, clean_body, send
+from scripted_upstream import Scene, completion
 
 from toolmend.serve._budget import Budget, BudgetExceeded, Limits
-
-_HERE = Path(__file__).resolve().parent
-if "attacks" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("attacks", _HERE / "attacks.py")
-    assert _spec is not None and _spec.loader is not None
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["attacks"] = _mod
-    _spec.loader.exec_module(_mod)
-
-from attacks import ATTACKS, Attack, clean_body, send  # noqa: E402
-from scripted_upstream import Scene, completion  # noqa: E402
 
 # A step interrupted for its budget may be inside a garbage collector's callback, which reports
 # the interruption as "ignored" (the budget interrupts it again): not a fault of the test it

@@ -5,9 +5,7 @@ enforced, faults and bad requests in Anthropic's error shape, metrics and traces
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -15,22 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from messages_upstream import MessagesUpstream, events, message, text, tool_use
 from scripted_upstream import AppThread, Scene
 
 from toolmend.serve import ServeConfig, create_app
 
 anthropic = pytest.importorskip("anthropic")
 
-if "messages_upstream" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(
-        "messages_upstream", Path(__file__).with_name("messages_upstream.py")
-    )
-    assert _spec is not None and _spec.loader is not None
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["messages_upstream"] = _mod
-    _spec.loader.exec_module(_mod)
-
-from messages_upstream import MessagesUpstream, events, message, text, tool_use  # noqa: E402
 
 WEATHER = {"name": "get_weather", "description": "Weather for a city.", "input_schema": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}  # fmt: skip

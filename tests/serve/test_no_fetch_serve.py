@@ -10,23 +10,13 @@ the proxy's to its upstream; opens of the interpreter's and the project's own co
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-if "attacks" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("attacks", _HERE / "attacks.py")
-    assert _spec is not None and _spec.loader is not None
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["attacks"] = _mod
-    _spec.loader.exec_module(_mod)
-
-from attacks import clean_body, scene, send  # noqa: E402
-from audit import watched  # noqa: E402
+from attacks import clean_body, scene, send
+from audit import watched
 
 
 def _hostile_tools(tmp_path: Path) -> list[dict[str, Any]]:

@@ -12,16 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from responses_upstream import fcall, message, response, stream_events
 from scripted_upstream import Scene
 
 openai = pytest.importorskip("openai")
-_here = Path(__file__).resolve().parent
-_spec_loader = __import__("importlib.util").util.spec_from_file_location(
-    "responses_upstream", _here / "responses_upstream.py"
-)
-_ru = __import__("importlib.util").util.module_from_spec(_spec_loader)
-_spec_loader.loader.exec_module(_ru)
-fcall, message, response, stream_events = _ru.fcall, _ru.message, _ru.response, _ru.stream_events
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "Weather for a city.", "strict": False,
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},

@@ -7,21 +7,14 @@ sees the bad call (streamed or not)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from responses_upstream import fcall, message, response, stream_events
 from scripted_upstream import Scene
 
 pytest.importorskip("openai")
 agents = pytest.importorskip("agents")
-_here = Path(__file__).resolve().parent
-_spec_loader = __import__("importlib.util").util.spec_from_file_location(
-    "responses_upstream", _here / "responses_upstream.py"
-)
-_ru = __import__("importlib.util").util.module_from_spec(_spec_loader)
-_spec_loader.loader.exec_module(_ru)
-fcall, message, response, stream_events = _ru.fcall, _ru.message, _ru.response, _ru.stream_events
 
 
 def _agent(proxy: Any, ran: list[dict[str, Any]]) -> Any:

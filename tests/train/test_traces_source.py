@@ -3,15 +3,14 @@ upstream (both on 127.0.0.1), read back as sft / kto / refine rows, every label 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_upstream import AppThread, Scene, ScriptedUpstream, call, completion
 from typer.testing import CliRunner
 
 from toolmend._errors import ConfigError, DatasetError
@@ -23,15 +22,6 @@ from toolmend.train._data import KEEP_IT
 
 openai = pytest.importorskip("openai")
 
-if "scripted_upstream" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(
-        "scripted_upstream", Path(__file__).parents[1] / "serve" / "scripted_upstream.py"
-    )
-    assert _spec is not None and _spec.loader is not None
-    sys.modules["scripted_upstream"] = _module = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_module)
-
-from scripted_upstream import AppThread, Scene, ScriptedUpstream, call, completion  # noqa: E402
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
     "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}  # fmt: skip
