@@ -115,9 +115,7 @@ def whole_job(before: Path | None, repeat: int) -> None:
             raise SystemExit(1)
     else:
         ratio = med["now", "cold"] / med["now", "warm"]
-        print(
-            f"cold {med['now', 'cold']:.2f} s CPU, warm {med['now', 'warm']:.2f} s CPU: cold / warm {ratio:.2f}x"
-        )
+        print(f"cold {med['now', 'cold']:.2f} s CPU, warm {med['now', 'warm']:.2f} s CPU: cold / warm {ratio:.2f}x")
 
 
 def main() -> None:

@@ -11,8 +11,6 @@ from repo_module import repo_module
 from toolmend import run_bench
 from toolmend.models import get_model
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "real_models.py"
-
 
 @pytest.fixture(scope="module")
 def real_models() -> ModuleType:

@@ -16,7 +16,6 @@ from scripted_upstream import Scene
 
 anthropic = pytest.importorskip("anthropic")
 
-
 from toolmend import wrap  # noqa: E402
 from toolmend.guard import GuardPolicy  # noqa: E402
 from toolmend.guard.anthropic_client import GuardAborted, GuardedAnthropic  # noqa: E402
